@@ -1,0 +1,180 @@
+"""Stage 6: the command line. Every user error becomes one line on stderr and exit 2."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import List, Optional, Sequence
+
+import click
+
+from . import __version__
+from .errors import QmpigenError
+from .header import HeaderRequest, read_header
+from .model import Enumeration, MpiApi, MpiFunction
+from .parse import parse_header
+from .select import Selection, enumerate_functions
+
+EXIT_USAGE = 2
+
+
+def load_api(mpi_header: str, mpicc: Optional[str], cflags: Sequence[str]) -> MpiApi:
+    return parse_header(read_header(HeaderRequest(mpi_header, mpicc, tuple(cflags))))
+
+
+def header_options(func):
+    """Options shared by every command that reads mpi.h."""
+    options = [
+        click.option(
+            "--mpi-header",
+            default="auto",
+            show_default=True,
+            metavar="auto|PATH",
+            help="mpi.h to read; 'auto' asks the compiler driver for its own.",
+        ),
+        click.option("--mpicc", default=None, metavar="DRIVER", help="MPI compiler driver (default: mpicc on PATH)."),
+        click.option("--cflag", "cflags", multiple=True, metavar="FLAG", help="Extra preprocessor flag (-I, -D); repeatable."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def selection_options(func):
+    options = [
+        click.option("--include", multiple=True, metavar="GLOB", help="Only functions matching GLOB; repeatable."),
+        click.option("--exclude", multiple=True, metavar="GLOB", help="Leave out functions matching GLOB; repeatable."),
+        click.option("--mpix", is_flag=True, help="Also intercept MPIX_ extensions."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def regeneration_command() -> str:
+    """The command line that produced an output, for the banner (no absolute paths)."""
+    words: List[str] = ["qmpigen"]
+    for arg in sys.argv[1:]:
+        words.append(os.path.basename(arg) if os.path.isabs(arg) else arg)
+    return " ".join(words)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="qmpigen")
+def cli() -> None:
+    """Generate QMPI, the multi-tool MPI interception layer, for the installed MPI."""
+
+
+@cli.command()
+@header_options
+@selection_options
+@click.option("--json", "as_json", is_flag=True, help="Print the enumeration manifest as JSON.")
+@click.option("-d", "--dump", is_flag=True, help="Print everything parsed from mpi.h (for debugging a new MPI).")
+def functions(mpi_header, mpicc, cflags, include, exclude, mpix, as_json, dump) -> None:
+    """List the MPI function enumeration: index, enum name, return type, signature."""
+    api = load_api(mpi_header, mpicc, cflags)
+    if dump:
+        click.echo(dump_api(api), nl=False)
+        return
+    enumeration = enumerate_functions(api, Selection(tuple(include), tuple(exclude), mpix))
+    if as_json:
+        click.echo(json.dumps(manifest(enumeration), indent=1))
+        return
+    facts = enumeration.facts
+    click.echo(
+        f"# {facts.implementation} {facts.version} (MPI {facts.mpi_version}.{facts.mpi_subversion}): "
+        f"{len(enumeration)} functions, enumeration {enumeration.hash}"
+    )
+    width = max(len(f.enum) for f in enumeration)
+    rwidth = max(len(f.return_type) for f in enumeration)
+    for index, function in enumerate(enumeration):
+        click.echo(
+            f"{index:4d}  {function.enum:<{width}}  {function.return_type:<{rwidth}}  {function.name}({function.params_c})"
+        )
+
+
+def manifest(enumeration: Enumeration) -> dict:
+    return {
+        "mpi": dict(enumeration.facts.as_dict(), count=len(enumeration), enumeration=enumeration.hash),
+        "functions": [
+            {
+                "index": index,
+                "name": f.name,
+                "enum": f.enum,
+                "forum_enum": f.forum_enum,
+                "return_type": f.return_type,
+                "signature": f.signature,
+                "params": [
+                    {
+                        "name": p.name,
+                        "type": p.type,
+                        "declaration": p.declaration,
+                        "pointer": p.is_pointer,
+                        "array": p.is_array,
+                        "const": p.is_const,
+                        "function_pointer": p.is_function_pointer,
+                    }
+                    for p in f.params
+                ],
+                "variadic": f.variadic,
+                "categories": list(f.categories),
+            }
+            for index, f in enumerate(enumeration)
+        ],
+    }
+
+
+def dump_api(api: MpiApi) -> str:
+    facts = api.facts
+    lines = [
+        f"header: {facts.implementation} {facts.version}, MPI {facts.mpi_version}.{facts.mpi_subversion}, "
+        f"declares QMPI: {'yes' if facts.declares_qmpi else 'no'}, "
+        f"forum enum members: {len(facts.forum_enum)}",
+        f"functions declared (MPI_/MPIX_): {len(api)}",
+    ]
+    for f in api:
+        flags = [k for k, v in (("pmpi", f.has_pmpi), ("macro", f.is_macro), ("variadic", f.variadic)) if v]
+        lines.append(f"{f.location}: {f.signature}")
+        lines.append(f"    flags: {' '.join(flags) or '-'}; categories: {' '.join(f.categories) or '-'}")
+        for p in f.params:
+            traits = [
+                k
+                for k, v in (
+                    ("pointer", p.is_pointer),
+                    ("array", p.is_array),
+                    ("const", p.is_const),
+                    ("function-pointer", p.is_function_pointer),
+                )
+                if v
+            ]
+            promoted = f", promoted to {p.promoted_type}" if p.promoted_type else ""
+            lines.append(
+                f"    {p.name}: type '{p.type}', passed as '{p.va_type}', base '{p.base_type}'"
+                f"{', ' + ' '.join(traits) if traits else ''}{promoted}"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: Optional[Sequence[str]] = None) -> None:
+    """Entry point: one line per error, never a traceback for bad input."""
+    try:
+        cli.main(args=argv, prog_name="qmpigen", standalone_mode=False)
+    except QmpigenError as exc:
+        click.echo(f"qmpigen: error: {exc.one_line()}", err=True)
+        sys.exit(EXIT_USAGE)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.ClickException as exc:
+        click.echo(f"qmpigen: error: {' '.join(exc.format_message().split())}", err=True)
+        sys.exit(exc.exit_code)
+    except click.exceptions.Abort:
+        click.echo("qmpigen: error: interrupted", err=True)
+        sys.exit(130)
+    except BrokenPipeError:
+        sys.exit(1)
+    except OSError as exc:
+        where = f": {exc.filename}" if exc.filename else ""
+        click.echo(f"qmpigen: error: {exc.strerror or exc}{where}", err=True)
+        sys.exit(EXIT_USAGE)
+    sys.exit(0)

@@ -1,0 +1,155 @@
+"""Stage 1: read mpi.h through the MPI's own compiler driver.
+
+`mpicc -E` gives the exact declarations the MPI's users compile against (its include
+paths, its configuration macros); `mpicc -E -dM` gives the macro table, which tells
+which MPI names are macros and what the version macros say.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from typing import Dict, FrozenSet, Optional, Sequence, Tuple
+
+from .errors import QmpigenError
+from .quirks import NEUTRALISING_DEFINES
+
+PREPROCESS_TIMEOUT_S = 120
+
+
+@dataclass(frozen=True)
+class HeaderRequest:
+    """Which mpi.h to read and with which driver."""
+
+    mpi_header: str = "auto"  # "auto" or a path to a header file
+    mpicc: Optional[str] = None  # compiler driver; default: mpicc on PATH
+    cflags: Tuple[str, ...] = ()  # extra flags for the driver (-I, -D)
+
+
+@dataclass(frozen=True)
+class PreprocessedHeader:
+    text: str  # preprocessed C source (with linemarkers)
+    header_path: str  # the mpi.h that was read (absolute; never written into outputs)
+    driver: Tuple[str, ...]  # the command used, e.g. ("mpicc",)
+    object_macros: Dict[str, str] = field(default_factory=dict)  # NAME -> replacement text
+    function_macros: FrozenSet[str] = frozenset()  # names of function-like macros
+
+    @property
+    def macro_names(self) -> FrozenSet[str]:
+        return frozenset(self.object_macros) | self.function_macros
+
+
+def resolve_driver(request: HeaderRequest) -> Tuple[str, ...]:
+    if request.mpicc:
+        parts = tuple(request.mpicc.split())
+        if not shutil.which(parts[0]):
+            raise QmpigenError(f"compiler driver '{parts[0]}' not found (from --mpicc)")
+        return parts
+    if shutil.which("mpicc"):
+        return ("mpicc",)
+    if request.mpi_header != "auto":
+        # An explicit header only needs a C preprocessor.
+        for cc in (os.environ.get("CC", ""), "cc", "gcc"):
+            if cc and shutil.which(cc):
+                return (cc,)
+    raise QmpigenError(
+        "no MPI compiler driver 'mpicc' on PATH: put the MPI's bin directory on PATH, "
+        "or pass --mpicc DRIVER, or --mpi-header PATH"
+    )
+
+
+def read_header(request: HeaderRequest) -> PreprocessedHeader:
+    """Preprocess `#include <mpi.h>` (or the given header) and collect its macros."""
+    if request.mpi_header != "auto":
+        path = os.path.abspath(request.mpi_header)
+        if not os.path.isfile(path):
+            raise QmpigenError(f"MPI header not found: {request.mpi_header}")
+        include = f'#include "{path}"\n'
+    else:
+        path = ""
+        include = "#include <mpi.h>\n"
+    driver = resolve_driver(request)
+
+    with tempfile.TemporaryDirectory(prefix="qmpigen-") as tmp:
+        probe = os.path.join(tmp, "qmpigen_probe.c")
+        with open(probe, "w") as handle:
+            handle.write(include)
+        base = list(driver) + list(request.cflags)
+        text = _run(base + ["-E"] + list(NEUTRALISING_DEFINES) + [probe], driver, request)
+        macros = _run(base + ["-E", "-dM", probe], driver, request)
+
+    if not path:
+        path = _included_header(text, "mpi.h")
+        if not path:
+            raise QmpigenError(f"'{' '.join(driver)} -E' did not include an mpi.h")
+    object_macros, function_macros = _macro_table(macros)
+    return PreprocessedHeader(text, path, driver, object_macros, function_macros)
+
+
+def _run(cmd: Sequence[str], driver: Tuple[str, ...], request: HeaderRequest) -> str:
+    what = "mpi.h" if request.mpi_header == "auto" else request.mpi_header
+    try:
+        proc = subprocess.run(
+            list(cmd),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=PREPROCESS_TIMEOUT_S,
+        )
+    except OSError as exc:
+        raise QmpigenError(f"cannot run '{driver[0]}': {exc.strerror}") from None
+    except subprocess.TimeoutExpired:
+        raise QmpigenError(
+            f"preprocessing {what} with '{' '.join(driver)} -E' took longer than {PREPROCESS_TIMEOUT_S} s"
+        ) from None
+    if proc.returncode != 0:
+        detail = " | ".join(line.strip() for line in proc.stderr.splitlines() if line.strip())[:600]
+        raise QmpigenError(
+            f"preprocessing {what} with '{' '.join(driver)} -E' failed (exit {proc.returncode}): {detail}"
+        )
+    return proc.stdout
+
+
+def linemarker(line: str) -> Optional[Tuple[int, str]]:
+    """Parse a preprocessor linemarker '# 12 "file" 1 3' into (12, 'file')."""
+    if not line.startswith("#"):
+        return None
+    parts = line[1:].split(None, 1)
+    if len(parts) < 2 or not parts[0].isdigit() or not parts[1].startswith('"'):
+        return None
+    end = parts[1].find('"', 1)
+    if end < 0:
+        return None
+    return int(parts[0]), parts[1][1:end]
+
+
+def _included_header(text: str, basename: str) -> str:
+    for line in text.splitlines():
+        marker = linemarker(line)
+        if marker and os.path.basename(marker[1]) == basename:
+            return os.path.abspath(marker[1])
+    return ""
+
+
+def _macro_table(dump: str) -> Tuple[Dict[str, str], FrozenSet[str]]:
+    """Split `-dM` output ('#define NAME value' / '#define NAME(args) value')."""
+    object_macros: Dict[str, str] = {}
+    function_macros = set()
+    for line in dump.splitlines():
+        if not line.startswith("#define "):
+            continue
+        rest = line[len("#define ") :]
+        name_end = len(rest)
+        for i, ch in enumerate(rest):
+            if ch in "( \t":
+                name_end = i
+                break
+        name = rest[:name_end]
+        if rest[name_end : name_end + 1] == "(":
+            function_macros.add(name)
+        else:
+            object_macros[name] = rest[name_end:].strip()
+    return object_macros, frozenset(function_macros)

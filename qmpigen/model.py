@@ -1,0 +1,208 @@
+"""The MPI function model: frozen values built from a parsed mpi.h.
+
+No I/O here. Derived C text (signatures, argument lists, enum names) comes from
+properties so templates read like the C they produce.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Dict, Iterator, Optional, Tuple
+
+from .errors import Location
+
+
+@dataclass(frozen=True)
+class Param:
+    """One parameter of an MPI function, with its C text printed by pycparser."""
+
+    name: str
+    declaration: str  # as declared, with the name: "int ranges[][3]"
+    type: str  # abstract type as declared: "int [][3]"
+    va_type: str  # type after array/function decay, for va_arg: "int (*)[3]"
+    va_declaration: str  # a local that receives it: "int (*ranges)[3]"
+    base_type: str  # innermost type name: "int", "MPI_Datatype", "void"
+    is_pointer: bool  # pointer or array at the top level
+    is_array: bool
+    is_const: bool  # the pointed-to data is const
+    is_function_pointer: bool
+    promoted_type: Optional[str] = None  # set when varargs promote the type (char, short, float)
+
+    @property
+    def is_handle(self) -> bool:
+        return not self.is_pointer and self.base_type in HANDLE_TYPES
+
+
+# Opaque MPI handle types (MPI standard, section 2.5.1); used for spec predicates.
+HANDLE_TYPES = frozenset(
+    {
+        "MPI_Comm",
+        "MPI_Datatype",
+        "MPI_Errhandler",
+        "MPI_File",
+        "MPI_Group",
+        "MPI_Info",
+        "MPI_Message",
+        "MPI_Op",
+        "MPI_Request",
+        "MPI_Session",
+        "MPI_Win",
+    }
+)
+
+
+@dataclass(frozen=True)
+class MpiFunction:
+    """One MPI procedure as the header declares it."""
+
+    name: str  # "MPI_Send"
+    return_type: str  # "int", "double", "MPI_Aint"
+    params: Tuple[Param, ...]
+    variadic: bool
+    has_pmpi: bool  # a PMPI_ twin is declared (or #defined)
+    is_macro: bool  # the header #defines this name: generated C must never define it
+    categories: Tuple[str, ...]  # sorted
+    location: Location
+    quirk: Optional[str] = None  # key into quirks.DISPATCH, e.g. "fan_out" for MPI_Pcontrol
+
+    # -- names -------------------------------------------------------------
+    @property
+    def prefix(self) -> str:
+        return self.name.split("_", 1)[0]  # "MPI" or "MPIX"
+
+    @property
+    def short(self) -> str:
+        """Name without the MPI_ prefix: the thesis's wrapper suffix (T1_Send)."""
+        return self.name.split("_", 1)[1]
+
+    @property
+    def pmpi(self) -> str:
+        return "P" + self.name
+
+    @property
+    def enum(self) -> str:
+        """Thesis enumeration name (appendix 7.1): _MPI_Send."""
+        return "_" + self.name
+
+    @property
+    def forum_enum(self) -> str:
+        """MPI Forum / MPICH enumeration name: MPI_SEND_T."""
+        return self.name.upper() + "_T"
+
+    # -- C text ------------------------------------------------------------
+    @property
+    def returns_int(self) -> bool:
+        return self.return_type == "int"
+
+    @property
+    def fixed_params(self) -> str:
+        """Declared parameters without the ellipsis, comma separated ('' if none)."""
+        return ", ".join(p.declaration for p in self.params)
+
+    @property
+    def params_c(self) -> str:
+        """The parameter list exactly as the prototype has it ('void' when empty)."""
+        parts = [p.declaration for p in self.params]
+        if self.variadic:
+            parts.append("...")
+        return ", ".join(parts) if parts else "void"
+
+    @property
+    def args(self) -> str:
+        """Argument names for a call: 'buf, count, datatype'."""
+        return ", ".join(p.name for p in self.params)
+
+    @property
+    def signature(self) -> str:
+        return f"{self.return_type} {self.name}({self.params_c})"
+
+    def with_extra(self, extra: str, leading: bool = False) -> str:
+        """Fixed parameters plus extra trailing (or leading) parameters."""
+        fixed = [p.declaration for p in self.params]
+        parts = [extra] + fixed if leading else fixed + [extra]
+        return ", ".join(parts)
+
+    def args_with(self, extra: str, leading: bool = False) -> str:
+        names = [p.name for p in self.params]
+        parts = [extra] + names if leading else names + [extra]
+        return ", ".join(parts)
+
+    def has_category(self, category: str) -> bool:
+        return category in self.categories
+
+
+@dataclass(frozen=True)
+class HeaderFacts:
+    """What the header is: implementation, versions, what it already declares."""
+
+    implementation: str  # "MPICH", "Open MPI", "Intel MPI", "unknown"
+    version: str  # implementation version, "" when unknown
+    mpi_version: int
+    mpi_subversion: int
+    declares_qmpi: bool  # MPICH >= 4: QMPI_Context, QMPI_X prototypes, enum QMPI_Functions_enum
+    forum_enum: Tuple[Tuple[str, int], ...] = ()  # the header's enum QMPI_Functions_enum: (member, value)
+
+    def as_dict(self) -> Dict[str, object]:
+        return {
+            "implementation": self.implementation,
+            "version": self.version,
+            "mpi_version": f"{self.mpi_version}.{self.mpi_subversion}",
+            "declares_qmpi": self.declares_qmpi,
+        }
+
+
+@dataclass(frozen=True)
+class MpiApi:
+    """Every MPI_/MPIX_ function the header declares, in declaration order."""
+
+    facts: HeaderFacts
+    functions: Tuple[MpiFunction, ...]
+    _by_name: Dict[str, MpiFunction] = field(default_factory=dict, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_by_name", {f.name: f for f in self.functions})
+
+    def get(self, name: str) -> Optional[MpiFunction]:
+        return self._by_name.get(name)
+
+    def __iter__(self) -> Iterator[MpiFunction]:
+        return iter(self.functions)
+
+    def __len__(self) -> int:
+        return len(self.functions)
+
+
+@dataclass(frozen=True)
+class Enumeration:
+    """The selected functions in enumeration order: index i is _MPI_<Name> = i."""
+
+    facts: HeaderFacts
+    functions: Tuple[MpiFunction, ...]
+    _index: Dict[str, int] = field(default_factory=dict, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_index", {f.name: i for i, f in enumerate(self.functions)})
+
+    def __iter__(self) -> Iterator[MpiFunction]:
+        return iter(self.functions)
+
+    def __len__(self) -> int:
+        return len(self.functions)
+
+    def index(self, name: str) -> int:
+        return self._index[name]
+
+    def get(self, name: str) -> Optional[MpiFunction]:
+        i = self._index.get(name)
+        return None if i is None else self.functions[i]
+
+    @property
+    def names(self) -> Tuple[str, ...]:
+        return tuple(f.name for f in self.functions)
+
+    @property
+    def hash(self) -> str:
+        """Identity of the enumeration: a tool built for another one must not be wired in."""
+        digest = hashlib.sha256("\n".join(self.names).encode()).hexdigest()
+        return f"{len(self.functions)}-{digest[:16]}"

@@ -1,0 +1,116 @@
+"""MPI quirks in one place: data, not `if name == ...` in emitters.
+
+Everything that is regular (return types, const, array parameters, which names are
+macros) is read from the header itself; only what the header cannot tell us lives here.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, FrozenSet, Tuple
+
+# Functions whose chain is not a nested call but a fan-out the core drives itself.
+# MPI_Pcontrol (MPI standard 15.2 / seed 001; thesis listing 3.11): its wrappers do not
+# call a next link; the core calls every tool's wrapper in chain order, then PMPI.
+# It is also variadic: every tool receives the variadic tail as a va_list.
+DISPATCH: Dict[str, str] = {
+    "MPI_Pcontrol": "fan_out",
+}
+
+# Categories derived from the name, shared by every MPI. (category, kind, text)
+NAME_CATEGORIES: Tuple[Tuple[str, str, str], ...] = (
+    ("mpi_t", "prefix", "MPI_T_"),  # tool information interface (MPI 3.0+)
+    ("mpix", "prefix", "MPIX_"),  # implementation extensions (MPICH)
+    ("sessions", "prefix", "MPI_Session_"),  # MPI 4.0 Sessions model
+    ("large_count", "suffix", "_c"),  # MPI 4.0 large-count (MPI_Count) variants
+    ("conversion", "suffix", "_c2f"),  # C <-> Fortran handle conversions
+    ("conversion", "suffix", "_f2c"),
+    ("conversion", "suffix", "_f082c"),
+    ("conversion", "suffix", "_c2f08"),
+    ("conversion", "suffix", "_f082f"),
+    ("conversion", "suffix", "_f2f08"),
+    ("conversion", "suffix", "_toint"),  # MPI 5.0 ABI integer conversions
+    ("conversion", "suffix", "_fromint"),
+)
+
+# Removed from the standard in MPI 3.0 (still declared by some MPIs behind options;
+# Open MPI #defines them to a compile error instead, which the macro check catches).
+REMOVED: FrozenSet[str] = frozenset(
+    {
+        "MPI_Address",
+        "MPI_Errhandler_create",
+        "MPI_Errhandler_get",
+        "MPI_Errhandler_set",
+        "MPI_Type_extent",
+        "MPI_Type_hindexed",
+        "MPI_Type_hvector",
+        "MPI_Type_lb",
+        "MPI_Type_struct",
+        "MPI_Type_ub",
+    }
+)
+
+# Deprecated but not removed (MPI 2.0 attribute caching, MPI 4.0 info getters,
+# MPI 4.1 _x variants superseded by large-count _c procedures).
+DEPRECATED: FrozenSet[str] = frozenset(
+    {
+        "MPI_Attr_delete",
+        "MPI_Attr_get",
+        "MPI_Attr_put",
+        "MPI_Keyval_create",
+        "MPI_Keyval_free",
+        "MPI_Info_get",
+        "MPI_Info_get_valuelen",
+        "MPI_Get_elements_x",
+        "MPI_Status_set_elements_x",
+        "MPI_Type_get_extent_x",
+        "MPI_Type_get_true_extent_x",
+        "MPI_Type_size_x",
+    }
+)
+
+# C types that varargs promote (C11 6.5.2.2p6): va_arg must name the promoted type.
+VARARG_PROMOTIONS: Dict[str, str] = {
+    "char": "int",
+    "signed char": "int",
+    "unsigned char": "int",
+    "short": "int",
+    "short int": "int",
+    "unsigned short": "int",
+    "unsigned short int": "int",
+    "_Bool": "int",
+    "float": "double",
+}
+
+# GNU extensions in MPI headers that pycparser does not read. Open MPI's header alone
+# carries about 1,000 __attribute__ annotations (deprecation, MPI_Datatype checks).
+NEUTRALISING_DEFINES: Tuple[str, ...] = (
+    "-D__attribute__(x)=",
+    "-D__extension__=",
+    "-D__restrict=",
+    "-D__restrict__=",
+    "-D__inline=",
+    "-D__inline__=",
+    "-D__asm__(x)=",
+    "-D__asm(x)=",
+    "-D__declspec(x)=",
+)
+
+# Header macros that say which MPI this is: (implementation, macro giving its version).
+# Checked in order; Intel MPI is MPICH-derived and defines MPICH_VERSION too.
+IMPLEMENTATION_MARKERS: Tuple[Tuple[str, str], ...] = (
+    ("Intel MPI", "I_MPI_VERSION"),
+    ("MPICH", "MPICH_VERSION"),
+    ("Open MPI", "OMPI_MAJOR_VERSION"),
+)
+
+
+def name_categories(name: str) -> FrozenSet[str]:
+    found = set()
+    for category, kind, text in NAME_CATEGORIES:
+        if (kind == "prefix" and name.startswith(text)) or (kind == "suffix" and name.endswith(text)):
+            found.add(category)
+    if name in REMOVED:
+        found.add("removed")
+    if name in DEPRECATED:
+        found.add("deprecated")
+    return frozenset(found)
