@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import sys
 from typing import List, Optional, Sequence
 
@@ -14,7 +15,9 @@ from .errors import QmpigenError
 from .header import HeaderRequest, read_header
 from .model import Enumeration, MpiApi, MpiFunction
 from .parse import parse_header
+from .render import GeneratorInfo, render_core
 from .select import Selection, enumerate_functions
+from .write import WriteReport, write_outputs
 
 EXIT_USAGE = 2
 
@@ -52,11 +55,34 @@ def selection_options(func):
     return func
 
 
-def regeneration_command() -> str:
-    """The command line that produced an output, for the banner (no absolute paths)."""
-    words: List[str] = ["qmpigen"]
-    for arg in sys.argv[1:]:
-        words.append(os.path.basename(arg) if os.path.isabs(arg) else arg)
+# Options that say how to run, not what to generate: left out of banners.
+NOT_IN_BANNER = frozenset({"check", "quiet"})
+
+
+def regeneration_command(ctx: click.Context) -> str:
+    """The command that regenerates an output, for its banner: canonical (same options,
+    same text, whatever their order) and free of absolute paths."""
+    words: List[str] = ["qmpigen", ctx.info_name or ""]
+
+    def text(value) -> str:
+        value = str(value)
+        return shlex.quote(os.path.basename(value) if os.path.isabs(value) else value)
+
+    for param in ctx.command.params:
+        value = ctx.params.get(param.name)
+        if param.name in NOT_IN_BANNER or value is None or value == () or value is False:
+            continue
+        if isinstance(param, click.Argument):
+            words.extend(text(v) for v in (value if isinstance(value, tuple) else (value,)))
+            continue
+        flag = max(param.opts, key=len) if param.name != "output" else "-o"
+        if getattr(param, "is_flag", False):
+            words.append(flag)
+        elif isinstance(value, tuple):
+            for item in value:
+                words += [flag, text(item)]
+        else:
+            words += [flag, text(value)]
     return " ".join(words)
 
 
@@ -92,6 +118,31 @@ def functions(mpi_header, mpicc, cflags, include, exclude, mpix, as_json, dump) 
         click.echo(
             f"{index:4d}  {function.enum:<{width}}  {function.return_type:<{rwidth}}  {function.name}({function.params_c})"
         )
+
+
+@cli.command("build-core")
+@header_options
+@selection_options
+@click.option("-o", "--output", required=True, metavar="DIR", help="Directory for the core's sources and Makefile.")
+@click.option("--check", is_flag=True, help="Write nothing; exit 1 naming the files that would change.")
+@click.pass_context
+def build_core(ctx, mpi_header, mpicc, cflags, include, exclude, mpix, output, check) -> None:
+    """Generate the QMPI core (qmpi.h, C sources, Makefile) for the installed MPI."""
+    api = load_api(mpi_header, mpicc, cflags)
+    enumeration = enumerate_functions(api, Selection(tuple(include), tuple(exclude), mpix))
+    files = render_core(enumeration, GeneratorInfo.for_enumeration(enumeration, regeneration_command(ctx)))
+    report_writes(output, write_outputs(output, files, check=check), check)
+
+
+def report_writes(output: str, report: WriteReport, check: bool) -> None:
+    if check:
+        if report.changed:
+            for name in report.changed:
+                click.echo(f"{os.path.join(output, name)}: would change")
+            sys.exit(1)
+        click.echo(f"{output}: up to date ({len(report.unchanged)} files)")
+        return
+    click.echo(f"{output}: {len(report.changed)} written, {len(report.unchanged)} unchanged")
 
 
 def manifest(enumeration: Enumeration) -> dict:
@@ -177,4 +228,11 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         where = f": {exc.filename}" if exc.filename else ""
         click.echo(f"qmpigen: error: {exc.strerror or exc}{where}", err=True)
         sys.exit(EXIT_USAGE)
+    except Exception as exc:  # a bug in qmpigen: still one line, traceback on request
+        if os.environ.get("QMPIGEN_DEBUG"):
+            raise
+        click.echo(
+            f"qmpigen: internal error: {type(exc).__name__}: {exc} (set QMPIGEN_DEBUG=1 for a traceback)", err=True
+        )
+        sys.exit(3)
     sys.exit(0)

@@ -133,10 +133,10 @@ def _is_void(node: c_ast.Node) -> bool:
 def _param(node: c_ast.Node, index: int, typedefs: Dict[str, c_ast.Typedef]) -> Param:
     name = getattr(node, "name", None) or f"arg{index}"
     declared = node.type
-    decayed = _decay(declared)
+    decayed = _decay(declared, typedefs)
     innermost = _innermost(declared)
     base = _base_name(innermost)
-    top_is_pointer = isinstance(declared, (c_ast.PtrDecl, c_ast.ArrayDecl))
+    top_is_pointer = isinstance(decayed, c_ast.PtrDecl)
     pointee = declared.type if top_is_pointer else None
     is_const = isinstance(pointee, c_ast.TypeDecl) and "const" in (pointee.quals or [])
     promoted = None
@@ -152,7 +152,7 @@ def _param(node: c_ast.Node, index: int, typedefs: Dict[str, c_ast.Typedef]) -> 
         is_pointer=top_is_pointer,
         is_array=isinstance(declared, c_ast.ArrayDecl),
         is_const=is_const,
-        is_function_pointer=_is_function_pointer(declared, typedefs),
+        is_function_pointer=_is_function_pointer(decayed, typedefs),
         promoted_type=promoted,
     )
 
@@ -171,11 +171,14 @@ def _base_name(type_decl: c_ast.TypeDecl) -> str:
     return f"{kind} {inner.name}" if getattr(inner, "name", None) else kind
 
 
-def _decay(node: c_ast.Node) -> c_ast.Node:
-    """Array and function parameters are passed as pointers (C11 6.7.6.3p7-8)."""
+def _decay(node: c_ast.Node, typedefs: Dict[str, c_ast.Typedef]) -> c_ast.Node:
+    """Array and function parameters are passed as pointers (C11 6.7.6.3p7-8), also
+    when the function type comes from a typedef (MPI_T_event_cb_function cb)."""
     if isinstance(node, c_ast.ArrayDecl):
         return c_ast.PtrDecl(list(node.dim_quals or []), node.type)
     if isinstance(node, c_ast.FuncDecl):
+        return c_ast.PtrDecl([], node)
+    if isinstance(node, c_ast.TypeDecl) and isinstance(_resolve(_base_name(node), typedefs), c_ast.FuncDecl):
         return c_ast.PtrDecl([], node)
     return node
 
