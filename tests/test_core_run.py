@@ -1,0 +1,96 @@
+"""The generated core on real MPIs: built with mpicc, run with mpiexec at 2-4 ranks.
+
+Reproduces the thesis's tests (section 4.5) and the behaviour the core promises:
+zero tools, stacked tools in order, TBcast with two counter instances, Pcontrol
+fan-out, exact non-int returns, init/finalize queries, LD_PRELOAD, 1,000 tools.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from conftest import SAMPLE_TOOLS
+
+pytestmark = pytest.mark.mpi
+
+
+def app_lines(stdout: str):
+    return sorted(line for line in stdout.splitlines() if line.startswith("app rank"))
+
+
+def test_zero_tools_runs_the_application_unchanged(mpi, demo_app):
+    proc = mpi.run(2, [demo_app])
+    assert proc.returncode == 0, proc.stderr
+    assert app_lines(proc.stdout) == [
+        "app rank 0 of 2: data 11 22 33 2 wtime_ok 1",
+        "app rank 1 of 2: data 11 22 33 2 wtime_ok 1",
+    ]
+
+
+def test_one_printer_sees_pre_and_post_of_every_intercepted_call(mpi, demo_app, sample_tools):
+    proc = mpi.run(1, [demo_app], env={"TOOLS": str(sample_tools / "libprinter.so")})
+    assert proc.returncode == 0, proc.stderr
+    events = [l for l in proc.stdout.splitlines() if l.startswith("printer@")]
+    assert events[:2] == ["printer@1 pre MPI_Init", "printer@1 post MPI_Init"]
+    assert "printer@1 MPI_Pcontrol level 2" in events
+    assert events[-2:] == ["printer@1 pre MPI_Finalize", "printer@1 post MPI_Finalize"]
+
+
+def test_three_stacked_tools_nest_in_chain_order(mpi, demo_app, sample_tools):
+    lib = str(sample_tools / "libprinter.so")
+    proc = mpi.run(1, [demo_app], env={"TOOLS": f"{lib}:{lib}:{lib}"})
+    assert proc.returncode == 0, proc.stderr
+    events = [l for l in proc.stdout.splitlines() if "MPI_Bcast" in l]
+    assert events == [
+        "printer@1 pre MPI_Bcast",
+        "printer@2 pre MPI_Bcast",
+        "printer@3 pre MPI_Bcast",
+        "printer@3 post MPI_Bcast",
+        "printer@2 post MPI_Bcast",
+        "printer@1 post MPI_Bcast",
+    ]
+    # Pcontrol reaches every tool, in chain order, each at its own level.
+    assert [l for l in proc.stdout.splitlines() if "Pcontrol" in l] == [
+        f"printer@{k} MPI_Pcontrol level 2" for k in (1, 2, 3)
+    ]
+
+
+def counter_reports(stdout: str):
+    """{(level, rank): {function: count}} from the counter's report lines."""
+    reports = {}
+    for match in re.finditer(r"^counter@(\d+) rank (\d+):(.*)$", stdout, re.M):
+        counts = dict(item.split("=") for item in match.group(3).split())
+        reports[(int(match.group(1)), int(match.group(2)))] = {k: int(v) for k, v in counts.items()}
+    return reports
+
+
+def test_tbcast_between_two_counters_gives_two_different_reports(mpi, demo_app, sample_tools):
+    """Thesis 4.5.3: the outer instance sees MPI_Bcast; the inner one sees the Send/Recv
+    that TBcast issued instead, and no Bcast. One library, two contexts."""
+    counter, tbcast = sample_tools / "libcounter.so", sample_tools / "libtbcast.so"
+    ranks = 3
+    proc = mpi.run(ranks, [demo_app], env={"TOOLS": f"{counter}:{tbcast}:{counter}"})
+    assert proc.returncode == 0, proc.stderr
+    assert app_lines(proc.stdout) == [f"app rank {r} of 3: data 11 22 33 3 wtime_ok 1" for r in range(ranks)]
+    reports = counter_reports(proc.stdout)
+    assert set(reports) == {(level, r) for level in (1, 3) for r in range(ranks)}
+    for r in range(ranks):
+        outer, inner = reports[(1, r)], reports[(3, r)]
+        assert outer.get("MPI_Bcast") == 1 and "MPI_Send" not in outer and "MPI_Recv" not in outer
+        assert "MPI_Bcast" not in inner
+        if r == 0:
+            assert inner.get("MPI_Send") == ranks - 1 and "MPI_Recv" not in inner
+        else:
+            assert inner.get("MPI_Recv") == 1 and "MPI_Send" not in inner
+
+
+def test_unmodified_application_under_ld_preload(mpi, core, sample_tools, tmp_path):
+    app = mpi.build_app(SAMPLE_TOOLS / "demo_app.c", None, tmp_path / "plain_app")
+    lib = sample_tools / "libprinter.so"
+    proc = mpi.run(2, [app], env={"LD_PRELOAD": str(core / "libqmpi.so"), "TOOLS": str(lib)})
+    assert proc.returncode == 0, proc.stderr
+    assert len(app_lines(proc.stdout)) == 2
+    assert proc.stdout.count("printer@1 pre MPI_Bcast") == 2
+
