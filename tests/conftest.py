@@ -21,6 +21,7 @@ REPO = Path(__file__).resolve().parent.parent
 SAMPLE_TOOLS = REPO / "sample_tools"
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 APPS = Path(__file__).resolve().parent / "apps"
+TEST_TOOLS = Path(__file__).resolve().parent / "tools"
 RUN_TIMEOUT_S = 120
 TOOL_CFLAGS = ("-shared", "-fPIC", "-O2", "-Wall", "-Wextra", "-Werror")
 
@@ -171,3 +172,12 @@ def sample_tools(mpi: Mpi, core: Path, tmp_path_factory) -> Path:
 def demo_app(mpi: Mpi, core: Path, tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp(f"app-{mpi.name}")
     return mpi.build_app(SAMPLE_TOOLS / "demo_app.c", core, out / "demo_app")
+
+
+@pytest.fixture(scope="session")
+def test_tools(mpi: Mpi, core: Path, tmp_path_factory) -> Path:
+    """tests/tools/*.c built against `core`: <dir>/lib<name>.so."""
+    out = tmp_path_factory.mktemp(f"test-tools-{mpi.name}")
+    for source in sorted(TEST_TOOLS.glob("*.c")):
+        mpi.build_tool(source, core, out / f"lib{source.stem}.so")
+    return out

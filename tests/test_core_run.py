@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from conftest import SAMPLE_TOOLS
+from conftest import APPS, SAMPLE_TOOLS, TEST_TOOLS
 
 pytestmark = pytest.mark.mpi
 
@@ -94,3 +94,68 @@ def test_unmodified_application_under_ld_preload(mpi, core, sample_tools, tmp_pa
     assert len(app_lines(proc.stdout)) == 2
     assert proc.stdout.count("printer@1 pre MPI_Bcast") == 2
 
+
+
+@pytest.fixture(scope="session")
+def lifecycle_app(mpi, core, tmp_path_factory):
+    return mpi.build_app(APPS / "lifecycle_app.c", core, tmp_path_factory.mktemp(f"lc-{mpi.name}") / "lifecycle_app")
+
+
+def test_pcontrol_level_and_varargs_reach_every_tool_in_chain_order(mpi, lifecycle_app, test_tools):
+    lib = test_tools / "libpcontrol_args.so"
+    expected = [f"pcontrol@{k} level 5 args 42 hello" for k in (1, 2, 3)]
+    expected += [f"pcontrol@{k} level 0" for k in (1, 2, 3)]
+    # One rank: one ordered stream, so chain order is visible.
+    proc = mpi.run(1, [lifecycle_app], env={"TOOLS": f"{lib}:{lib}:{lib}"})
+    assert proc.returncode == 0, proc.stderr
+    assert [l for l in proc.stdout.splitlines() if l.startswith("pcontrol@")] == expected
+    # Two ranks: every rank's tools get everything.
+    proc = mpi.run(2, [lifecycle_app], env={"TOOLS": f"{lib}:{lib}:{lib}"})
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(l for l in proc.stdout.splitlines() if l.startswith("pcontrol@")) == sorted(expected * 2)
+
+
+def test_wtime_is_an_exact_double_through_three_tools(mpi, lifecycle_app, test_tools):
+    """relay uses exec_func_r, then a second relay instance, then fake_clock answers."""
+    relay, clock = test_tools / "librelay.so", test_tools / "libfake_clock.so"
+    proc = mpi.run(2, [lifecycle_app], env={"TOOLS": f"{relay}:{relay}:{clock}"})
+    assert proc.returncode == 0, proc.stderr
+    expected = (1.0 / 3.0 + 1e6).hex()
+    values = re.findall(r"wtime (\S+)", proc.stdout)
+    assert len(values) == 2
+    assert all(float.fromhex(v) == float.fromhex(expected) for v in values), values
+
+
+def test_initialized_before_init_and_finalized_after_finalize(mpi, lifecycle_app, test_tools):
+    relay = test_tools / "librelay.so"
+    proc = mpi.run(2, [lifecycle_app], env={"TOOLS": f"{relay}:{relay}"})
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert out.count("initialized before init 0") == 2
+    assert out.count("finalized after finalize 1") == 2
+    # The chain was built by MPI_Initialized (the first call) and is intact after
+    # MPI_Finalize: both instances saw both calls on both ranks.
+    for level in (1, 2):
+        assert out.count(f"relay@{level} MPI_Initialized") == 2
+        assert out.count(f"relay@{level} MPI_Finalized") == 2
+
+
+def test_one_thousand_stacked_tools(mpi, demo_app, test_tools):
+    lib = str(test_tools / "libpassthrough.so")
+    proc = mpi.run(2, [demo_app], env={"TOOLS": ":".join([lib] * 1000)}, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert app_lines(proc.stdout) == [
+        "app rank 0 of 2: data 11 22 33 2 wtime_ok 1",
+        "app rank 1 of 2: data 11 22 33 2 wtime_ok 1",
+    ]
+
+
+def test_static_libqmpi_works_too(mpi, core, sample_tools, tmp_path):
+    """Tools need no symbol from the core at link time, so libqmpi.a serves as well."""
+    app = mpi.compile(
+        [SAMPLE_TOOLS / "demo_app.c"], tmp_path / "static_app", ["-O2", f"{core}/libqmpi.a", "-ldl", "-pthread"]
+    )
+    lib = sample_tools / "libprinter.so"
+    proc = mpi.run(2, [app], env={"TOOLS": f"{lib}:{lib}"})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.count("printer@2 post MPI_Bcast") == 2
