@@ -68,7 +68,11 @@ def read_header(request: HeaderRequest) -> PreprocessedHeader:
         if not os.path.isfile(path):
             raise QmpigenError(f"MPI header not found: {request.mpi_header}")
         include = f'#include "{path}"\n'
+        # Its siblings come from its own directory (MPICH's mpi.h has #include <mpi_proto.h>),
+        # not from some other MPI's include directory or nowhere (plain cc).
+        header_dir: Tuple[str, ...] = (f"-I{os.path.dirname(path)}",)
     else:
+        header_dir = ()
         path = ""
         include = "#include <mpi.h>\n"
     driver = resolve_driver(request)
@@ -77,7 +81,7 @@ def read_header(request: HeaderRequest) -> PreprocessedHeader:
         probe = os.path.join(tmp, "qmpigen_probe.c")
         with open(probe, "w") as handle:
             handle.write(include)
-        base = list(driver) + list(request.cflags)
+        base = list(driver) + list(header_dir) + list(request.cflags)
         text = _run(base + ["-E"] + list(NEUTRALISING_DEFINES) + [probe], driver, request)
         macros = _run(base + ["-E", "-dM", probe], driver, request)
 
