@@ -13,6 +13,9 @@ from typing import Dict, Iterator, Optional, Tuple
 from .errors import Location
 
 
+FORUM_SENTINEL = "MPI_LAST_FUNC_T"  # last member of enum QMPI_Functions_enum (MPICH)
+
+
 @dataclass(frozen=True)
 class Param:
     """One parameter of an MPI function, with its C text printed by pycparser."""
@@ -142,6 +145,12 @@ class HeaderFacts:
     mpi_subversion: int
     declares_qmpi: bool  # MPICH >= 4: QMPI_Context, QMPI_X prototypes, enum QMPI_Functions_enum
     forum_enum: Tuple[Tuple[str, int], ...] = ()  # the header's enum QMPI_Functions_enum: (member, value)
+    # Tool-interface names the header already declares (typedefs, prototypes, macros):
+    # QMPI_* and the seed's MPI_-named spellings. Generated code never redeclares them.
+    tool_names: Tuple[str, ...] = ()
+
+    def declares(self, name: str) -> bool:
+        return name in self.tool_names
 
     def as_dict(self) -> Dict[str, object]:
         return {
@@ -200,6 +209,25 @@ class Enumeration:
     @property
     def names(self) -> Tuple[str, ...]:
         return tuple(f.name for f in self.functions)
+
+    def forum_members(self) -> Tuple[Tuple[str, int, int], ...]:
+        """The callback interface's enum: (member, value, enumeration index or -1).
+
+        An MPI that declares `enum QMPI_Functions_enum` (MPICH >= 4) fixes names and
+        values; its members we do not enumerate map to -1. Otherwise the enum is ours,
+        in enumeration order."""
+        if self.facts.forum_enum:
+            by_member = {f.forum_enum: i for i, f in enumerate(self.functions)}
+            return tuple((m, v, by_member.get(m, -1)) for m, v in self.facts.forum_enum if m != FORUM_SENTINEL)
+        return tuple((f.forum_enum, i, i) for i, f in enumerate(self.functions))
+
+    @property
+    def forum_size(self) -> int:
+        """Value of the enum's sentinel MPI_LAST_FUNC_T."""
+        for member, value in self.facts.forum_enum:
+            if member == FORUM_SENTINEL:
+                return value
+        return len(self.functions)
 
     @property
     def hash(self) -> str:

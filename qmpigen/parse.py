@@ -7,6 +7,7 @@ const placement come out exactly as the MPI declares them.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Dict, Iterable, List, Optional, Tuple
 
 from pycparser import c_ast, c_generator, c_parser
@@ -19,6 +20,20 @@ from .model import HeaderFacts, MpiApi, MpiFunction, Param
 FUNCTION_PREFIXES = ("MPI_", "MPIX_")
 FORUM_ENUM_NAME = "QMPI_Functions_enum"
 FORUM_CONTEXT_TYPE = "QMPI_Context"
+# The seed's (MPI Forum draft's) MPI_-named spellings of the callback interface.
+SEED_TOOL_NAMES = frozenset(
+    {
+        "MPI_Context",
+        "MPI_Tool_init_function",
+        "MPI_Register_tool_name",
+        "MPI_Register_tool_storage",
+        "MPI_Register_tool_function",
+        "MPI_Get_next_tool_function",
+        "MPI_Get_tool_storage",
+        "MPI_Get_calling_address",
+        "MPI_Functions_enum",
+    }
+)
 
 _generator = c_generator.CGenerator()
 
@@ -44,7 +59,12 @@ def parse_header(source: PreprocessedHeader) -> MpiApi:
             continue
         functions.append(_function(name, decl, decls, macro_names, typedefs))
 
+    declared = set(typedefs) | set(decls) | set(source.macro_names)
+    if forum_enum:
+        declared.add(FORUM_ENUM_NAME)
+    tool_names = tuple(sorted(n for n in declared if n.startswith("QMPI_") or n in SEED_TOOL_NAMES))
     facts = _facts(source, declares_qmpi=FORUM_CONTEXT_TYPE in typedefs, forum_enum=forum_enum)
+    facts = dataclasses.replace(facts, tool_names=tool_names)
     return MpiApi(facts, tuple(functions))
 
 

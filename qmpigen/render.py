@@ -69,7 +69,18 @@ def wrapper_args(function: MpiFunction, level: str, chain: str = "qmpi_v", va: s
     return ", ".join(parts)
 
 
+def callback_params(function: MpiFunction) -> str:
+    """Parameters of a callback-interface function (seed 002 / MPICH's QMPI_<Name>_t)."""
+    return function.with_extra("QMPI_Context context, int tool_id", leading=True) + (", ..." if function.variadic else "")
+
+
+def callback_args(function: MpiFunction, context: str, tool_id: str) -> str:
+    return ", ".join([context, tool_id] + [p.name for p in function.params])
+
+
 FILTERS = {
+    "callback_params": callback_params,
+    "callback_args": callback_args,
     "wrapper_type": wrapper_type,
     "wrapper_params": wrapper_params,
     "wrapper_args": wrapper_args,
