@@ -134,6 +134,65 @@ def build_core(ctx, mpi_header, mpicc, cflags, include, exclude, mpix, output, c
     report_writes(output, write_outputs(output, files, check=check), check)
 
 
+@cli.command("scaffold-tool")
+@click.argument("spec", required=False, metavar="SPEC")
+@click.option("--name", default=None, metavar="NAME", help="Quick form: the tool's name (writes DIR/NAME.qmpi too).")
+@click.option(
+    "--intercept", default=None, metavar="LIST", help="Quick form: functions, globs and groups, e.g. 'MPI_Send,MPI_File_*'."
+)
+@click.option("--prefix", default=None, metavar="PREFIX", help="Quick form: wrapper symbol prefix (default: NAME).")
+@header_options
+@selection_options
+@click.option("-o", "--output", required=True, metavar="DIR", help="Directory for NAME.c and its Makefile.")
+@click.option("--force", is_flag=True, help="Overwrite files that were edited or not written by qmpigen.")
+@click.option("--check", is_flag=True, help="Write nothing; exit 1 naming the files that would change.")
+@click.pass_context
+def scaffold_tool(
+    ctx, spec, name, intercept, prefix, mpi_header, mpicc, cflags, include, exclude, mpix, output, force, check
+) -> None:
+    """Generate a QMPI tool (NAME.c, Makefile) from a spec, or from --name/--intercept."""
+    from .scaffold import guard, quick_error, quick_spec, render_tool
+    from .spec import SPEC_SUFFIX, load_spec, resolve
+
+    quick = name is not None or intercept is not None or prefix is not None
+    if spec is not None and quick:
+        raise click.UsageError("give a SPEC file or --name/--intercept, not both")
+    if spec is None and not (name and intercept):
+        raise click.UsageError("give a SPEC file, or --name NAME and --intercept LIST (quick form)")
+
+    user_files = []
+    files = {}
+    if quick:
+        spec_name = name + SPEC_SUFFIX
+        # The banner's regeneration command is the spec form: the user carries on from the spec.
+        saved = dict(ctx.params)
+        ctx.params.update(spec=os.path.join(output, spec_name), name=None, intercept=None, prefix=None, force=False)
+        command = regeneration_command(ctx)
+        ctx.params.clear()
+        ctx.params.update(saved)
+        text, tool_spec = quick_spec(name, prefix, intercept, command)
+        files[spec_name] = text
+        user_files.append(spec_name)
+    else:
+        tool_spec = load_spec(spec)
+        saved = dict(ctx.params)
+        ctx.params["force"] = False
+        command = regeneration_command(ctx)
+        ctx.params.clear()
+        ctx.params.update(saved)
+
+    api = load_api(mpi_header, mpicc, cflags)
+    enumeration = enumerate_functions(api, Selection(tuple(include), tuple(exclude), mpix))
+    try:
+        tool = resolve(tool_spec, enumeration, api)
+    except QmpigenError as exc:
+        raise quick_error(exc) if quick else exc
+    files.update(render_tool(tool, GeneratorInfo.for_enumeration(enumeration, command), len(enumeration)))
+    if not check:
+        guard(output, files, force, user_files)
+    report_writes(output, write_outputs(output, files, check=check), check)
+
+
 def report_writes(output: str, report: WriteReport, check: bool) -> None:
     if check:
         if report.changed:

@@ -217,6 +217,10 @@ TERMINAL_WORDS = {
 }
 
 
+# Terminals that match long stretches of text; only meant for their own contexts.
+GREEDY_TERMINALS = frozenset({"FIELD_DECL", "FIELD_INIT", "C_TYPE"})
+
+
 def _terminal_word(name: str) -> str:
     if name in TERMINAL_WORDS:
         return TERMINAL_WORDS[name]
@@ -265,6 +269,9 @@ def _syntax_error(exc: UnexpectedInput, file: str, text: str) -> QmpigenError:
         if token.type == "$END" or token.value == "":
             line, column = _end_of(text)
             found = "end of file"
+        elif token.type in GREEDY_TERMINALS and token.type not in (exc.accepts or exc.expected or ()):
+            # Lexed by a terminal that is not expected here (and swallows a lot): show a word.
+            found = _found(re.match(r"%\{|[A-Za-z0-9_]+|\S", str(token.value)).group())
         else:
             found = _found(str(token.value))
         expected = exc.accepts or exc.expected
