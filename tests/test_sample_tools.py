@@ -1,0 +1,144 @@
+"""Every sample tool in sample_tools/ is built (`make -C sample_tools`, which generates
+the spec tools with qmpigen scaffold-tool) and run, on every MPI, so samples cannot rot.
+
+Spec tools: empty.qmpi (pass-through, every function), counter.qmpi (the build-core
+issue's counter, now generated), profiler.qmpi (mpiP-like). Hand-written: printer.c,
+tbcast.c. The profiler around TBcast reproduces the thesis's figures 4.8-4.9.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from conftest import SAMPLE_TOOLS
+
+pytestmark = pytest.mark.mpi
+
+SAMPLES = sorted(p.stem for p in SAMPLE_TOOLS.glob("*.qmpi")) + sorted(
+    p.stem for p in SAMPLE_TOOLS.glob("*.c") if p.stem != "demo_app"
+)
+
+
+def app_lines(stdout: str):
+    return sorted(line for line in stdout.splitlines() if line.startswith("app rank"))
+
+
+def expected_app(ranks: int):
+    return [f"app rank {r} of {ranks}: data 11 22 33 {ranks} wtime_ok 1" for r in range(ranks)]
+
+
+def chain(tools, *names):
+    return ":".join(str(tools / f"lib{n}.so") for n in names)
+
+
+def test_the_samples_are_the_ones_we_know():
+    assert SAMPLES == ["counter", "empty", "profiler", "printer", "tbcast"]
+
+
+@pytest.mark.parametrize("name", SAMPLES)
+def test_every_sample_tool_is_built_and_runs_alone(mpi, demo_app, sample_tools, name):
+    assert (sample_tools / f"lib{name}.so").exists()
+    proc = mpi.run(2, [demo_app], env={"TOOLS": chain(sample_tools, name)})
+    assert proc.returncode == 0, proc.stderr
+    assert app_lines(proc.stdout) == expected_app(2)
+
+
+def test_generated_counter_reports_like_the_hand_written_one(mpi, demo_app, sample_tools):
+    """Same line format, one line per instance and rank, counting what it intercepts."""
+    proc = mpi.run(1, [demo_app], env={"TOOLS": chain(sample_tools, "counter")})
+    assert proc.returncode == 0, proc.stderr
+    reports = [l for l in proc.stdout.splitlines() if l.startswith("counter@")]
+    assert reports == [
+        "counter@1 rank 0: MPI_Barrier=1 MPI_Bcast=1 MPI_Comm_rank=1 MPI_Comm_size=1 MPI_Finalize=1 MPI_Init=1"
+    ]
+
+
+def counter_reports(stdout):
+    reports = {}
+    for match in re.finditer(r"^counter@(\d+) rank (\d+):(.*)$", stdout, re.M):
+        reports[(int(match.group(1)), int(match.group(2)))] = dict(
+            (k, int(v)) for k, v in (item.split("=") for item in match.group(3).split())
+        )
+    return reports
+
+
+def test_counter_tbcast_counter(mpi, demo_app, sample_tools):
+    proc = mpi.run(3, [demo_app], env={"TOOLS": chain(sample_tools, "counter", "tbcast", "counter")})
+    assert proc.returncode == 0, proc.stderr
+    reports = counter_reports(proc.stdout)
+    for r in range(3):
+        assert reports[(1, r)] == {
+            "MPI_Barrier": 1, "MPI_Bcast": 1, "MPI_Comm_rank": 1, "MPI_Comm_size": 1, "MPI_Finalize": 1, "MPI_Init": 1,
+        }
+        inner = {"MPI_Barrier": 1, "MPI_Comm_rank": 2, "MPI_Comm_size": 2, "MPI_Finalize": 1, "MPI_Init": 1}
+        inner.update({"MPI_Send": 2} if r == 0 else {"MPI_Recv": 1})
+        # The app's own Comm_rank/Comm_size plus TBcast's; the report's Comm_rank of the
+        # outer instance goes through the chain below it, so the inner one counts it too.
+        inner["MPI_Comm_rank"] += 1
+        assert reports[(3, r)] == inner
+
+
+def profiler_reports(stdout):
+    """{(level, rank): {function: (calls, seconds, bytes)}} and the header lines."""
+    tables, headers = {}, {}
+    for match in re.finditer(r"^profiler@(\d+) rank (\d+):   (MPI_\w+) +(\d+) +([\d.]+) +(\d+)$", stdout, re.M):
+        key = (int(match.group(1)), int(match.group(2)))
+        tables.setdefault(key, {})[match.group(3)] = (int(match.group(4)), float(match.group(5)), int(match.group(6)))
+    for match in re.finditer(r"^profiler@(\d+) rank (\d+): (\d+ functions, .*)$", stdout, re.M):
+        headers[(int(match.group(1)), int(match.group(2)))] = match.group(3)
+    return tables, headers
+
+
+def test_profiler_around_tbcast_reports_differently_in_its_two_instances(mpi, demo_app, sample_tools):
+    """Thesis 4.5.3, figures 4.8-4.9: the first instance reports MPI_Bcast, the second
+    the MPI_Send (root) and MPI_Recv (others) of TBcast, with their bytes."""
+    ranks = 3
+    proc = mpi.run(ranks, [demo_app], env={"TOOLS": chain(sample_tools, "profiler", "tbcast", "profiler")})
+    assert proc.returncode == 0, proc.stderr
+    assert app_lines(proc.stdout) == expected_app(ranks)
+    tables, headers = profiler_reports(proc.stdout)
+    assert set(tables) == {(level, r) for level in (1, 3) for r in range(ranks)}
+    for r in range(ranks):
+        outer, inner = tables[(1, r)], tables[(3, r)]
+        assert outer["MPI_Bcast"][0] == 1 and outer["MPI_Bcast"][2] == 16  # 4 MPI_INTs
+        assert "MPI_Send" not in outer and "MPI_Recv" not in outer
+        assert "MPI_Bcast" not in inner
+        if r == 0:
+            assert inner["MPI_Send"][0] == ranks - 1 and inner["MPI_Send"][2] == 16 * (ranks - 1)
+            assert "MPI_Recv" not in inner
+        else:
+            assert inner["MPI_Recv"][0] == 1 and inner["MPI_Recv"][2] == 16
+            assert "MPI_Send" not in inner
+        assert outer["MPI_Comm_rank"][0] == 1 and inner["MPI_Comm_rank"][0] == 2
+        for table in (outer, inner):
+            assert table["MPI_Barrier"][0] == 1 and table["MPI_Wtime"][0] == 1 and table["MPI_Pcontrol"][0] == 1
+            assert table["MPI_Init"] == (1, 0.0, 0)  # before MPI is up: counted, not timed
+            assert all(seconds >= 0.0 for _, seconds, _ in table.values())
+        assert headers[(1, r)].endswith("pcontrol level 2") and headers[(3, r)].endswith("pcontrol level 2")
+
+
+def test_profiler_writes_one_file_per_instance_and_rank(mpi, demo_app, sample_tools, tmp_path):
+    prefix = tmp_path / "prof"
+    proc = mpi.run(
+        2,
+        [demo_app],
+        env={"TOOLS": chain(sample_tools, "profiler", "profiler"), "PROFILER_OUTPUT": str(prefix)},
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "profiler@" not in proc.stdout
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["prof.1.0", "prof.1.1", "prof.2.0", "prof.2.1"]
+    text = (tmp_path / "prof.2.1").read_text()
+    assert text.startswith("profiler@2 rank 1: ") and "MPI_Bcast" in text
+
+
+def test_empty_tool_stacked_around_printer(mpi, demo_app, sample_tools):
+    """The pass-through tool intercepts everything and changes nothing: the printer
+    between two instances sees the app's calls at level 2."""
+    proc = mpi.run(1, [demo_app], env={"TOOLS": chain(sample_tools, "empty", "printer", "empty")})
+    assert proc.returncode == 0, proc.stderr
+    events = [l for l in proc.stdout.splitlines() if l.startswith("printer@")]
+    assert events[:2] == ["printer@2 pre MPI_Init", "printer@2 post MPI_Init"]
+    assert "printer@2 MPI_Pcontrol level 2" in events
+    assert app_lines(proc.stdout) == expected_app(1)

@@ -1,0 +1,146 @@
+"""scaffold-tool on real MPIs: generated tools compile with -Wall -Wextra -Werror (through
+their own Makefile) and run stacked twice in one chain, on MPICH and Open MPI.
+
+Tools: the quick form, the complete example of docs/spec-language.md, and a tool that
+intercepts every function through exec_func with code before, around each argument and
+after (non-int results, MPI_Pcontrol, names that are macros in the MPI).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from conftest import SAMPLE_TOOLS, make, qmpigen
+
+pytestmark = pytest.mark.mpi
+
+REPO = Path(__file__).resolve().parent.parent
+DOCS_EXAMPLE = re.findall(r"```qmpi\n(.*?)```", (REPO / "docs" / "spec-language.md").read_text(), re.S)[0]
+
+EVERYTHING = """\
+# Every function, through exec_func, with code around each call.
+tool every prefix EV;
+
+code %{
+#include <stdio.h>
+%}
+
+context {
+    unsigned long long calls[NUM_MPI_FUNCS];
+    unsigned long long handles;
+}
+
+intercept all {
+    call exec_func;
+    before %{ $ctx->calls[$index]++; (void)"$name $args"; %}
+    before each MPI_Comm %{ $ctx->handles += $arg == MPI_COMM_NULL ? 0 : 1; %}
+    after each MPI_Request * %{ (void)$ret; (void)$arg; %}
+    after %{ (void)$ret; %}
+}
+
+on pcontrol %{ (void)$va; %}
+
+on finalize %{
+    int rank = 0;
+    unsigned long long total = 0;
+    int k;
+    PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    for (k = 0; k < NUM_MPI_FUNCS; k++)
+        total += $ctx->calls[k];
+    printf("every@%d rank %d: %llu calls, %llu communicators\\n", $level, rank, total, $ctx->handles);
+    fflush(stdout);
+%}
+"""
+
+
+def scaffold(mpi, *args):
+    proc = qmpigen("scaffold-tool", *args, "--mpi-header", "auto", "--mpicc", mpi.mpicc, env=mpi.env())
+    assert proc.returncode == 0, proc.stderr
+    return proc
+
+
+@pytest.fixture(scope="session")
+def spec_tools(mpi, core, tmp_path_factory):
+    """Generated and built once per MPI: {name: path of libNAME.so}."""
+    out = tmp_path_factory.mktemp(f"spec-tools-{mpi.name}")
+    (out / "msgstat.qmpi").write_text(DOCS_EXAMPLE)
+    (out / "every.qmpi").write_text(EVERYTHING)
+    scaffold(mpi, "--name", "quick", "--intercept", "MPI_Send,MPI_Recv,MPI_File_*,collectives", "-o", str(out / "quick"))
+    scaffold(mpi, str(out / "msgstat.qmpi"), "-o", str(out / "msgstat"))
+    scaffold(mpi, str(out / "every.qmpi"), "-o", str(out / "every"))
+    libs = {}
+    for name in ("quick", "msgstat", "every"):
+        make(out / name, f"QMPI_CORE={core}", f"MPICC={mpi.mpicc}", env=mpi.env())
+        libs[name] = out / name / f"lib{name}.so"
+        assert libs[name].exists()
+    return libs
+
+
+@pytest.fixture(scope="session")
+def tbcast(mpi, core, tmp_path_factory):
+    out = tmp_path_factory.mktemp(f"tbcast-{mpi.name}")
+    return mpi.build_tool(SAMPLE_TOOLS / "tbcast.c", core, out / "libtbcast.so")
+
+
+def app_lines(stdout):
+    return sorted(line for line in stdout.splitlines() if line.startswith("app rank"))
+
+
+def expected_app(ranks):
+    return [f"app rank {r} of {ranks}: data 11 22 33 {ranks} wtime_ok 1" for r in range(ranks)]
+
+
+def test_quick_form_tool_runs_stacked_twice(mpi, demo_app, spec_tools):
+    lib = spec_tools["quick"]
+    assert (lib.parent / "quick.qmpi").exists()
+    proc = mpi.run(2, [demo_app], env={"TOOLS": f"{lib}:{lib}"})
+    assert proc.returncode == 0, proc.stderr
+    assert app_lines(proc.stdout) == expected_app(2)
+
+
+def msgstat_reports(stdout):
+    found = re.findall(r"^msgstat@(\d+) rank (\d+): (\d+) calls, (\d+) communicator arguments, (\d+) requests", stdout, re.M)
+    return {(int(l), int(r)): (int(c), int(a), int(q)) for l, r, c, a, q in found}
+
+
+def test_docs_example_stacked_twice_around_tbcast(mpi, demo_app, spec_tools, tbcast):
+    lib = spec_tools["msgstat"]
+    ranks = 3
+    proc = mpi.run(ranks, [demo_app], env={"TOOLS": f"{lib}:{tbcast}:{lib}"})
+    assert proc.returncode == 0, proc.stderr
+    assert app_lines(proc.stdout) == expected_app(ranks)
+    reports = msgstat_reports(proc.stdout)
+    for r in range(ranks):
+        assert reports[(1, r)] == (2, 0, 0)  # MPI_Bcast (exec_func) and MPI_Barrier (instead)
+        # Below TBcast: the root's two MPI_Send (one communicator argument each), the barrier.
+        assert reports[(3, r)] == ((3, 2, 0) if r == 0 else (1, 0, 0))
+
+
+def test_every_function_through_exec_func_runs_stacked_twice(mpi, demo_app, spec_tools, tbcast):
+    lib = spec_tools["every"]
+    proc = mpi.run(2, [demo_app], env={"TOOLS": f"{lib}:{tbcast}:{lib}"})
+    assert proc.returncode == 0, proc.stderr
+    assert app_lines(proc.stdout) == expected_app(2)
+    reports = dict(re.findall(r"^every@(\d+ rank \d+): (.*)$", proc.stdout, re.M))
+    assert set(reports) == {"1 rank 0", "1 rank 1", "3 rank 0", "3 rank 1"}
+    assert reports["1 rank 0"] != reports["3 rank 0"]
+
+
+def test_a_function_this_mpi_lacks(mpi, tmp_path):
+    (tmp_path / "big.qmpi").write_text("tool big;\nintercept MPI_Send, MPI_Send_c;\n")
+    proc = qmpigen(
+        "scaffold-tool", str(tmp_path / "big.qmpi"), "--mpicc", mpi.mpicc, "-o", str(tmp_path / "out"), env=mpi.env()
+    )
+    if mpi.name == "openmpi":
+        assert proc.returncode == 2
+        assert re.fullmatch(
+            rf"qmpigen: error: {tmp_path}/big.qmpi:2:21: Open MPI [\d.]+ \(MPI [\d.]+\) lacks MPI_Send_c: its mpi.h "
+            r"does not declare it \(it declares no large-count _c functions\)\n",
+            proc.stderr,
+        ), proc.stderr
+        assert not (tmp_path / "out").exists()
+    else:
+        assert proc.returncode == 0, proc.stderr
