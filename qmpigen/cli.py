@@ -135,7 +135,7 @@ def build_core(ctx, mpi_header, mpicc, cflags, include, exclude, mpix, output, c
 
 
 @cli.command("scaffold-tool")
-@click.argument("spec", required=False, metavar="SPEC")
+@click.argument("spec", required=False, metavar="[SPEC]")
 @click.option("--name", default=None, metavar="NAME", help="Quick form: the tool's name (writes DIR/NAME.qmpi too).")
 @click.option(
     "--intercept", default=None, metavar="LIST", help="Quick form: functions, globs and groups, e.g. 'MPI_Send,MPI_File_*'."
@@ -150,7 +150,12 @@ def build_core(ctx, mpi_header, mpicc, cflags, include, exclude, mpix, output, c
 def scaffold_tool(
     ctx, spec, name, intercept, prefix, mpi_header, mpicc, cflags, include, exclude, mpix, output, force, check
 ) -> None:
-    """Generate a QMPI tool (NAME.c, Makefile) from a spec, or from --name/--intercept."""
+    """Generate a QMPI tool (NAME.c, Makefile) from a spec, or from --name/--intercept.
+
+    The outputs are generated from the spec alone: edit the spec and rerun. A file that
+    was edited since qmpigen wrote it is never overwritten without --force. The
+    --include/--exclude/--mpix options must match those the core was built with.
+    """
     from .scaffold import guard, quick_error, quick_spec, render_tool
     from .spec import SPEC_SUFFIX, load_spec, resolve
 

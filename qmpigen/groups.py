@@ -5,7 +5,7 @@ case-sensitively against the enumeration of the MPI at hand) and, where the mode
 already knows it, by category (qmpigen.quirks.NAME_CATEGORIES). Patterns, not lists:
 the same spec works on an MPI 3.1 header (Open MPI 5) and an MPI 5.0 one (MPICH 5),
 picking up the large-count `_c`, persistent `_init` and nonblocking `I` variants each
-one declares. `qmpigen groups` prints what every group matches on the installed MPI.
+one declares. docs/spec-language.md lists them (a test keeps that list complete).
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ import fnmatch
 import functools
 import re
 import textwrap
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
 import lark
@@ -25,9 +25,8 @@ from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedEOF, Unex
 
 from . import groups as group_table
 from .errors import Location, QmpigenError
-from .model import Enumeration, MpiApi, MpiFunction, Param
+from .model import Enumeration, MpiApi, MpiFunction
 from .resources import grammars_dir
-from .select import is_candidate
 
 GRAMMAR_FILE = "qmpi_tool.lark"
 SPEC_SUFFIX = ".qmpi"
@@ -636,7 +635,7 @@ class _Resolver:
                 raise QmpigenError(self.glob_miss(text), selector.location)
             return found
         if selector.is_function:
-            if text in self.enumeration._index:
+            if self.enumeration.get(text) is not None:
                 return (text,)
             raise QmpigenError(self.function_miss(text), selector.location)
         return self.group(selector)
@@ -688,7 +687,7 @@ class _Resolver:
             return f"intercept {name[1:]}, not {name}: the core calls {name} at the end of the chain"
         declared = self.api.get(name) if self.api is not None else None
         if declared is not None:
-            if declared.prefix == "MPIX" and declared.has_pmpi and not is_candidate(declared, False):
+            if declared.prefix == "MPIX" and declared.has_pmpi:
                 return f"{name} is an MPIX_ extension, which the enumeration leaves out: add --mpix (to the core too)"
             if not declared.has_pmpi:
                 return f"{words} declares {name} without a PMPI_ twin: QMPI cannot intercept it"
@@ -791,12 +790,12 @@ class _Resolver:
     def lifecycle(self) -> Dict[str, str]:
         stages = {}
         for name in group_table.INIT_FUNCTIONS:
-            if name in self.enumeration._index:
+            if self.enumeration.get(name) is not None:
                 stages[name] = "world_init" if name in group_table.WORLD_INIT_FUNCTIONS else "session_init"
         for name in group_table.FINALIZE_FUNCTIONS:
-            if name in self.enumeration._index:
+            if self.enumeration.get(name) is not None:
                 stages[name] = "finalize" if name == "MPI_Finalize" else "session_finalize"
-        if not any(s == "world_init" for s in stages.values()) and not any(s == "session_init" for s in stages.values()):
+        if not any(stage in ("world_init", "session_init") for stage in stages.values()):
             raise QmpigenError(
                 f"on init/on finalize need MPI_Init or MPI_Session_init in the enumeration of {_mpi_words(self.enumeration)}",
                 (self.spec.on_init or self.spec.on_finalize).location,

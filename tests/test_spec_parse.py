@@ -315,7 +315,9 @@ def test_offset_location_counts_lines_and_columns():
 
 
 def doc_examples():
-    return re.findall(r"```qmpi\n(.*?)```", DOCS.read_text(), re.S)
+    """The ```qmpi blocks of docs/spec-language.md and of the README."""
+    texts = [DOCS.read_text()] + [p.read_text() for p in [REPO / "README.md"] if p.exists()]
+    return [block for text in texts for block in re.findall(r"```qmpi\n(.*?)```", text, re.S)]
 
 
 def test_every_example_in_the_docs_parses():

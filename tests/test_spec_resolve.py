@@ -13,7 +13,7 @@ import shutil
 
 import pytest
 
-from qmpigen.errors import Location, QmpigenError
+from qmpigen.errors import QmpigenError
 from qmpigen.header import HeaderRequest, read_header
 from qmpigen.parse import parse_header
 from qmpigen.select import Selection, enumerate_functions
