@@ -46,6 +46,8 @@ def _c_string(text: str) -> str:
 def _restore_lines(text: str, output: str) -> str:
     """After user code, point compiler messages back at the generated file itself."""
     lines = text.split("\n")
+    # A restore right before the next #line says nothing.
+    lines = [l for i, l in enumerate(lines) if not (l == RESTORE and lines[i + 1 : i + 2] and lines[i + 1].startswith("#line "))]
     for number, line in enumerate(lines, start=1):
         if line == RESTORE:
             lines[number - 1] = f'#line {number + 1} "{_c_string(output)}"'

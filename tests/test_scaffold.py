@@ -116,7 +116,7 @@ def test_line_directives_point_into_the_spec_and_back(header, tmp_path):
             following = lines[number]  # the line after the directive is spec line `target`
             if "$" not in spec_lines[target - 1]:
                 assert following.strip() == spec_lines[target - 1].strip()
-    assert into == back and into >= 6
+    assert into >= 6 and 1 <= back <= into
 
 
 def test_generation_is_deterministic(header, tmp_path):
