@@ -91,7 +91,7 @@ class Mpi:
 
 def _candidates() -> List[Mpi]:
     found = []
-    for name, var in (("mpich", "QMPIGEN_MPICH"), ("openmpi", "QMPIGEN_OPENMPI")):
+    for name, var in (("mpich", "QMPIGEN_MPICH"), ("openmpi", "QMPIGEN_OPENMPI"), ("intelmpi", "QMPIGEN_INTELMPI")):
         prefix = os.environ.get(var)
         if prefix and (Path(prefix) / "bin" / "mpicc").exists():
             found.append(_mpi(name, Path(prefix) / "bin"))
@@ -99,6 +99,8 @@ def _candidates() -> List[Mpi]:
 
 
 def _mpi(name: str, bin_dir: Path) -> Mpi:
+    if name == "intelmpi":  # PyPI's impi-devel + impi-rt: the venv is I_MPI_ROOT
+        return Mpi(name, bin_dir, {"I_MPI_ROOT": str(bin_dir.parent)})
     if name == "openmpi":
         return Mpi(
             name,
@@ -110,6 +112,10 @@ def _mpi(name: str, bin_dir: Path) -> Mpi:
 
 
 MPIS = _candidates()
+for _m in MPIS:
+    # Intel MPI's driver finds its own include directory only through I_MPI_ROOT, also
+    # for the in-process header reads of the tests.
+    os.environ.update({k: v for k, v in _m.extra_env.items() if k == "I_MPI_ROOT"})
 REQUIRED = [n for n in os.environ.get("QMPIGEN_REQUIRE_MPIS", "").split(",") if n]
 
 

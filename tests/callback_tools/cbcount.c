@@ -7,7 +7,9 @@
  * Build: mpicc -shared -fPIC -Wall -Wextra -Werror [-include qmpi.h] cbcount.c -o libcbcount.so
  * Run:   QMPI_TOOL_LIST=cbcount:cbcount mpiexec -n 2 ./app   (app linked with -lcbcount -lqmpi,
  *        or LD_PRELOAD=libqmpi.so:libcbcount.so) */
-#define _GNU_SOURCE /* dladdr */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* dladdr; with -include qmpi.h pass -D_GNU_SOURCE instead */
+#endif
 #include <dlfcn.h>
 #include <mpi.h>
 #include <stdarg.h>
