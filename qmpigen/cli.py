@@ -57,6 +57,8 @@ def selection_options(func):
 
 # Options that say how to run, not what to generate: left out of banners.
 NOT_IN_BANNER = frozenset({"check", "quiet"})
+# Defaults that the banner still spells out, because they say where the model came from.
+SHOWN_WHEN_DEFAULT = frozenset({"mpi_header"})
 
 
 def regeneration_command(ctx: click.Context) -> str:
@@ -71,6 +73,10 @@ def regeneration_command(ctx: click.Context) -> str:
     for param in ctx.command.params:
         value = ctx.params.get(param.name)
         if param.name in NOT_IN_BANNER or value is None or value == () or value is False:
+            continue
+        if param.name in SHOWN_WHEN_DEFAULT:
+            pass
+        elif isinstance(param, click.Option) and value == param.default:
             continue
         if isinstance(param, click.Argument):
             words.extend(text(v) for v in (value if isinstance(value, tuple) else (value,)))
@@ -144,11 +150,19 @@ def build_core(ctx, mpi_header, mpicc, cflags, include, exclude, mpix, output, c
 @header_options
 @selection_options
 @click.option("-o", "--output", required=True, metavar="DIR", help="Directory for NAME.c and its Makefile.")
+@click.option(
+    "--interface",
+    type=click.Choice(["thesis", "callback"]),
+    default="thesis",
+    show_default=True,
+    help="thesis: wrappers found through get_interceptions (TOOLS=); callback: the MPI Forum / MPICH "
+    "interface, registered from a constructor (QMPI_TOOL_LIST=).",
+)
 @click.option("--force", is_flag=True, help="Overwrite files that were edited or not written by qmpigen.")
 @click.option("--check", is_flag=True, help="Write nothing; exit 1 naming the files that would change.")
 @click.pass_context
 def scaffold_tool(
-    ctx, spec, name, intercept, prefix, mpi_header, mpicc, cflags, include, exclude, mpix, output, force, check
+    ctx, spec, name, intercept, prefix, mpi_header, mpicc, cflags, include, exclude, mpix, output, interface, force, check
 ) -> None:
     """Generate a QMPI tool (NAME.c, Makefile) from a spec, or from --name/--intercept.
 
@@ -189,7 +203,7 @@ def scaffold_tool(
     api = load_api(mpi_header, mpicc, cflags)
     enumeration = enumerate_functions(api, Selection(tuple(include), tuple(exclude), mpix))
     try:
-        tool = resolve(tool_spec, enumeration, api)
+        tool = resolve(tool_spec, enumeration, api, interface)
     except QmpigenError as exc:
         raise quick_error(exc) if quick else exc
     files.update(render_tool(tool, GeneratorInfo.for_enumeration(enumeration, command), len(enumeration)))

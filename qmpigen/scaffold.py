@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+from dataclasses import dataclass
 import os
 import re
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -21,11 +22,38 @@ from .errors import Location, QmpigenError
 from .render import GeneratorInfo, environment
 from .spec import SPEC_SUFFIX, CBlock, Tool, ToolSpec, parse_spec
 
-# What scaffold-tool writes: (template, output file; {name} is the tool's name).
-TOOL_PLAN: Tuple[Tuple[str, str], ...] = (
-    ("tool/tool.c.j2", "{name}.c"),
-    ("tool/Makefile.j2", "Makefile"),
-)
+@dataclass(frozen=True)
+class ToolInterface:
+    """How the chain calls a tool: its C template and the names of the parameters
+    that the interface adds to every wrapper and hook."""
+
+    template: str
+    hook_params: str
+    hook_args: str
+    hook_unused: Tuple[str, ...]
+    wrapper_unused: Tuple[str, ...]
+
+
+INTERFACES: Dict[str, ToolInterface] = {
+    # The thesis's: PREFIX_<Name>(args, int level, vector *v), found via get_interceptions.
+    "thesis": ToolInterface(
+        "tool/thesis.c.j2", "int qmpi_level, vector *qmpi_v", "qmpi_level, qmpi_v",
+        ("qmpi_level", "qmpi_v"), ("qmpi_level", "qmpi_v"),
+    ),
+    # The MPI Forum's / MPICH's: fn(QMPI_Context, int tool_id, args), registered by name.
+    "callback": ToolInterface(
+        "tool/callback.c.j2", "int qmpi_level", "qmpi_level", ("qmpi_level",), ("qmpi_context", "qmpi_level"),
+    ),
+}
+
+
+def tool_plan(interface: str) -> Tuple[Tuple[str, str], ...]:
+    """What scaffold-tool writes: (template, output file; {name} is the tool's name)."""
+    return ((INTERFACES[interface].template, "{name}.c"), ("tool/Makefile.j2", "Makefile"))
+
+
+# The default plan (thesis interface).
+TOOL_PLAN: Tuple[Tuple[str, str], ...] = tool_plan("thesis")
 
 CHECKSUM_TAG = "qmpigen-checksum:"
 PENDING = "0" * 64
@@ -93,9 +121,10 @@ def render_tool(tool: Tool, gen: GeneratorInfo, enumeration_size: int) -> Dict[s
         "user_code": _user_code(tool.spec_file),
         "checksum_line": _checksum_line,
         "enumeration_size": enumeration_size,
+        "iface": INTERFACES[tool.interface],
     }
     files = {}
-    for template, output in TOOL_PLAN:
+    for template, output in tool_plan(tool.interface):
         name = output.format(name=tool.name)
         text = env.get_template(template).render(**context)
         files[name] = stamp(_restore_lines(text, name))

@@ -17,6 +17,7 @@ import fnmatch
 import functools
 import re
 import textwrap
+import dataclasses
 from dataclasses import dataclass
 from typing import Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
@@ -574,6 +575,7 @@ class Tool:
     on_init: Optional[CBlock]
     on_finalize: Optional[CBlock]
     wrappers: Tuple[Wrapper, ...]  # enumeration order
+    interface: str = "thesis"  # or "callback": the MPI Forum / MPICH interface
 
     @property
     def context_type(self) -> str:
@@ -590,7 +592,10 @@ def _mpi_words(enumeration: Enumeration) -> str:
 
 
 class _Resolver:
-    def __init__(self, spec: ToolSpec, enumeration: Enumeration, api: Optional[MpiApi]):
+    def __init__(self, spec: ToolSpec, enumeration: Enumeration, api: Optional[MpiApi], interface: str = "thesis"):
+        self.interface = interface
+        # Callback tools register by the MPI's enum QMPI_Functions_enum: only its members.
+        self.registrable = {enumeration.functions[i].name for _, _, i in enumeration.forum_members() if i >= 0}
         self.spec = spec
         self.enumeration = enumeration
         self.api = api
@@ -718,6 +723,22 @@ class _Resolver:
                         f"{name} is already intercepted ('{first.text}' at {first.location})", selector.location
                     )
                 rule_of[name] = (index, selector)
+        if self.interface == "callback":
+            for name in [n for n in rule_of if n not in self.registrable]:
+                _, selector = rule_of.pop(name)
+                if selector.is_function:
+                    raise QmpigenError(
+                        f"{name} cannot be intercepted by a callback tool: {_mpi_words(self.enumeration)} has no "
+                        f"{self.enumeration.get(name).forum_enum} in its enum QMPI_Functions_enum",
+                        selector.location,
+                    )
+            for index, rule in enumerate(spec.rules):
+                if rule.call == "exec_func" and any(i == index for i, _ in rule_of.values()):
+                    raise QmpigenError(
+                        "'call exec_func' is the thesis interface's call; a callback tool calls its cached next "
+                        "function (drop it, or generate with --interface thesis)",
+                        rule.location,
+                    )
 
         has_hooks = spec.on_init is not None or spec.on_finalize is not None
         has_context = spec.has_context and bool(spec.fields) or has_hooks
@@ -863,7 +884,10 @@ class _Resolver:
         return {"tool": self.spec.name, "prefix": self.spec.prefix, "context": f"struct {self.spec.name}_context"}
 
     def hook_vars(self) -> Dict[str, str]:
-        return dict(self.common_vars(), ctx="qmpi_ctx", level="qmpi_level", v="qmpi_v")
+        variables = dict(self.common_vars(), ctx="qmpi_ctx", level="qmpi_level")
+        if self.interface == "thesis":
+            variables["v"] = "qmpi_v"  # the thesis chain; callback tools have none
+        return variables
 
     def function_vars(self, function: MpiFunction) -> Dict[str, str]:
         variables = dict(
@@ -938,6 +962,7 @@ def _base_name(path: str) -> str:
     return path.replace("\\", "/").rsplit("/", 1)[-1]
 
 
-def resolve(spec: ToolSpec, enumeration: Enumeration, api: Optional[MpiApi] = None) -> Tool:
-    """Check the spec against the enumeration and work out every wrapper."""
-    return _Resolver(spec, enumeration, api).resolve()
+def resolve(spec: ToolSpec, enumeration: Enumeration, api: Optional[MpiApi] = None, interface: str = "thesis") -> Tool:
+    """Check the spec against the enumeration and work out every wrapper, for the
+    thesis interface (TOOLS=) or the callback interface (QMPI_TOOL_LIST=)."""
+    return dataclasses.replace(_Resolver(spec, enumeration, api, interface).resolve(), interface=interface)
