@@ -27,7 +27,7 @@ MPI_ENV := PATH=$(MPI_PREFIX)/bin:$$PATH OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN
 MPIEXEC := $(MPI_PREFIX)/bin/mpiexec $(if $(filter openmpi,$(MPI)),--oversubscribe,)
 DEMO := $(abspath $(OUT))/demo-$(MPI)
 
-.PHONY: all demo test test-fast test-intelmpi bench venv clean distclean
+.PHONY: all demo test test-fast test-intelmpi test-debian bench venv clean distclean
 
 all: demo
 
@@ -69,6 +69,13 @@ test: $(MPICH_STAMP) $(OPENMPI_STAMP)
 # The compile-and-run tests on Intel MPI alone (a further target; slower to compile).
 test-intelmpi: $(MPICH_STAMP) $(INTELMPI_STAMP)
 	QMPIGEN_INTELMPI=$(INTELMPI) QMPIGEN_REQUIRE_MPIS=intelmpi \
+		$(MPICH)/bin/python -m pytest -q -p no:cacheprovider -m mpi tests
+
+# The compile-and-run tests on Debian's MPICH and Open MPI (installs them with apt-get).
+test-debian: $(MPICH_STAMP)
+	command -v mpicc.mpich >/dev/null && command -v mpicc.openmpi >/dev/null || \
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends libmpich-dev libopenmpi-dev; }
+	QMPIGEN_DEBIAN_MPIS=1 QMPIGEN_REQUIRE_MPIS=debian-mpich,debian-openmpi \
 		$(MPICH)/bin/python -m pytest -q -p no:cacheprovider -m mpi tests
 
 # Unit tests only (no MPI compile-and-run): seconds.

@@ -15,6 +15,28 @@ from .errors import Location
 
 FORUM_SENTINEL = "MPI_LAST_FUNC_T"  # last member of enum QMPI_Functions_enum (MPICH)
 
+# The callback interface's six functions (seed 002, as MPICH >= 5 declares them). An MPI
+# that declares them may differ in types (MPICH 4.0 takes `enum QMPI_Functions_enum`);
+# the core then defines them with the header's types and these parameter names.
+FORUM_TOOL_API: Dict[str, Tuple[Tuple[str, ...], str]] = {
+    # name: (parameter names, the seed's parameter list)
+    "QMPI_Register_tool_name": (
+        ("tool_name", "init_function_ptr"),
+        "const char *tool_name, void (*init_function_ptr)(int tool_id)",
+    ),
+    "QMPI_Register_tool_storage": (("tool_id", "tool_storage"), "int tool_id, void *tool_storage"),
+    "QMPI_Register_function": (
+        ("calling_tool_id", "function_enum", "function_ptr"),
+        "int calling_tool_id, int function_enum, void (*function_ptr)(void)",
+    ),
+    "QMPI_Get_function": (
+        ("calling_tool_id", "function_enum", "function_ptr", "next_tool_id"),
+        "int calling_tool_id, int function_enum, void (**function_ptr)(void), int *next_tool_id",
+    ),
+    "QMPI_Get_tool_storage": (("context", "tool_id", "storage"), "QMPI_Context context, int tool_id, void **storage"),
+    "QMPI_Get_calling_address": (("context", "address"), "QMPI_Context context, void **address"),
+}
+
 
 @dataclass(frozen=True)
 class Param:
@@ -68,6 +90,7 @@ class MpiFunction:
     categories: Tuple[str, ...]  # sorted
     location: Location
     quirk: Optional[str] = None  # key into quirks.DISPATCH, e.g. "fan_out" for MPI_Pcontrol
+    pmpi_optional: bool = False  # the C library may lack PMPI_<Name> (quirks.OPTIONAL_PMPI)
 
     # -- names -------------------------------------------------------------
     @property
@@ -148,9 +171,16 @@ class HeaderFacts:
     # Tool-interface names the header already declares (typedefs, prototypes, macros):
     # QMPI_* and the seed's MPI_-named spellings. Generated code never redeclares them.
     tool_names: Tuple[str, ...] = ()
+    # FORUM_TOOL_API functions the header declares: (name, parameters as declared,
+    # printed with FORUM_TOOL_API's parameter names).
+    tool_signatures: Tuple[Tuple[str, str], ...] = ()
 
     def declares(self, name: str) -> bool:
         return name in self.tool_names
+
+    def tool_params(self, name: str) -> str:
+        """Parameters of a callback-interface function: the header's, else the seed's."""
+        return dict(self.tool_signatures).get(name, FORUM_TOOL_API[name][1])
 
     def as_dict(self) -> Dict[str, object]:
         return {

@@ -15,7 +15,7 @@ from pycparser import c_ast, c_generator, c_parser
 from . import quirks
 from .errors import Location, QmpigenError
 from .header import PreprocessedHeader, linemarker
-from .model import HeaderFacts, MpiApi, MpiFunction, Param
+from .model import FORUM_TOOL_API, HeaderFacts, MpiApi, MpiFunction, Param
 
 FUNCTION_PREFIXES = ("MPI_", "MPIX_")
 FORUM_ENUM_NAME = "QMPI_Functions_enum"
@@ -64,7 +64,7 @@ def parse_header(source: PreprocessedHeader) -> MpiApi:
         declared.add(FORUM_ENUM_NAME)
     tool_names = tuple(sorted(n for n in declared if n.startswith("QMPI_") or n in SEED_TOOL_NAMES))
     facts = _facts(source, declares_qmpi=FORUM_CONTEXT_TYPE in typedefs, forum_enum=forum_enum)
-    facts = dataclasses.replace(facts, tool_names=tool_names)
+    facts = dataclasses.replace(facts, tool_names=tool_names, tool_signatures=_tool_signatures(decls))
     return MpiApi(facts, tuple(functions))
 
 
@@ -136,6 +136,7 @@ def _function(
         categories=tuple(sorted(categories)),
         location=location,
         quirk=quirks.DISPATCH.get(name),
+        pmpi_optional=name in quirks.OPTIONAL_PMPI,
     )
 
 
@@ -256,6 +257,25 @@ def _is_function_pointer(node: c_ast.Node, typedefs: Dict[str, c_ast.Typedef]) -
         resolved = _resolve(_base_name(node), typedefs)
         return isinstance(resolved, c_ast.PtrDecl) and isinstance(resolved.type, c_ast.FuncDecl)
     return False
+
+
+# -- the forum enum and the header facts ------------------------------------------
+
+
+def _tool_signatures(decls: Dict[str, c_ast.Decl]) -> Tuple[Tuple[str, str], ...]:
+    """The callback interface's functions as this header declares them, with the
+    parameter names of FORUM_TOOL_API (the core's definitions use those names)."""
+    found = []
+    for name, (names, _) in FORUM_TOOL_API.items():
+        decl = decls.get(name)
+        if decl is None:
+            continue
+        params = [p for p in (decl.type.args.params if decl.type.args else []) if not _is_void(p)]
+        if len(params) != len(names):
+            where = Location(decl.coord.file, decl.coord.line) if decl.coord else None
+            raise QmpigenError(f"{name} has {len(params)} parameters here, the MPI Forum interface {len(names)}", where)
+        found.append((name, ", ".join(_decl_text(p.type, n) for p, n in zip(params, names))))
+    return tuple(found)
 
 
 # -- the forum enum and the header facts ------------------------------------------

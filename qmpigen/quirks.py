@@ -16,6 +16,20 @@ DISPATCH: Dict[str, str] = {
     "MPI_Pcontrol": "fan_out",
 }
 
+# PMPI_ functions some MPIs declare in mpi.h without defining them in the C library.
+# MPICH 4.0 (Debian's libmpich-dev 4.0.2) declares the MPI_Status Fortran 2008
+# conversions, but libmpich defines none of them (libmpichfort has c2f08 only). The core
+# references these weakly, so it links everywhere, and stops with a clear line if one
+# is called where the library lacks it.
+OPTIONAL_PMPI: FrozenSet[str] = frozenset(
+    {
+        "MPI_Status_c2f08",
+        "MPI_Status_f082c",
+        "MPI_Status_f082f",
+        "MPI_Status_f2f08",
+    }
+)
+
 # Categories derived from the name, shared by every MPI. (category, kind, text)
 NAME_CATEGORIES: Tuple[Tuple[str, str, str], ...] = (
     ("mpi_t", "prefix", "MPI_T_"),  # tool information interface (MPI 3.0+)

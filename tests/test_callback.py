@@ -21,7 +21,7 @@ CALLBACK_TOOLS = APPS.parent / "callback_tools"
 def cbcount(mpi, core, tmp_path_factory):
     out = tmp_path_factory.mktemp(f"cb-{mpi.name}")
     # Feature macros go on the command line with -include: an mpi.h may include libc headers.
-    flags = [] if mpi.name == "mpich" else ["-D_GNU_SOURCE", "-include", str(core / "qmpi.h")]
+    flags = [] if mpi.family == "mpich" else ["-D_GNU_SOURCE", "-include", str(core / "qmpi.h")]
     return mpi.compile([CALLBACK_TOOLS / "cbcount.c"], out / "libcbcount.so", ["-shared", "-fPIC", "-Wall", "-Wextra", "-Werror", *flags])
 
 

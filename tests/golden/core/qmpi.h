@@ -358,12 +358,12 @@ static inline int MPI_Register_tool_storage(int tool_id, void *tool_storage)
 }
 static inline int MPI_Register_tool_function(int tool_id, enum QMPI_Functions_enum function_enum, void (*function_ptr)(void))
 {
-    return QMPI_Register_function(tool_id, (int)function_enum, function_ptr);
+    return QMPI_Register_function(tool_id, function_enum, function_ptr);
 }
 static inline int MPI_Get_next_tool_function(int tool_id, enum QMPI_Functions_enum function_enum,
                                              void (**function_ptr)(void), int *next_tool_id)
 {
-    return QMPI_Get_function(tool_id, (int)function_enum, function_ptr, next_tool_id);
+    return QMPI_Get_function(tool_id, function_enum, function_ptr, next_tool_id);
 }
 static inline int MPI_Get_tool_storage(QMPI_Context context, int tool_id, void *storage)
 {
