@@ -40,8 +40,7 @@ def write_outputs(directory: str, files: Dict[str, str], check: bool = False) ->
     generation behind: new files are staged in a temporary directory beside the
     target and moved into place; unchanged files are not touched (make stays quiet).
     """
-    if os.path.exists(directory) and not os.path.isdir(directory):
-        raise QmpigenError(f"output {directory} exists and is not a directory")
+    _check_path(directory)
     names = sorted(files)
     changed = tuple(n for n in names if _differs(os.path.join(directory, n), files[n]))
     unchanged = tuple(n for n in names if n not in changed)
@@ -82,13 +81,21 @@ def write_outputs(directory: str, files: Dict[str, str], check: bool = False) ->
     return WriteReport(changed, unchanged)
 
 
+def _check_path(directory: str) -> None:
+    """The output, or its nearest existing ancestor, must be a directory."""
+    path = os.path.abspath(directory)
+    while not os.path.exists(path):
+        path = os.path.dirname(path)
+    if not os.path.isdir(path):
+        what = "output" if path == os.path.abspath(directory) else "its parent"
+        raise QmpigenError(f"cannot write {directory}: {what} {path} exists and is not a directory")
+
+
 def _make_parents(parent: str, directory: str) -> List[str]:
     """Create missing parents of the output (like mkdir -p); returns what was created."""
     missing = []
     path = parent
     while not os.path.isdir(path):
-        if os.path.exists(path):
-            raise QmpigenError(f"cannot write {directory}: {path} is not a directory")
         missing.append(path)
         path = os.path.dirname(path)
     for path in reversed(missing):

@@ -136,3 +136,17 @@ def test_real_core_is_byte_identical_across_runs(mpi, tmp_path):
         outs.append(out)
     for path in outs[0].iterdir():
         assert path.read_bytes() == (outs[1] / path.name).read_bytes(), path.name
+
+
+def test_missing_parents_of_the_output_are_created(tmp_path):
+    out = tmp_path / "a" / "b" / "core"
+    proc = qmpigen("build-core", *FIXTURE_ARGS, "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert (out / "qmpi.h").is_file()
+
+
+def test_output_below_a_file_is_an_error_and_creates_nothing(tmp_path):
+    (tmp_path / "file").write_text("x\n")
+    proc = qmpigen("build-core", *FIXTURE_ARGS, "-o", str(tmp_path / "file" / "sub" / "core"))
+    assert proc.returncode == 2 and "is not a directory" in proc.stderr, proc.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]
