@@ -200,7 +200,15 @@ def test_mpich_model_equals_its_own_qmpi_enum(model):
         pytest.skip(f"{model.api.facts.implementation} declares no enum QMPI_Functions_enum")
     members = {name for name, _ in model.api.facts.forum_enum}
     assert "MPI_LAST_FUNC_T" in members
-    assert {f.forum_enum for f in model.api} == members - {"MPI_LAST_FUNC_T"}
+    declared = {f.forum_enum for f in model.api}
+    if int(model.api.facts.version.split(".")[0]) >= 5:
+        assert declared == members - {"MPI_LAST_FUNC_T"}
+    else:
+        # MPICH 4.0 leaves ROMIO's MPI_File_* out of its enum: callback tools cannot
+        # register them there (the core refuses them by name), all else matches.
+        missing = declared - members
+        assert missing and all(name.startswith(("MPI_FILE_", "MPI_REGISTER_DATAREP")) for name in missing), missing
+        assert members - {"MPI_LAST_FUNC_T"} <= declared
     values = [value for _, value in model.api.facts.forum_enum]
     assert values == list(range(len(values)))
 
@@ -211,7 +219,7 @@ def libmpi(mpi, tmp_path: Path) -> Path:
     source.write_text("#include <mpi.h>\nint main(int c, char **v) { return MPI_Init(&c, &v); }\n")
     exe = mpi.compile([source], tmp_path / "tiny")
     out = subprocess.run(["ldd", str(exe)], capture_output=True, text=True, env=mpi.env()).stdout
-    match = re.search(r"^\s*libmpi\.so[.\d]*\s+=>\s+(\S+)", out, re.M)
+    match = re.search(r"^\s*libmpi(?:ch)?\.so[.\d]*\s+=>\s+(\S+)", out, re.M)  # Debian: libmpich.so
     assert match, out
     return Path(match.group(1))
 
@@ -225,7 +233,10 @@ def test_intercepted_functions_are_exported_by_libmpi(mpi, model, tmp_path):
     missing = [
         name for f in model.everything if not f.is_macro for name in (f.name, f.pmpi) if name not in symbols
     ]
-    assert missing == [], f"not exported by {library}: {missing[:20]}"
+    # quirks.OPTIONAL_PMPI: declared by some MPIs (MPICH 4.0) but not defined; the core
+    # references them weakly. Exactly those may be missing, in pairs.
+    optional = {name for f in model.everything if f.pmpi_optional for name in (f.name, f.pmpi)}
+    assert [n for n in missing if n not in optional] == [], f"not exported by {library}: {missing[:20]}"
 
 
 def test_cli_manifest_is_the_in_process_model(mpi, model):

@@ -105,13 +105,16 @@ struct dynamic_lib {
     void *context;                         /* set by QMPI_Set_context */
 };
 
+/* exec_func's per-function unpacking: calls func_ptr with the MPI arguments in args,
+ * at next_level; stores a result of the function's own type in *result if not NULL. */
+typedef int (*qmpi_unpack_fn)(void *result, void *func_ptr, int next_level, struct vector *v, va_list *args);
+
 /* Entry points of the core that tools reach through the chain itself, so a tool
  * needs no link-time symbol from the core (it works with libqmpi.a and libqmpi.so). */
 struct qmpi_services {
-    int (*vexec)(void *result, void *func_ptr, int level, _MPI_funcs func_index,
-                 struct vector *v, va_list *args);
     void (*fatal)(const char *message);    /* prints one line on stderr and stops the job */
     void (*set_context)(struct vector *v, int index, const void *cntxt, size_t size);
+    void (*bad_exec)(int level, int func_index, int total); /* exec_func out of range: stops */
 };
 
 /* The toolchain: items[0] is the core, items[1..total-1] the tools in TOOLS order.
@@ -123,6 +126,7 @@ typedef struct vector {
     int total;
     const struct qmpi_services *qmpi;
     cell *cells;
+    const qmpi_unpack_fn *unpack; /* NUM_MPI_FUNCS entries */
 } vector;
 
 #define VECTOR_GET(v, i) ((v)->items[(i)])
@@ -163,8 +167,10 @@ static inline int exec_func(void *func_ptr, int level, _MPI_funcs func_index, ve
 {
     va_list qmpi_args;
     int qmpi_rc;
+    if ((unsigned)func_index >= NUM_MPI_FUNCS || (unsigned)level >= (unsigned)v->total)
+        v->qmpi->bad_exec(level, (int)func_index, v->total);
     va_start(qmpi_args, v);
-    qmpi_rc = v->qmpi->vexec(NULL, func_ptr, level, func_index, v, &qmpi_args);
+    qmpi_rc = v->unpack[func_index](NULL, func_ptr, QMPI_Get_level(level, func_index, v), v, &qmpi_args);
     va_end(qmpi_args);
     return qmpi_rc;
 }
@@ -175,8 +181,10 @@ static inline int exec_func_r(void *result, void *func_ptr, int level, _MPI_func
 {
     va_list qmpi_args;
     int qmpi_rc;
+    if ((unsigned)func_index >= NUM_MPI_FUNCS || (unsigned)level >= (unsigned)v->total)
+        v->qmpi->bad_exec(level, (int)func_index, v->total);
     va_start(qmpi_args, v);
-    qmpi_rc = v->qmpi->vexec(result, func_ptr, level, func_index, v, &qmpi_args);
+    qmpi_rc = v->unpack[func_index](result, func_ptr, QMPI_Get_level(level, func_index, v), v, &qmpi_args);
     va_end(qmpi_args);
     return qmpi_rc;
 }

@@ -9,6 +9,7 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <sys/mman.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,13 +24,14 @@ QMPI_HIDDEN void **qmpi_storage;
 QMPI_HIDDEN __thread void *qmpi_call_site __attribute__((tls_model("initial-exec")));
 
 static void qmpi_set_context(vector *v, int index, const void *cntxt, size_t size);
-static const struct qmpi_services qmpi_services = { qmpi_vexec, qmpi_fatal, qmpi_set_context };
+static const struct qmpi_services qmpi_services = { qmpi_fatal, qmpi_set_context, qmpi_bad_exec };
 
 static pthread_mutex_t qmpi_build_lock = PTHREAD_MUTEX_INITIALIZER;
 static __thread int qmpi_building; /* this thread is loading tools right now */
 
 /* ---- stopping the job with one clear line -------------------------------------- */
 
+static void qmpi_stop_job(void) __attribute__((noreturn));
 static void qmpi_stop_job(void)
 {
     int initialized = 0, finalized = 0;
@@ -274,6 +276,34 @@ static void *qmpi_alloc(size_t count, size_t size)
     return memory;
 }
 
+/* The tables of all levels, one block. A call walks one cell per level, each in
+ * another level's table: with hundreds of tools that is a new 4 KiB page per level
+ * and the TLB, not the cache, sets the pace. Large blocks therefore ask for
+ * transparent huge pages (where the kernel offers them; plain pages otherwise). */
+#define QMPI_HUGE_PAGE ((size_t)2 << 20)
+
+static cell *qmpi_alloc_cells(size_t count)
+{
+    size_t bytes;
+    char *block;
+
+    if (count > SIZE_MAX / sizeof(cell) - QMPI_HUGE_PAGE)
+        qmpi_fatalf("QMPI: the chain is too long to allocate (%zu cells)", count);
+    bytes = count * sizeof(cell);
+    if (bytes < QMPI_HUGE_PAGE)
+        return (cell *)qmpi_alloc(count, sizeof(cell));
+#ifdef MADV_HUGEPAGE
+    block = mmap(NULL, bytes + QMPI_HUGE_PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (block != MAP_FAILED) {
+        char *aligned = block + (QMPI_HUGE_PAGE - (uintptr_t)block % QMPI_HUGE_PAGE) % QMPI_HUGE_PAGE;
+        (void)madvise(aligned, bytes, MADV_HUGEPAGE); /* advice only: fine if refused */
+        return (cell *)aligned;                       /* zero-filled, like calloc */
+    }
+#endif
+    (void)block;
+    return (cell *)qmpi_alloc(count, sizeof(cell));
+}
+
 static void qmpi_resolve(struct qmpi_library *lib, const struct qmpi_entry *entry)
 {
     typedef char *(*get_interceptions_t)(int);
@@ -458,7 +488,9 @@ static int qmpi_load_tools(void)
     qmpi_chain.items = (struct dynamic_lib **)qmpi_alloc((size_t)count + 1, sizeof *qmpi_chain.items);
     qmpi_levels = (struct qmpi_level *)qmpi_alloc((size_t)count + 1, sizeof *qmpi_levels);
     qmpi_storage = (void **)qmpi_alloc((size_t)count + 1, sizeof *qmpi_storage);
-    cells = (cell *)qmpi_alloc(((size_t)count + 1) * NUM_MPI_FUNCS, sizeof *cells);
+    if ((size_t)count + 1 > SIZE_MAX / NUM_MPI_FUNCS)
+        qmpi_fatalf("QMPI: the chain is too long to allocate (%d tools)", count);
+    cells = qmpi_alloc_cells(((size_t)count + 1) * NUM_MPI_FUNCS);
     libraries = (struct qmpi_library *)qmpi_alloc((size_t)count, sizeof *libraries);
     registration = (const struct qmpi_registration **)qmpi_alloc((size_t)count + 1, sizeof *registration);
     shared = (void ***)qmpi_alloc((size_t)qmpi_registered + 1, sizeof *shared);
@@ -473,6 +505,7 @@ static int qmpi_load_tools(void)
     qmpi_chain.total = count + 1;
     qmpi_chain.qmpi = &qmpi_services;
     qmpi_chain.cells = cells;
+    qmpi_chain.unpack = qmpi_unpackers;
 
     /* Load thesis-style tools; find callback tools by name. */
     for (level = 1; level <= count; level++) {

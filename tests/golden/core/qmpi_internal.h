@@ -45,10 +45,10 @@ QMPI_HIDDEN extern void *const qmpi_thesis_as_callback[NUM_MPI_FUNCS];
 QMPI_HIDDEN extern const int qmpi_forum_slot[MPI_LAST_FUNC_T]; /* enumeration index + 1; 0: not ours */
 
 QMPI_HIDDEN int qmpi_build_chain(void);
-QMPI_HIDDEN int qmpi_vexec(void *result, void *func_ptr, int level, _MPI_funcs func_index,
-                           vector *v, va_list *args);
-QMPI_HIDDEN void qmpi_fatal(const char *message);
-QMPI_HIDDEN void qmpi_fatalf(const char *format, ...) __attribute__((format(printf, 1, 2)));
+QMPI_HIDDEN extern const qmpi_unpack_fn qmpi_unpackers[NUM_MPI_FUNCS];
+QMPI_HIDDEN void qmpi_bad_exec(int level, int func_index, int total) __attribute__((noreturn));
+QMPI_HIDDEN void qmpi_fatal(const char *message) __attribute__((noreturn));
+QMPI_HIDDEN void qmpi_fatalf(const char *format, ...) __attribute__((format(printf, 1, 2), noreturn));
 
 /* Variadic tails reach callback tools (MPI_Pcontrol's fn(context, id, level, ...))
  * by re-passing the first integer/pointer words and floating-point values: where
