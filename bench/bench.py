@@ -14,6 +14,7 @@ For one MPI implementation (its mpicc and mpiexec):
 
     .venv/mpich/bin/python bench/bench.py --mpicc .venv/mpich/bin/mpicc \\
         --mpiexec .venv/mpich/bin/mpiexec --qmpigen .venv/mpich/bin/qmpigen --out build/bench/mpich
+    .venv/mpich/bin/python bench/bench.py combine build/bench/*/results.json   # side by side
 
 What each row means and how to read the ratios: docs/performance.md.
 """
@@ -173,8 +174,8 @@ def build_configs(counts: Sequence[int], bindir: Path, core: Path) -> List[Confi
     for n in counts:
         for variant, path in thesis.items():
             layout = "frames" if variant == "frames" else "compact"
-            configs.append(Config(f"{variant}/{n}", "bench_core",
-                                  ["rank", "--pair-ref", str(n), "--pair-layout", layout], {"TOOLS": tool_list(path, n)}))
+            args = ["rank", "--pair-ref", str(n), "--pair-layout", layout]
+            configs.append(Config(f"{variant}/{n}", "bench_core", args, {"TOOLS": tool_list(path, n)}))
         for variant, name in callback.items():
             configs.append(Config(f"{variant}/{n}", "bench_core_cb", ["rank", "--pair-ref", str(n)],
                                   {"QMPI_TOOL_LIST": tool_list(name, n)}))
@@ -340,7 +341,65 @@ def pick_cpu(requested: Optional[int]) -> Optional[int]:
         return None
 
 
+def combine(paths: Sequence[str]) -> str:
+    """Side-by-side markdown of several results.json (for docs/performance.md)."""
+    results = [json.loads(Path(p).read_text()) for p in paths]
+    names = [r["mpi"].split(" (")[0] for r in results]
+    lines = ["| target | " + " | ".join(names) + " | bound |", "|---|" + "---|" * (len(names) + 1)]
+    for i, t in enumerate(results[0]["targets"]):
+        found = [r["targets"][i] if i < len(r["targets"]) else None for r in results]
+        same = len({f["bound"] for f in found if f}) == 1
+        cells = [f"{f['measured']}{'' if same else ' (' + f['bound'] + ')'} **{f['result']}**" if f else "—"
+                 for f in found]
+        lines.append(f"| {t['target']} | " + " | ".join(cells) + f" | {t['bound'] if same else 'per MPI'} |")
+    lines += ["", "| ns per MPI_Comm_rank | " + " | ".join(
+        f"{n} {c}" for n in names for c in ("floor", "exec_func", "typed", "callback")) + " |",
+        "|---|" + "---|" * (4 * len(names))]
+    counts = sorted({n for r in results for n in r["counts"]})
+    for n in (0, *counts):
+        cells = []
+        for r in results:
+            rows = r["rows"]
+            for col in ("ref-compact", "exec", "typed", "callback"):
+                key = f"{col}/{n}" if col.startswith("ref-") or n else "core/0"
+                cells.append(fmt(rows[key]["median_ns"]) if key in rows else "—")
+        lines.append(f"| {n:,} tools | " + " | ".join(cells) + " |")
+    lines += ["", "| per layer (ns, ratio to the paired floor) | " + " | ".join(names) + " |",
+              "|---|" + "---|" * len(names)]
+    labels = {**VARIANTS, **EXTRA_VARIANTS}
+    for variant in (*VARIANTS, *EXTRA_VARIANTS):
+        cells = []
+        for r in results:
+            v = r["variants"][variant]
+            cells.append(f"{fmt(v['slope_ns'])} ({fmt(v['ratio_to_floor'])}x); 1,000→10,000: "
+                         f"{fmt(v['marginal_1000_up_ns'])}; stack {fmt(v['stack_bytes_per_layer'], 0)} B")
+        lines.append(f"| {labels[variant]} | " + " | ".join(cells) + " |")
+    for layout in ("compact", "core-layout", "core-layout-hugepages"):
+        cells = [f"{fmt(r['reference'][layout]['slope_ns'])}; 1,000→10,000: "
+                 f"{fmt(r['reference'][layout]['marginal_1000_up_ns'])}" for r in results]
+        lines.append(f"| reference chain, {layout} | " + " | ".join(cells) + " |")
+    lines += ["", "| one-way ping-pong latency, ns (median; q1–q3) | " + " | ".join(
+        f"{n} {s} B" for n in names for s in PINGPONG_SIZES) + " |",
+        "|---|" + "---|" * (len(names) * len(PINGPONG_SIZES))]
+    configs = sorted({k.split("/")[1] for r in results for k in r["rows"] if k.startswith("pingpong/")},
+                     key=lambda k: (len(k), k))
+    for config in configs:
+        cells = []
+        for r in results:
+            for size in PINGPONG_SIZES:
+                row = r["rows"].get(f"pingpong/{config}/{size}B")
+                cells.append(f"{fmt(row['median_ns'], 0)} ({fmt(row['q1_ns'], 0)}–{fmt(row['q3_ns'], 0)})"
+                             if row else "—")
+        lines.append(f"| {config} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    if argv is None:
+        argv = sys.argv[1:]
+    if argv and argv[0] == "combine":
+        print(combine(argv[1:]), end="")
+        return 0
     args = parse_args(argv)
     mpiexec = shlex.split(args.mpiexec)
     mpi = Mpi(args.mpicc, mpiexec, make_env(args.mpicc, mpiexec))
@@ -348,6 +407,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     started = time.perf_counter()
     load_start = loadavg()
 
+    commit = provenance(qmpigen)
     # 1. code generation and compilation of the core, timed
     scratch = Path(tempfile.mkdtemp(prefix="qmpi-bench-"))
     try:
@@ -411,6 +471,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     results["codegen_cpu_s"] = codegen_cpu
     results["compile_cpu_s"] = compile_cpu
     results["environment"]["loadavg_at_compile"] = compile_load
+    results["environment"]["qmpigen_commit"] = commit
     results["environment"]["loadavg_start"] = load_start
     results["environment"]["loadavg_end"] = loadavg()
     results["environment"]["wall_s"] = round(time.perf_counter() - started, 1)
@@ -602,6 +663,25 @@ def summarise(args, name: str, nfuncs: int, configs: List[Config], codegen: List
     }
 
 
+def provenance(qmpigen: Sequence[str]) -> Optional[str]:
+    """The commit of the qmpigen that generated the core, and whether its templates or
+    code had uncommitted changes (the numbers then describe a work in progress)."""
+    try:
+        import qmpigen as package  # the one this Python imports; the CLI given may be another
+        root = Path(package.__file__).resolve().parent.parent
+        if qmpigen and Path(qmpigen[0]).name != "qmpigen":
+            return None
+        head = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True, timeout=10)
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no", "--",
+                                "templates", "qmpigen"], capture_output=True, text=True, timeout=10)
+    except (ImportError, OSError, subprocess.SubprocessError):
+        return None
+    if head.returncode != 0:
+        return None
+    return head.stdout.strip() + (" + uncommitted changes to templates/ or qmpigen/" if dirty.stdout.strip() else "")
+
+
 def cpu_model() -> Optional[str]:
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -625,7 +705,8 @@ def markdown(res: dict, brief: bool = False) -> str:
         f"{env['pinned_cpu']}, timed in thread CPU time; each row is the median of {env['repeats']} samples x "
         f"{env['rounds']} rounds (one process per round, rounds interleaved), each sample >= "
         f"{env['min_sample_ms']:g} ms. Load average at start {env.get('loadavg_start')}, end "
-        f"{env.get('loadavg_end')}; {env.get('wall_s')} s in all. Call: `MPI_Comm_rank(MPI_COMM_WORLD, &r)`.")
+        f"{env.get('loadavg_end')}; {env.get('wall_s')} s in all. Call: `MPI_Comm_rank(MPI_COMM_WORLD, &r)`. "
+        f"Core generated by qmpigen at {env.get('qmpigen_commit') or 'an unknown commit'}.")
     add("")
     add("## Targets")
     add("")
@@ -690,8 +771,9 @@ def markdown(res: dict, brief: bool = False) -> str:
     if res["pingpong_ns"]:
         add("## Ping-pong, 2 ranks (one-way latency, ns)")
         add("")
-        add("Median over batches of 16 round trips (wall clock), so that round trips waiting for a preempted rank "
-            "do not count; in brackets the plain mean over the samples.")
+        add("Each sample is the median over batches of 16 round trips (wall clock), so that round trips waiting "
+            "for a preempted rank do not count; the row is the median of the samples, q1–q3 in brackets (on a busy "
+            "2-core machine whole processes land in slower modes: compare rows with that spread in mind).")
         add("")
         add("| configuration | " + " | ".join(f"{s} B" for s in PINGPONG_SIZES) + " |")
         add("|---|" + "---|" * len(PINGPONG_SIZES))
@@ -700,7 +782,8 @@ def markdown(res: dict, brief: bool = False) -> str:
             cells = []
             for size in PINGPONG_SIZES:
                 row = rows.get(f"pingpong/{config}/{size}B")
-                cells.append(f"{fmt(row['median_ns'])} ({fmt(row['wall_median_ns'])})" if row else "—")
+                cells.append(f"{fmt(row['median_ns'], 0)} ({fmt(row['q1_ns'], 0)}–{fmt(row['q3_ns'], 0)})"
+                             if row else "—")
             add(f"| {config} | " + " | ".join(cells) + " |")
         add("")
     if brief:
