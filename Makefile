@@ -57,8 +57,8 @@ demo: $(MPICH_STAMP) $(MPI_STAMP)
 	$(MPI_PREFIX)/bin/mpicc -O2 sample_tools/demo_app.c -o $(DEMO)/demo_app -L$(DEMO)/core -lqmpi -Wl,-rpath,$(DEMO)/core
 	@echo "== no tools: the application alone"
 	cd $(DEMO) && $(MPI_ENV) $(MPIEXEC) -n 2 ./demo_app
-	@echo "== TOOLS=printer:printer (nested pre/post order)"
-	cd $(DEMO) && $(MPI_ENV) TOOLS=tools/libprinter.so:tools/libprinter.so $(MPIEXEC) -n 2 ./demo_app
+	@echo "== TOOLS=printer:printer, one rank (nested pre/post order; Pcontrol reaches both)"
+	cd $(DEMO) && $(MPI_ENV) TOOLS=tools/libprinter.so:tools/libprinter.so $(MPIEXEC) -n 1 ./demo_app
 	@echo "== TOOLS=counter:tbcast:counter (thesis 4.5.3: the inner counter sees Send/Recv, not Bcast)"
 	cd $(DEMO) && $(MPI_ENV) TOOLS=tools/libcounter.so:tools/libtbcast.so:tools/libcounter.so $(MPIEXEC) -n 3 ./demo_app
 
