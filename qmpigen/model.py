@@ -192,18 +192,11 @@ class HeaderFacts:
 
 
 @dataclass(frozen=True)
-class MpiApi:
-    """Every MPI_/MPIX_ function the header declares, in declaration order."""
+class FunctionSet:
+    """Functions of one header, in a fixed order, iterable."""
 
     facts: HeaderFacts
     functions: Tuple[MpiFunction, ...]
-    _by_name: Dict[str, MpiFunction] = field(default_factory=dict, compare=False, repr=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "_by_name", {f.name: f for f in self.functions})
-
-    def get(self, name: str) -> Optional[MpiFunction]:
-        return self._by_name.get(name)
 
     def __iter__(self) -> Iterator[MpiFunction]:
         return iter(self.functions)
@@ -213,21 +206,26 @@ class MpiApi:
 
 
 @dataclass(frozen=True)
-class Enumeration:
+class MpiApi(FunctionSet):
+    """Every MPI_/MPIX_ function the header declares, in declaration order."""
+
+    _by_name: Dict[str, MpiFunction] = field(default_factory=dict, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_by_name", {f.name: f for f in self.functions})
+
+    def get(self, name: str) -> Optional[MpiFunction]:
+        return self._by_name.get(name)
+
+
+@dataclass(frozen=True)
+class Enumeration(FunctionSet):
     """The selected functions in enumeration order: index i is _MPI_<Name> = i."""
 
-    facts: HeaderFacts
-    functions: Tuple[MpiFunction, ...]
     _index: Dict[str, int] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_index", {f.name: i for i, f in enumerate(self.functions)})
-
-    def __iter__(self) -> Iterator[MpiFunction]:
-        return iter(self.functions)
-
-    def __len__(self) -> int:
-        return len(self.functions)
 
     def index(self, name: str) -> int:
         return self._index[name]
