@@ -779,145 +779,265 @@ QMPI_HIDDEN const int qmpi_forum_slot[MPI_LAST_FUNC_T] = {
     [MPI_WTIME_T] = 20,
 };
 
-/* Entry wrappers. With no tools the cost is one load and one branch before the
- * tail call to PMPI, as in any PMPI interposer. Names the MPI defines as macros
- * (MPICH's *_c2f / *_f2c) get no entry wrapper: applications never call them. */
-int MPI_Abort(MPI_Comm comm, int errorcode)
+/* The chained path of the entry wrappers, out of line: it needs a frame (more
+ * arguments than registers, a chain to build on the first call), the fast path
+ * must not pay for it. */
+static __attribute__((noinline)) int qmpi_chained_Abort(MPI_Comm comm, int errorcode)
 {
-    int qmpi_now = qmpi_current_state();
     const cell *qmpi_link;
 
-    if (QMPI_LIKELY(qmpi_now == QMPI_DIRECT))
+    if (qmpi_current_state() == QMPI_UNBUILT && qmpi_build_chain() == QMPI_DIRECT)
         return PMPI_Abort(comm, errorcode);
-    if (qmpi_now == QMPI_UNBUILT && (qmpi_now = qmpi_build_chain()) == QMPI_DIRECT)
-        return PMPI_Abort(comm, errorcode);
-    if (qmpi_now == QMPI_CHAINED_CALLBACK)
-        qmpi_call_site = __builtin_return_address(0);
     qmpi_link = &qmpi_top[_MPI_Abort];
     return ((QMPI_Abort_wrapper_t)qmpi_link->func_ptr)(comm, errorcode, qmpi_link->level, &qmpi_chain);
 }
 
-MPI_Aint MPI_Aint_add(MPI_Aint base, MPI_Aint disp)
+static __attribute__((noinline)) MPI_Aint qmpi_chained_Aint_add(MPI_Aint base, MPI_Aint disp)
 {
-    int qmpi_now = qmpi_current_state();
     const cell *qmpi_link;
 
-    if (QMPI_LIKELY(qmpi_now == QMPI_DIRECT))
+    if (qmpi_current_state() == QMPI_UNBUILT && qmpi_build_chain() == QMPI_DIRECT)
         return PMPI_Aint_add(base, disp);
-    if (qmpi_now == QMPI_UNBUILT && (qmpi_now = qmpi_build_chain()) == QMPI_DIRECT)
-        return PMPI_Aint_add(base, disp);
-    if (qmpi_now == QMPI_CHAINED_CALLBACK)
-        qmpi_call_site = __builtin_return_address(0);
     qmpi_link = &qmpi_top[_MPI_Aint_add];
     return ((QMPI_Aint_add_wrapper_t)qmpi_link->func_ptr)(base, disp, qmpi_link->level, &qmpi_chain);
 }
 
-int MPI_Attr_get(MPI_Comm comm, int keyval, void *attribute_val, int *flag)
+static __attribute__((noinline)) int qmpi_chained_Attr_get(MPI_Comm comm, int keyval, void *attribute_val, int *flag)
 {
-    int qmpi_now = qmpi_current_state();
     const cell *qmpi_link;
 
-    if (QMPI_LIKELY(qmpi_now == QMPI_DIRECT))
+    if (qmpi_current_state() == QMPI_UNBUILT && qmpi_build_chain() == QMPI_DIRECT)
         return PMPI_Attr_get(comm, keyval, attribute_val, flag);
-    if (qmpi_now == QMPI_UNBUILT && (qmpi_now = qmpi_build_chain()) == QMPI_DIRECT)
-        return PMPI_Attr_get(comm, keyval, attribute_val, flag);
-    if (qmpi_now == QMPI_CHAINED_CALLBACK)
-        qmpi_call_site = __builtin_return_address(0);
     qmpi_link = &qmpi_top[_MPI_Attr_get];
     return ((QMPI_Attr_get_wrapper_t)qmpi_link->func_ptr)(comm, keyval, attribute_val, flag, qmpi_link->level, &qmpi_chain);
 }
 
-int MPI_Comm_rank(MPI_Comm arg0, int *arg1)
+static __attribute__((noinline)) int qmpi_chained_Comm_rank(MPI_Comm arg0, int *arg1)
 {
-    int qmpi_now = qmpi_current_state();
     const cell *qmpi_link;
 
-    if (QMPI_LIKELY(qmpi_now == QMPI_DIRECT))
+    if (qmpi_current_state() == QMPI_UNBUILT && qmpi_build_chain() == QMPI_DIRECT)
         return PMPI_Comm_rank(arg0, arg1);
-    if (qmpi_now == QMPI_UNBUILT && (qmpi_now = qmpi_build_chain()) == QMPI_DIRECT)
-        return PMPI_Comm_rank(arg0, arg1);
-    if (qmpi_now == QMPI_CHAINED_CALLBACK)
-        qmpi_call_site = __builtin_return_address(0);
     qmpi_link = &qmpi_top[_MPI_Comm_rank];
     return ((QMPI_Comm_rank_wrapper_t)qmpi_link->func_ptr)(arg0, arg1, qmpi_link->level, &qmpi_chain);
 }
 
-int MPI_Comm_set_handler(MPI_Comm comm, MPI_Fixture_handler_ptr handler)
+static __attribute__((noinline)) int qmpi_chained_Comm_set_handler(MPI_Comm comm, MPI_Fixture_handler_ptr handler)
 {
-    int qmpi_now = qmpi_current_state();
     const cell *qmpi_link;
 
-    if (QMPI_LIKELY(qmpi_now == QMPI_DIRECT))
+    if (qmpi_current_state() == QMPI_UNBUILT && qmpi_build_chain() == QMPI_DIRECT)
         return PMPI_Comm_set_handler(comm, handler);
-    if (qmpi_now == QMPI_UNBUILT && (qmpi_now = qmpi_build_chain()) == QMPI_DIRECT)
-        return PMPI_Comm_set_handler(comm, handler);
-    if (qmpi_now == QMPI_CHAINED_CALLBACK)
-        qmpi_call_site = __builtin_return_address(0);
     qmpi_link = &qmpi_top[_MPI_Comm_set_handler];
     return ((QMPI_Comm_set_handler_wrapper_t)qmpi_link->func_ptr)(comm, handler, qmpi_link->level, &qmpi_chain);
 }
 
-int MPI_Fixture_scalars(char c, unsigned char uc, short s, float f, double d, MPI_Fixture_short fs, int i, char *name)
+static __attribute__((noinline)) int qmpi_chained_Fixture_scalars(char c, unsigned char uc, short s, float f, double d, MPI_Fixture_short fs, int i, char *name)
 {
-    int qmpi_now = qmpi_current_state();
     const cell *qmpi_link;
 
-    if (QMPI_LIKELY(qmpi_now == QMPI_DIRECT))
+    if (qmpi_current_state() == QMPI_UNBUILT && qmpi_build_chain() == QMPI_DIRECT)
         return PMPI_Fixture_scalars(c, uc, s, f, d, fs, i, name);
-    if (qmpi_now == QMPI_UNBUILT && (qmpi_now = qmpi_build_chain()) == QMPI_DIRECT)
-        return PMPI_Fixture_scalars(c, uc, s, f, d, fs, i, name);
-    if (qmpi_now == QMPI_CHAINED_CALLBACK)
-        qmpi_call_site = __builtin_return_address(0);
     qmpi_link = &qmpi_top[_MPI_Fixture_scalars];
     return ((QMPI_Fixture_scalars_wrapper_t)qmpi_link->func_ptr)(c, uc, s, f, d, fs, i, name, qmpi_link->level, &qmpi_chain);
 }
 
-int MPI_Group_range_incl(MPI_Group group, int n, int ranges[][3], MPI_Group *newgroup)
+static __attribute__((noinline)) int qmpi_chained_Group_range_incl(MPI_Group group, int n, int ranges[][3], MPI_Group *newgroup)
 {
-    int qmpi_now = qmpi_current_state();
     const cell *qmpi_link;
 
-    if (QMPI_LIKELY(qmpi_now == QMPI_DIRECT))
+    if (qmpi_current_state() == QMPI_UNBUILT && qmpi_build_chain() == QMPI_DIRECT)
         return PMPI_Group_range_incl(group, n, ranges, newgroup);
-    if (qmpi_now == QMPI_UNBUILT && (qmpi_now = qmpi_build_chain()) == QMPI_DIRECT)
-        return PMPI_Group_range_incl(group, n, ranges, newgroup);
-    if (qmpi_now == QMPI_CHAINED_CALLBACK)
-        qmpi_call_site = __builtin_return_address(0);
     qmpi_link = &qmpi_top[_MPI_Group_range_incl];
     return ((QMPI_Group_range_incl_wrapper_t)qmpi_link->func_ptr)(group, n, ranges, newgroup, qmpi_link->level, &qmpi_chain);
 }
 
-int MPI_Info_dup(MPI_Info info, MPI_Info *newinfo)
+static __attribute__((noinline)) int qmpi_chained_Info_dup(MPI_Info info, MPI_Info *newinfo)
 {
-    int qmpi_now = qmpi_current_state();
     const cell *qmpi_link;
 
-    if (QMPI_LIKELY(qmpi_now == QMPI_DIRECT))
+    if (qmpi_current_state() == QMPI_UNBUILT && qmpi_build_chain() == QMPI_DIRECT)
         return PMPI_Info_dup(info, newinfo);
-    if (qmpi_now == QMPI_UNBUILT && (qmpi_now = qmpi_build_chain()) == QMPI_DIRECT)
-        return PMPI_Info_dup(info, newinfo);
-    if (qmpi_now == QMPI_CHAINED_CALLBACK)
-        qmpi_call_site = __builtin_return_address(0);
     qmpi_link = &qmpi_top[_MPI_Info_dup];
     return ((QMPI_Info_dup_wrapper_t)qmpi_link->func_ptr)(info, newinfo, qmpi_link->level, &qmpi_chain);
 }
 
-int MPI_Op_create(MPI_User_function *user_fn, int commute, MPI_Op *op)
+static __attribute__((noinline)) int qmpi_chained_Op_create(MPI_User_function *user_fn, int commute, MPI_Op *op)
 {
-    int qmpi_now = qmpi_current_state();
     const cell *qmpi_link;
 
-    if (QMPI_LIKELY(qmpi_now == QMPI_DIRECT))
+    if (qmpi_current_state() == QMPI_UNBUILT && qmpi_build_chain() == QMPI_DIRECT)
         return PMPI_Op_create(user_fn, commute, op);
-    if (qmpi_now == QMPI_UNBUILT && (qmpi_now = qmpi_build_chain()) == QMPI_DIRECT)
-        return PMPI_Op_create(user_fn, commute, op);
-    if (qmpi_now == QMPI_CHAINED_CALLBACK)
-        qmpi_call_site = __builtin_return_address(0);
     qmpi_link = &qmpi_top[_MPI_Op_create];
     return ((QMPI_Op_create_wrapper_t)qmpi_link->func_ptr)(user_fn, commute, op, qmpi_link->level, &qmpi_chain);
 }
 
-int MPI_Pcontrol(const int level, ...)
+static __attribute__((noinline)) int qmpi_chained_Pready_list(int length, const int array_of_partitions[], MPI_Request request)
+{
+    const cell *qmpi_link;
+
+    if (qmpi_current_state() == QMPI_UNBUILT && qmpi_build_chain() == QMPI_DIRECT)
+        return PMPI_Pready_list(length, array_of_partitions, request);
+    qmpi_link = &qmpi_top[_MPI_Pready_list];
+    return ((QMPI_Pready_list_wrapper_t)qmpi_link->func_ptr)(length, array_of_partitions, request, qmpi_link->level, &qmpi_chain);
+}
+
+static __attribute__((noinline)) int qmpi_chained_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
+{
+    const cell *qmpi_link;
+
+    if (qmpi_current_state() == QMPI_UNBUILT && qmpi_build_chain() == QMPI_DIRECT)
+        return PMPI_Send(buf, count, datatype, dest, tag, comm);
+    qmpi_link = &qmpi_top[_MPI_Send];
+    return ((QMPI_Send_wrapper_t)qmpi_link->func_ptr)(buf, count, datatype, dest, tag, comm, qmpi_link->level, &qmpi_chain);
+}
+
+static __attribute__((noinline)) int qmpi_chained_Send_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
+{
+    const cell *qmpi_link;
+
+    if (qmpi_current_state() == QMPI_UNBUILT && qmpi_build_chain() == QMPI_DIRECT)
+        return PMPI_Send_c(buf, count, datatype, dest, tag, comm);
+    qmpi_link = &qmpi_top[_MPI_Send_c];
+    return ((QMPI_Send_c_wrapper_t)qmpi_link->func_ptr)(buf, count, datatype, dest, tag, comm, qmpi_link->level, &qmpi_chain);
+}
+
+static __attribute__((noinline)) int qmpi_chained_Session_init(MPI_Info info, MPI_Errhandler errhandler, MPI_Session *session)
+{
+    const cell *qmpi_link;
+
+    if (qmpi_current_state() == QMPI_UNBUILT && qmpi_build_chain() == QMPI_DIRECT)
+        return PMPI_Session_init(info, errhandler, session);
+    qmpi_link = &qmpi_top[_MPI_Session_init];
+    return ((QMPI_Session_init_wrapper_t)qmpi_link->func_ptr)(info, errhandler, session, qmpi_link->level, &qmpi_chain);
+}
+
+static __attribute__((noinline)) int qmpi_chained_T_event_handle_free(MPI_T_event_registration event_registration, void *user_data, MPI_T_event_free_cb_function free_cb_function)
+{
+    const cell *qmpi_link;
+
+    if (qmpi_current_state() == QMPI_UNBUILT && qmpi_build_chain() == QMPI_DIRECT)
+        return PMPI_T_event_handle_free(event_registration, user_data, free_cb_function);
+    qmpi_link = &qmpi_top[_MPI_T_event_handle_free];
+    return ((QMPI_T_event_handle_free_wrapper_t)qmpi_link->func_ptr)(event_registration, user_data, free_cb_function, qmpi_link->level, &qmpi_chain);
+}
+
+static __attribute__((noinline)) int qmpi_chained_Test(MPI_Request *request, int *flag, MPI_Status *status)
+{
+    const cell *qmpi_link;
+
+    if (qmpi_current_state() == QMPI_UNBUILT && qmpi_build_chain() == QMPI_DIRECT)
+        return PMPI_Test(request, flag, status);
+    qmpi_link = &qmpi_top[_MPI_Test];
+    return ((QMPI_Test_wrapper_t)qmpi_link->func_ptr)(request, flag, status, qmpi_link->level, &qmpi_chain);
+}
+
+static __attribute__((noinline)) double qmpi_chained_Wtick(void)
+{
+    const cell *qmpi_link;
+
+    if (qmpi_current_state() == QMPI_UNBUILT && qmpi_build_chain() == QMPI_DIRECT)
+        return PMPI_Wtick();
+    qmpi_link = &qmpi_top[_MPI_Wtick];
+    return ((QMPI_Wtick_wrapper_t)qmpi_link->func_ptr)(qmpi_link->level, &qmpi_chain);
+}
+
+static __attribute__((noinline)) double qmpi_chained_Wtime(void)
+{
+    const cell *qmpi_link;
+
+    if (qmpi_current_state() == QMPI_UNBUILT && qmpi_build_chain() == QMPI_DIRECT)
+        return PMPI_Wtime();
+    qmpi_link = &qmpi_top[_MPI_Wtime];
+    return ((QMPI_Wtime_wrapper_t)qmpi_link->func_ptr)(qmpi_link->level, &qmpi_chain);
+}
+
+/* Entry wrappers. With no tools the cost is one load and one branch before the
+ * tail call to PMPI, as in any PMPI interposer, all within one 32-byte fetch block.
+ * Names the MPI defines as macros (MPICH's *_c2f / *_f2c) get no entry wrapper:
+ * applications never call them. */
+QMPI_ENTRY int MPI_Abort(MPI_Comm comm, int errorcode)
+{
+    int qmpi_now = qmpi_current_state();
+    if (QMPI_LIKELY(qmpi_now == QMPI_DIRECT))
+        return PMPI_Abort(comm, errorcode);
+    qmpi_call_site = __builtin_return_address(0);
+    return qmpi_chained_Abort(comm, errorcode);
+}
+
+QMPI_ENTRY MPI_Aint MPI_Aint_add(MPI_Aint base, MPI_Aint disp)
+{
+    int qmpi_now = qmpi_current_state();
+    if (QMPI_LIKELY(qmpi_now == QMPI_DIRECT))
+        return PMPI_Aint_add(base, disp);
+    qmpi_call_site = __builtin_return_address(0);
+    return qmpi_chained_Aint_add(base, disp);
+}
+
+QMPI_ENTRY int MPI_Attr_get(MPI_Comm comm, int keyval, void *attribute_val, int *flag)
+{
+    int qmpi_now = qmpi_current_state();
+    if (QMPI_LIKELY(qmpi_now == QMPI_DIRECT))
+        return PMPI_Attr_get(comm, keyval, attribute_val, flag);
+    qmpi_call_site = __builtin_return_address(0);
+    return qmpi_chained_Attr_get(comm, keyval, attribute_val, flag);
+}
+
+QMPI_ENTRY int MPI_Comm_rank(MPI_Comm arg0, int *arg1)
+{
+    int qmpi_now = qmpi_current_state();
+    if (QMPI_LIKELY(qmpi_now == QMPI_DIRECT))
+        return PMPI_Comm_rank(arg0, arg1);
+    qmpi_call_site = __builtin_return_address(0);
+    return qmpi_chained_Comm_rank(arg0, arg1);
+}
+
+QMPI_ENTRY int MPI_Comm_set_handler(MPI_Comm comm, MPI_Fixture_handler_ptr handler)
+{
+    int qmpi_now = qmpi_current_state();
+    if (QMPI_LIKELY(qmpi_now == QMPI_DIRECT))
+        return PMPI_Comm_set_handler(comm, handler);
+    qmpi_call_site = __builtin_return_address(0);
+    return qmpi_chained_Comm_set_handler(comm, handler);
+}
+
+QMPI_ENTRY int MPI_Fixture_scalars(char c, unsigned char uc, short s, float f, double d, MPI_Fixture_short fs, int i, char *name)
+{
+    int qmpi_now = qmpi_current_state();
+    if (QMPI_LIKELY(qmpi_now == QMPI_DIRECT))
+        return PMPI_Fixture_scalars(c, uc, s, f, d, fs, i, name);
+    qmpi_call_site = __builtin_return_address(0);
+    return qmpi_chained_Fixture_scalars(c, uc, s, f, d, fs, i, name);
+}
+
+QMPI_ENTRY int MPI_Group_range_incl(MPI_Group group, int n, int ranges[][3], MPI_Group *newgroup)
+{
+    int qmpi_now = qmpi_current_state();
+    if (QMPI_LIKELY(qmpi_now == QMPI_DIRECT))
+        return PMPI_Group_range_incl(group, n, ranges, newgroup);
+    qmpi_call_site = __builtin_return_address(0);
+    return qmpi_chained_Group_range_incl(group, n, ranges, newgroup);
+}
+
+QMPI_ENTRY int MPI_Info_dup(MPI_Info info, MPI_Info *newinfo)
+{
+    int qmpi_now = qmpi_current_state();
+    if (QMPI_LIKELY(qmpi_now == QMPI_DIRECT))
+        return PMPI_Info_dup(info, newinfo);
+    qmpi_call_site = __builtin_return_address(0);
+    return qmpi_chained_Info_dup(info, newinfo);
+}
+
+QMPI_ENTRY int MPI_Op_create(MPI_User_function *user_fn, int commute, MPI_Op *op)
+{
+    int qmpi_now = qmpi_current_state();
+    if (QMPI_LIKELY(qmpi_now == QMPI_DIRECT))
+        return PMPI_Op_create(user_fn, commute, op);
+    qmpi_call_site = __builtin_return_address(0);
+    return qmpi_chained_Op_create(user_fn, commute, op);
+}
+
+QMPI_ENTRY int MPI_Pcontrol(const int level, ...)
 {
     int qmpi_now = qmpi_current_state();
     const cell *qmpi_link;
@@ -947,123 +1067,75 @@ int MPI_Pcontrol(const int level, ...)
     return qmpi_first_error != MPI_SUCCESS ? qmpi_first_error : qmpi_rc;
 }
 
-int MPI_Pready_list(int length, const int array_of_partitions[], MPI_Request request)
+QMPI_ENTRY int MPI_Pready_list(int length, const int array_of_partitions[], MPI_Request request)
 {
     int qmpi_now = qmpi_current_state();
-    const cell *qmpi_link;
-
     if (QMPI_LIKELY(qmpi_now == QMPI_DIRECT))
         return PMPI_Pready_list(length, array_of_partitions, request);
-    if (qmpi_now == QMPI_UNBUILT && (qmpi_now = qmpi_build_chain()) == QMPI_DIRECT)
-        return PMPI_Pready_list(length, array_of_partitions, request);
-    if (qmpi_now == QMPI_CHAINED_CALLBACK)
-        qmpi_call_site = __builtin_return_address(0);
-    qmpi_link = &qmpi_top[_MPI_Pready_list];
-    return ((QMPI_Pready_list_wrapper_t)qmpi_link->func_ptr)(length, array_of_partitions, request, qmpi_link->level, &qmpi_chain);
+    qmpi_call_site = __builtin_return_address(0);
+    return qmpi_chained_Pready_list(length, array_of_partitions, request);
 }
 
-int MPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
+QMPI_ENTRY int MPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
 {
     int qmpi_now = qmpi_current_state();
-    const cell *qmpi_link;
-
     if (QMPI_LIKELY(qmpi_now == QMPI_DIRECT))
         return PMPI_Send(buf, count, datatype, dest, tag, comm);
-    if (qmpi_now == QMPI_UNBUILT && (qmpi_now = qmpi_build_chain()) == QMPI_DIRECT)
-        return PMPI_Send(buf, count, datatype, dest, tag, comm);
-    if (qmpi_now == QMPI_CHAINED_CALLBACK)
-        qmpi_call_site = __builtin_return_address(0);
-    qmpi_link = &qmpi_top[_MPI_Send];
-    return ((QMPI_Send_wrapper_t)qmpi_link->func_ptr)(buf, count, datatype, dest, tag, comm, qmpi_link->level, &qmpi_chain);
+    qmpi_call_site = __builtin_return_address(0);
+    return qmpi_chained_Send(buf, count, datatype, dest, tag, comm);
 }
 
-int MPI_Send_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
+QMPI_ENTRY int MPI_Send_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
 {
     int qmpi_now = qmpi_current_state();
-    const cell *qmpi_link;
-
     if (QMPI_LIKELY(qmpi_now == QMPI_DIRECT))
         return PMPI_Send_c(buf, count, datatype, dest, tag, comm);
-    if (qmpi_now == QMPI_UNBUILT && (qmpi_now = qmpi_build_chain()) == QMPI_DIRECT)
-        return PMPI_Send_c(buf, count, datatype, dest, tag, comm);
-    if (qmpi_now == QMPI_CHAINED_CALLBACK)
-        qmpi_call_site = __builtin_return_address(0);
-    qmpi_link = &qmpi_top[_MPI_Send_c];
-    return ((QMPI_Send_c_wrapper_t)qmpi_link->func_ptr)(buf, count, datatype, dest, tag, comm, qmpi_link->level, &qmpi_chain);
+    qmpi_call_site = __builtin_return_address(0);
+    return qmpi_chained_Send_c(buf, count, datatype, dest, tag, comm);
 }
 
-int MPI_Session_init(MPI_Info info, MPI_Errhandler errhandler, MPI_Session *session)
+QMPI_ENTRY int MPI_Session_init(MPI_Info info, MPI_Errhandler errhandler, MPI_Session *session)
 {
     int qmpi_now = qmpi_current_state();
-    const cell *qmpi_link;
-
     if (QMPI_LIKELY(qmpi_now == QMPI_DIRECT))
         return PMPI_Session_init(info, errhandler, session);
-    if (qmpi_now == QMPI_UNBUILT && (qmpi_now = qmpi_build_chain()) == QMPI_DIRECT)
-        return PMPI_Session_init(info, errhandler, session);
-    if (qmpi_now == QMPI_CHAINED_CALLBACK)
-        qmpi_call_site = __builtin_return_address(0);
-    qmpi_link = &qmpi_top[_MPI_Session_init];
-    return ((QMPI_Session_init_wrapper_t)qmpi_link->func_ptr)(info, errhandler, session, qmpi_link->level, &qmpi_chain);
+    qmpi_call_site = __builtin_return_address(0);
+    return qmpi_chained_Session_init(info, errhandler, session);
 }
 
-int MPI_T_event_handle_free(MPI_T_event_registration event_registration, void *user_data, MPI_T_event_free_cb_function free_cb_function)
+QMPI_ENTRY int MPI_T_event_handle_free(MPI_T_event_registration event_registration, void *user_data, MPI_T_event_free_cb_function free_cb_function)
 {
     int qmpi_now = qmpi_current_state();
-    const cell *qmpi_link;
-
     if (QMPI_LIKELY(qmpi_now == QMPI_DIRECT))
         return PMPI_T_event_handle_free(event_registration, user_data, free_cb_function);
-    if (qmpi_now == QMPI_UNBUILT && (qmpi_now = qmpi_build_chain()) == QMPI_DIRECT)
-        return PMPI_T_event_handle_free(event_registration, user_data, free_cb_function);
-    if (qmpi_now == QMPI_CHAINED_CALLBACK)
-        qmpi_call_site = __builtin_return_address(0);
-    qmpi_link = &qmpi_top[_MPI_T_event_handle_free];
-    return ((QMPI_T_event_handle_free_wrapper_t)qmpi_link->func_ptr)(event_registration, user_data, free_cb_function, qmpi_link->level, &qmpi_chain);
+    qmpi_call_site = __builtin_return_address(0);
+    return qmpi_chained_T_event_handle_free(event_registration, user_data, free_cb_function);
 }
 
-int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
+QMPI_ENTRY int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
 {
     int qmpi_now = qmpi_current_state();
-    const cell *qmpi_link;
-
     if (QMPI_LIKELY(qmpi_now == QMPI_DIRECT))
         return PMPI_Test(request, flag, status);
-    if (qmpi_now == QMPI_UNBUILT && (qmpi_now = qmpi_build_chain()) == QMPI_DIRECT)
-        return PMPI_Test(request, flag, status);
-    if (qmpi_now == QMPI_CHAINED_CALLBACK)
-        qmpi_call_site = __builtin_return_address(0);
-    qmpi_link = &qmpi_top[_MPI_Test];
-    return ((QMPI_Test_wrapper_t)qmpi_link->func_ptr)(request, flag, status, qmpi_link->level, &qmpi_chain);
+    qmpi_call_site = __builtin_return_address(0);
+    return qmpi_chained_Test(request, flag, status);
 }
 
-double MPI_Wtick(void)
+QMPI_ENTRY double MPI_Wtick(void)
 {
     int qmpi_now = qmpi_current_state();
-    const cell *qmpi_link;
-
     if (QMPI_LIKELY(qmpi_now == QMPI_DIRECT))
         return PMPI_Wtick();
-    if (qmpi_now == QMPI_UNBUILT && (qmpi_now = qmpi_build_chain()) == QMPI_DIRECT)
-        return PMPI_Wtick();
-    if (qmpi_now == QMPI_CHAINED_CALLBACK)
-        qmpi_call_site = __builtin_return_address(0);
-    qmpi_link = &qmpi_top[_MPI_Wtick];
-    return ((QMPI_Wtick_wrapper_t)qmpi_link->func_ptr)(qmpi_link->level, &qmpi_chain);
+    qmpi_call_site = __builtin_return_address(0);
+    return qmpi_chained_Wtick();
 }
 
-double MPI_Wtime(void)
+QMPI_ENTRY double MPI_Wtime(void)
 {
     int qmpi_now = qmpi_current_state();
-    const cell *qmpi_link;
-
     if (QMPI_LIKELY(qmpi_now == QMPI_DIRECT))
         return PMPI_Wtime();
-    if (qmpi_now == QMPI_UNBUILT && (qmpi_now = qmpi_build_chain()) == QMPI_DIRECT)
-        return PMPI_Wtime();
-    if (qmpi_now == QMPI_CHAINED_CALLBACK)
-        qmpi_call_site = __builtin_return_address(0);
-    qmpi_link = &qmpi_top[_MPI_Wtime];
-    return ((QMPI_Wtime_wrapper_t)qmpi_link->func_ptr)(qmpi_link->level, &qmpi_chain);
+    qmpi_call_site = __builtin_return_address(0);
+    return qmpi_chained_Wtime();
 }
 

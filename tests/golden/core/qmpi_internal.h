@@ -13,6 +13,9 @@
 /* Internal symbols are hidden: no PLT or GOT hop inside the core, nothing for
  * tools or applications to collide with. */
 #define QMPI_HIDDEN __attribute__((visibility("hidden")))
+/* Entry wrappers start a 32-byte fetch block, so the no-tools path (load, compare,
+ * branch, jump: about 17 bytes) never straddles two. */
+#define QMPI_ENTRY __attribute__((aligned(32)))
 #define QMPI_LIKELY(x) __builtin_expect(!!(x), 1)
 #define QMPI_UNLIKELY(x) __builtin_expect(!!(x), 0)
 
