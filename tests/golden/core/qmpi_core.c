@@ -505,7 +505,7 @@ static int qmpi_load_tools(void)
     qmpi_chain.total = count + 1;
     qmpi_chain.qmpi = &qmpi_services;
     qmpi_chain.cells = cells;
-    qmpi_chain.unpack = qmpi_unpackers;
+    qmpi_chain.exec = qmpi_exec_entries;
 
     /* Load thesis-style tools; find callback tools by name. */
     for (level = 1; level <= count; level++) {

@@ -6,293 +6,396 @@
  */
 #include "qmpi_internal.h"
 
-/* One small function per MPI function (not one switch): exec_func reaches it in one
- * indexed load, and with no result wanted an int function ends in a tail call, so
- * each level of an exec_func chain costs two calls and a small stack frame. */
-static int qmpi_unpack_Abort(void *qmpi_result, void *qmpi_fn, int qmpi_next, vector *qmpi_v, va_list *qmpi_args)
+/* One small variadic function per MPI function (not one switch): exec_func calls it
+ * directly from the tool, through one indexed load, and with no result wanted an int
+ * function ends in a tail call, so each level of an exec_func chain costs two calls.
+ * (va_end is a no-op where the tail call happens; it stays for the standard's sake.) */
+static int qmpi_exec_Abort(void *qmpi_result, void *qmpi_fn, int qmpi_next, vector *qmpi_v, ...)
 {
-    MPI_Comm comm = va_arg(*qmpi_args, MPI_Comm);
-    int errorcode = va_arg(*qmpi_args, int);
     int qmpi_rc;
+    va_list qmpi_args;
+    va_start(qmpi_args, qmpi_v);
+    MPI_Comm comm = va_arg(qmpi_args, MPI_Comm);
+    int errorcode = va_arg(qmpi_args, int);
 
-    if (qmpi_result == NULL)
-        return ((QMPI_Abort_wrapper_t)qmpi_fn)(comm, errorcode, qmpi_next, qmpi_v);
+    if (qmpi_result == NULL) { /* the usual case: a tail call */
+        qmpi_rc = ((QMPI_Abort_wrapper_t)qmpi_fn)(comm, errorcode, qmpi_next, qmpi_v);
+        va_end(qmpi_args);
+        return qmpi_rc;
+    }
     qmpi_rc = ((QMPI_Abort_wrapper_t)qmpi_fn)(comm, errorcode, qmpi_next, qmpi_v);
+    va_end(qmpi_args);
     *(int *)qmpi_result = qmpi_rc;
     return qmpi_rc;
 }
 
-static int qmpi_unpack_Aint_add(void *qmpi_result, void *qmpi_fn, int qmpi_next, vector *qmpi_v, va_list *qmpi_args)
+static int qmpi_exec_Aint_add(void *qmpi_result, void *qmpi_fn, int qmpi_next, vector *qmpi_v, ...)
 {
-    MPI_Aint base = va_arg(*qmpi_args, MPI_Aint);
-    MPI_Aint disp = va_arg(*qmpi_args, MPI_Aint);
+    va_list qmpi_args;
+    va_start(qmpi_args, qmpi_v);
+    MPI_Aint base = va_arg(qmpi_args, MPI_Aint);
+    MPI_Aint disp = va_arg(qmpi_args, MPI_Aint);
+
     if (qmpi_result == NULL)
         qmpi_fatal("exec_func cannot return the MPI_Aint result of MPI_Aint_add: use exec_func_r or QMPI_Next_Aint_add");
     *(MPI_Aint *)qmpi_result = ((QMPI_Aint_add_wrapper_t)qmpi_fn)(base, disp, qmpi_next, qmpi_v);
+    va_end(qmpi_args);
     return MPI_SUCCESS;
 }
 
-static int qmpi_unpack_Attr_get(void *qmpi_result, void *qmpi_fn, int qmpi_next, vector *qmpi_v, va_list *qmpi_args)
+static int qmpi_exec_Attr_get(void *qmpi_result, void *qmpi_fn, int qmpi_next, vector *qmpi_v, ...)
 {
-    MPI_Comm comm = va_arg(*qmpi_args, MPI_Comm);
-    int keyval = va_arg(*qmpi_args, int);
-    void *attribute_val = va_arg(*qmpi_args, void *);
-    int *flag = va_arg(*qmpi_args, int *);
     int qmpi_rc;
+    va_list qmpi_args;
+    va_start(qmpi_args, qmpi_v);
+    MPI_Comm comm = va_arg(qmpi_args, MPI_Comm);
+    int keyval = va_arg(qmpi_args, int);
+    void *attribute_val = va_arg(qmpi_args, void *);
+    int *flag = va_arg(qmpi_args, int *);
 
-    if (qmpi_result == NULL)
-        return ((QMPI_Attr_get_wrapper_t)qmpi_fn)(comm, keyval, attribute_val, flag, qmpi_next, qmpi_v);
+    if (qmpi_result == NULL) { /* the usual case: a tail call */
+        qmpi_rc = ((QMPI_Attr_get_wrapper_t)qmpi_fn)(comm, keyval, attribute_val, flag, qmpi_next, qmpi_v);
+        va_end(qmpi_args);
+        return qmpi_rc;
+    }
     qmpi_rc = ((QMPI_Attr_get_wrapper_t)qmpi_fn)(comm, keyval, attribute_val, flag, qmpi_next, qmpi_v);
+    va_end(qmpi_args);
     *(int *)qmpi_result = qmpi_rc;
     return qmpi_rc;
 }
 
-static int qmpi_unpack_Comm_c2f(void *qmpi_result, void *qmpi_fn, int qmpi_next, vector *qmpi_v, va_list *qmpi_args)
+static int qmpi_exec_Comm_c2f(void *qmpi_result, void *qmpi_fn, int qmpi_next, vector *qmpi_v, ...)
 {
-    MPI_Comm comm = va_arg(*qmpi_args, MPI_Comm);
+    va_list qmpi_args;
+    va_start(qmpi_args, qmpi_v);
+    MPI_Comm comm = va_arg(qmpi_args, MPI_Comm);
+
     if (qmpi_result == NULL)
         qmpi_fatal("exec_func cannot return the MPI_Fint result of MPI_Comm_c2f: use exec_func_r or QMPI_Next_Comm_c2f");
     *(MPI_Fint *)qmpi_result = ((QMPI_Comm_c2f_wrapper_t)qmpi_fn)(comm, qmpi_next, qmpi_v);
+    va_end(qmpi_args);
     return MPI_SUCCESS;
 }
 
-static int qmpi_unpack_Comm_f2c(void *qmpi_result, void *qmpi_fn, int qmpi_next, vector *qmpi_v, va_list *qmpi_args)
+static int qmpi_exec_Comm_f2c(void *qmpi_result, void *qmpi_fn, int qmpi_next, vector *qmpi_v, ...)
 {
-    MPI_Fint comm = va_arg(*qmpi_args, MPI_Fint);
+    va_list qmpi_args;
+    va_start(qmpi_args, qmpi_v);
+    MPI_Fint comm = va_arg(qmpi_args, MPI_Fint);
+
     if (qmpi_result == NULL)
         qmpi_fatal("exec_func cannot return the MPI_Comm result of MPI_Comm_f2c: use exec_func_r or QMPI_Next_Comm_f2c");
     *(MPI_Comm *)qmpi_result = ((QMPI_Comm_f2c_wrapper_t)qmpi_fn)(comm, qmpi_next, qmpi_v);
+    va_end(qmpi_args);
     return MPI_SUCCESS;
 }
 
-static int qmpi_unpack_Comm_rank(void *qmpi_result, void *qmpi_fn, int qmpi_next, vector *qmpi_v, va_list *qmpi_args)
+static int qmpi_exec_Comm_rank(void *qmpi_result, void *qmpi_fn, int qmpi_next, vector *qmpi_v, ...)
 {
-    MPI_Comm arg0 = va_arg(*qmpi_args, MPI_Comm);
-    int *arg1 = va_arg(*qmpi_args, int *);
     int qmpi_rc;
+    va_list qmpi_args;
+    va_start(qmpi_args, qmpi_v);
+    MPI_Comm arg0 = va_arg(qmpi_args, MPI_Comm);
+    int *arg1 = va_arg(qmpi_args, int *);
 
-    if (qmpi_result == NULL)
-        return ((QMPI_Comm_rank_wrapper_t)qmpi_fn)(arg0, arg1, qmpi_next, qmpi_v);
+    if (qmpi_result == NULL) { /* the usual case: a tail call */
+        qmpi_rc = ((QMPI_Comm_rank_wrapper_t)qmpi_fn)(arg0, arg1, qmpi_next, qmpi_v);
+        va_end(qmpi_args);
+        return qmpi_rc;
+    }
     qmpi_rc = ((QMPI_Comm_rank_wrapper_t)qmpi_fn)(arg0, arg1, qmpi_next, qmpi_v);
+    va_end(qmpi_args);
     *(int *)qmpi_result = qmpi_rc;
     return qmpi_rc;
 }
 
-static int qmpi_unpack_Comm_set_handler(void *qmpi_result, void *qmpi_fn, int qmpi_next, vector *qmpi_v, va_list *qmpi_args)
+static int qmpi_exec_Comm_set_handler(void *qmpi_result, void *qmpi_fn, int qmpi_next, vector *qmpi_v, ...)
 {
-    MPI_Comm comm = va_arg(*qmpi_args, MPI_Comm);
-    MPI_Fixture_handler_ptr handler = va_arg(*qmpi_args, MPI_Fixture_handler_ptr);
     int qmpi_rc;
+    va_list qmpi_args;
+    va_start(qmpi_args, qmpi_v);
+    MPI_Comm comm = va_arg(qmpi_args, MPI_Comm);
+    MPI_Fixture_handler_ptr handler = va_arg(qmpi_args, MPI_Fixture_handler_ptr);
 
-    if (qmpi_result == NULL)
-        return ((QMPI_Comm_set_handler_wrapper_t)qmpi_fn)(comm, handler, qmpi_next, qmpi_v);
+    if (qmpi_result == NULL) { /* the usual case: a tail call */
+        qmpi_rc = ((QMPI_Comm_set_handler_wrapper_t)qmpi_fn)(comm, handler, qmpi_next, qmpi_v);
+        va_end(qmpi_args);
+        return qmpi_rc;
+    }
     qmpi_rc = ((QMPI_Comm_set_handler_wrapper_t)qmpi_fn)(comm, handler, qmpi_next, qmpi_v);
+    va_end(qmpi_args);
     *(int *)qmpi_result = qmpi_rc;
     return qmpi_rc;
 }
 
-static int qmpi_unpack_Fixture_scalars(void *qmpi_result, void *qmpi_fn, int qmpi_next, vector *qmpi_v, va_list *qmpi_args)
+static int qmpi_exec_Fixture_scalars(void *qmpi_result, void *qmpi_fn, int qmpi_next, vector *qmpi_v, ...)
 {
-    char c = (char)va_arg(*qmpi_args, int);
-    unsigned char uc = (unsigned char)va_arg(*qmpi_args, int);
-    short s = (short)va_arg(*qmpi_args, int);
-    float f = (float)va_arg(*qmpi_args, double);
-    double d = va_arg(*qmpi_args, double);
-    MPI_Fixture_short fs = (MPI_Fixture_short)va_arg(*qmpi_args, int);
-    int i = va_arg(*qmpi_args, int);
-    char *name = va_arg(*qmpi_args, char *);
     int qmpi_rc;
+    va_list qmpi_args;
+    va_start(qmpi_args, qmpi_v);
+    char c = (char)va_arg(qmpi_args, int);
+    unsigned char uc = (unsigned char)va_arg(qmpi_args, int);
+    short s = (short)va_arg(qmpi_args, int);
+    float f = (float)va_arg(qmpi_args, double);
+    double d = va_arg(qmpi_args, double);
+    MPI_Fixture_short fs = (MPI_Fixture_short)va_arg(qmpi_args, int);
+    int i = va_arg(qmpi_args, int);
+    char *name = va_arg(qmpi_args, char *);
 
-    if (qmpi_result == NULL)
-        return ((QMPI_Fixture_scalars_wrapper_t)qmpi_fn)(c, uc, s, f, d, fs, i, name, qmpi_next, qmpi_v);
+    if (qmpi_result == NULL) { /* the usual case: a tail call */
+        qmpi_rc = ((QMPI_Fixture_scalars_wrapper_t)qmpi_fn)(c, uc, s, f, d, fs, i, name, qmpi_next, qmpi_v);
+        va_end(qmpi_args);
+        return qmpi_rc;
+    }
     qmpi_rc = ((QMPI_Fixture_scalars_wrapper_t)qmpi_fn)(c, uc, s, f, d, fs, i, name, qmpi_next, qmpi_v);
+    va_end(qmpi_args);
     *(int *)qmpi_result = qmpi_rc;
     return qmpi_rc;
 }
 
-static int qmpi_unpack_Group_range_incl(void *qmpi_result, void *qmpi_fn, int qmpi_next, vector *qmpi_v, va_list *qmpi_args)
+static int qmpi_exec_Group_range_incl(void *qmpi_result, void *qmpi_fn, int qmpi_next, vector *qmpi_v, ...)
 {
-    MPI_Group group = va_arg(*qmpi_args, MPI_Group);
-    int n = va_arg(*qmpi_args, int);
-    int (*ranges)[3] = va_arg(*qmpi_args, int (*)[3]);
-    MPI_Group *newgroup = va_arg(*qmpi_args, MPI_Group *);
     int qmpi_rc;
+    va_list qmpi_args;
+    va_start(qmpi_args, qmpi_v);
+    MPI_Group group = va_arg(qmpi_args, MPI_Group);
+    int n = va_arg(qmpi_args, int);
+    int (*ranges)[3] = va_arg(qmpi_args, int (*)[3]);
+    MPI_Group *newgroup = va_arg(qmpi_args, MPI_Group *);
 
-    if (qmpi_result == NULL)
-        return ((QMPI_Group_range_incl_wrapper_t)qmpi_fn)(group, n, ranges, newgroup, qmpi_next, qmpi_v);
+    if (qmpi_result == NULL) { /* the usual case: a tail call */
+        qmpi_rc = ((QMPI_Group_range_incl_wrapper_t)qmpi_fn)(group, n, ranges, newgroup, qmpi_next, qmpi_v);
+        va_end(qmpi_args);
+        return qmpi_rc;
+    }
     qmpi_rc = ((QMPI_Group_range_incl_wrapper_t)qmpi_fn)(group, n, ranges, newgroup, qmpi_next, qmpi_v);
+    va_end(qmpi_args);
     *(int *)qmpi_result = qmpi_rc;
     return qmpi_rc;
 }
 
-static int qmpi_unpack_Info_dup(void *qmpi_result, void *qmpi_fn, int qmpi_next, vector *qmpi_v, va_list *qmpi_args)
+static int qmpi_exec_Info_dup(void *qmpi_result, void *qmpi_fn, int qmpi_next, vector *qmpi_v, ...)
 {
-    MPI_Info info = va_arg(*qmpi_args, MPI_Info);
-    MPI_Info *newinfo = va_arg(*qmpi_args, MPI_Info *);
     int qmpi_rc;
+    va_list qmpi_args;
+    va_start(qmpi_args, qmpi_v);
+    MPI_Info info = va_arg(qmpi_args, MPI_Info);
+    MPI_Info *newinfo = va_arg(qmpi_args, MPI_Info *);
 
-    if (qmpi_result == NULL)
-        return ((QMPI_Info_dup_wrapper_t)qmpi_fn)(info, newinfo, qmpi_next, qmpi_v);
+    if (qmpi_result == NULL) { /* the usual case: a tail call */
+        qmpi_rc = ((QMPI_Info_dup_wrapper_t)qmpi_fn)(info, newinfo, qmpi_next, qmpi_v);
+        va_end(qmpi_args);
+        return qmpi_rc;
+    }
     qmpi_rc = ((QMPI_Info_dup_wrapper_t)qmpi_fn)(info, newinfo, qmpi_next, qmpi_v);
+    va_end(qmpi_args);
     *(int *)qmpi_result = qmpi_rc;
     return qmpi_rc;
 }
 
-static int qmpi_unpack_Op_create(void *qmpi_result, void *qmpi_fn, int qmpi_next, vector *qmpi_v, va_list *qmpi_args)
+static int qmpi_exec_Op_create(void *qmpi_result, void *qmpi_fn, int qmpi_next, vector *qmpi_v, ...)
 {
-    MPI_User_function *user_fn = va_arg(*qmpi_args, MPI_User_function *);
-    int commute = va_arg(*qmpi_args, int);
-    MPI_Op *op = va_arg(*qmpi_args, MPI_Op *);
     int qmpi_rc;
+    va_list qmpi_args;
+    va_start(qmpi_args, qmpi_v);
+    MPI_User_function *user_fn = va_arg(qmpi_args, MPI_User_function *);
+    int commute = va_arg(qmpi_args, int);
+    MPI_Op *op = va_arg(qmpi_args, MPI_Op *);
 
-    if (qmpi_result == NULL)
-        return ((QMPI_Op_create_wrapper_t)qmpi_fn)(user_fn, commute, op, qmpi_next, qmpi_v);
+    if (qmpi_result == NULL) { /* the usual case: a tail call */
+        qmpi_rc = ((QMPI_Op_create_wrapper_t)qmpi_fn)(user_fn, commute, op, qmpi_next, qmpi_v);
+        va_end(qmpi_args);
+        return qmpi_rc;
+    }
     qmpi_rc = ((QMPI_Op_create_wrapper_t)qmpi_fn)(user_fn, commute, op, qmpi_next, qmpi_v);
+    va_end(qmpi_args);
     *(int *)qmpi_result = qmpi_rc;
     return qmpi_rc;
 }
 
-static int qmpi_unpack_Pcontrol(void *qmpi_result, void *qmpi_fn, int qmpi_next, vector *qmpi_v, va_list *qmpi_args)
+static int qmpi_exec_Pcontrol(void *qmpi_result, void *qmpi_fn, int qmpi_next, vector *qmpi_v, ...)
 {
-    const int level = va_arg(*qmpi_args, const int);
     int qmpi_rc;
+    va_list qmpi_args;
+    va_start(qmpi_args, qmpi_v);
+    const int level = va_arg(qmpi_args, const int);
 
-    if (qmpi_result == NULL)
-        return ((QMPI_Pcontrol_wrapper_t)qmpi_fn)(level, qmpi_next, qmpi_v, qmpi_args);
-    qmpi_rc = ((QMPI_Pcontrol_wrapper_t)qmpi_fn)(level, qmpi_next, qmpi_v, qmpi_args);
+    if (qmpi_result == NULL) { /* the usual case: a tail call */
+        qmpi_rc = ((QMPI_Pcontrol_wrapper_t)qmpi_fn)(level, qmpi_next, qmpi_v, &qmpi_args);
+        va_end(qmpi_args);
+        return qmpi_rc;
+    }
+    qmpi_rc = ((QMPI_Pcontrol_wrapper_t)qmpi_fn)(level, qmpi_next, qmpi_v, &qmpi_args);
+    va_end(qmpi_args);
     *(int *)qmpi_result = qmpi_rc;
     return qmpi_rc;
 }
 
-static int qmpi_unpack_Pready_list(void *qmpi_result, void *qmpi_fn, int qmpi_next, vector *qmpi_v, va_list *qmpi_args)
+static int qmpi_exec_Pready_list(void *qmpi_result, void *qmpi_fn, int qmpi_next, vector *qmpi_v, ...)
 {
-    int length = va_arg(*qmpi_args, int);
-    const int *array_of_partitions = va_arg(*qmpi_args, const int *);
-    MPI_Request request = va_arg(*qmpi_args, MPI_Request);
     int qmpi_rc;
+    va_list qmpi_args;
+    va_start(qmpi_args, qmpi_v);
+    int length = va_arg(qmpi_args, int);
+    const int *array_of_partitions = va_arg(qmpi_args, const int *);
+    MPI_Request request = va_arg(qmpi_args, MPI_Request);
 
-    if (qmpi_result == NULL)
-        return ((QMPI_Pready_list_wrapper_t)qmpi_fn)(length, array_of_partitions, request, qmpi_next, qmpi_v);
+    if (qmpi_result == NULL) { /* the usual case: a tail call */
+        qmpi_rc = ((QMPI_Pready_list_wrapper_t)qmpi_fn)(length, array_of_partitions, request, qmpi_next, qmpi_v);
+        va_end(qmpi_args);
+        return qmpi_rc;
+    }
     qmpi_rc = ((QMPI_Pready_list_wrapper_t)qmpi_fn)(length, array_of_partitions, request, qmpi_next, qmpi_v);
+    va_end(qmpi_args);
     *(int *)qmpi_result = qmpi_rc;
     return qmpi_rc;
 }
 
-static int qmpi_unpack_Send(void *qmpi_result, void *qmpi_fn, int qmpi_next, vector *qmpi_v, va_list *qmpi_args)
+static int qmpi_exec_Send(void *qmpi_result, void *qmpi_fn, int qmpi_next, vector *qmpi_v, ...)
 {
-    const void *buf = va_arg(*qmpi_args, const void *);
-    int count = va_arg(*qmpi_args, int);
-    MPI_Datatype datatype = va_arg(*qmpi_args, MPI_Datatype);
-    int dest = va_arg(*qmpi_args, int);
-    int tag = va_arg(*qmpi_args, int);
-    MPI_Comm comm = va_arg(*qmpi_args, MPI_Comm);
     int qmpi_rc;
+    va_list qmpi_args;
+    va_start(qmpi_args, qmpi_v);
+    const void *buf = va_arg(qmpi_args, const void *);
+    int count = va_arg(qmpi_args, int);
+    MPI_Datatype datatype = va_arg(qmpi_args, MPI_Datatype);
+    int dest = va_arg(qmpi_args, int);
+    int tag = va_arg(qmpi_args, int);
+    MPI_Comm comm = va_arg(qmpi_args, MPI_Comm);
 
-    if (qmpi_result == NULL)
-        return ((QMPI_Send_wrapper_t)qmpi_fn)(buf, count, datatype, dest, tag, comm, qmpi_next, qmpi_v);
+    if (qmpi_result == NULL) { /* the usual case: a tail call */
+        qmpi_rc = ((QMPI_Send_wrapper_t)qmpi_fn)(buf, count, datatype, dest, tag, comm, qmpi_next, qmpi_v);
+        va_end(qmpi_args);
+        return qmpi_rc;
+    }
     qmpi_rc = ((QMPI_Send_wrapper_t)qmpi_fn)(buf, count, datatype, dest, tag, comm, qmpi_next, qmpi_v);
+    va_end(qmpi_args);
     *(int *)qmpi_result = qmpi_rc;
     return qmpi_rc;
 }
 
-static int qmpi_unpack_Send_c(void *qmpi_result, void *qmpi_fn, int qmpi_next, vector *qmpi_v, va_list *qmpi_args)
+static int qmpi_exec_Send_c(void *qmpi_result, void *qmpi_fn, int qmpi_next, vector *qmpi_v, ...)
 {
-    const void *buf = va_arg(*qmpi_args, const void *);
-    MPI_Count count = va_arg(*qmpi_args, MPI_Count);
-    MPI_Datatype datatype = va_arg(*qmpi_args, MPI_Datatype);
-    int dest = va_arg(*qmpi_args, int);
-    int tag = va_arg(*qmpi_args, int);
-    MPI_Comm comm = va_arg(*qmpi_args, MPI_Comm);
     int qmpi_rc;
+    va_list qmpi_args;
+    va_start(qmpi_args, qmpi_v);
+    const void *buf = va_arg(qmpi_args, const void *);
+    MPI_Count count = va_arg(qmpi_args, MPI_Count);
+    MPI_Datatype datatype = va_arg(qmpi_args, MPI_Datatype);
+    int dest = va_arg(qmpi_args, int);
+    int tag = va_arg(qmpi_args, int);
+    MPI_Comm comm = va_arg(qmpi_args, MPI_Comm);
 
-    if (qmpi_result == NULL)
-        return ((QMPI_Send_c_wrapper_t)qmpi_fn)(buf, count, datatype, dest, tag, comm, qmpi_next, qmpi_v);
+    if (qmpi_result == NULL) { /* the usual case: a tail call */
+        qmpi_rc = ((QMPI_Send_c_wrapper_t)qmpi_fn)(buf, count, datatype, dest, tag, comm, qmpi_next, qmpi_v);
+        va_end(qmpi_args);
+        return qmpi_rc;
+    }
     qmpi_rc = ((QMPI_Send_c_wrapper_t)qmpi_fn)(buf, count, datatype, dest, tag, comm, qmpi_next, qmpi_v);
+    va_end(qmpi_args);
     *(int *)qmpi_result = qmpi_rc;
     return qmpi_rc;
 }
 
-static int qmpi_unpack_Session_init(void *qmpi_result, void *qmpi_fn, int qmpi_next, vector *qmpi_v, va_list *qmpi_args)
+static int qmpi_exec_Session_init(void *qmpi_result, void *qmpi_fn, int qmpi_next, vector *qmpi_v, ...)
 {
-    MPI_Info info = va_arg(*qmpi_args, MPI_Info);
-    MPI_Errhandler errhandler = va_arg(*qmpi_args, MPI_Errhandler);
-    MPI_Session *session = va_arg(*qmpi_args, MPI_Session *);
     int qmpi_rc;
+    va_list qmpi_args;
+    va_start(qmpi_args, qmpi_v);
+    MPI_Info info = va_arg(qmpi_args, MPI_Info);
+    MPI_Errhandler errhandler = va_arg(qmpi_args, MPI_Errhandler);
+    MPI_Session *session = va_arg(qmpi_args, MPI_Session *);
 
-    if (qmpi_result == NULL)
-        return ((QMPI_Session_init_wrapper_t)qmpi_fn)(info, errhandler, session, qmpi_next, qmpi_v);
+    if (qmpi_result == NULL) { /* the usual case: a tail call */
+        qmpi_rc = ((QMPI_Session_init_wrapper_t)qmpi_fn)(info, errhandler, session, qmpi_next, qmpi_v);
+        va_end(qmpi_args);
+        return qmpi_rc;
+    }
     qmpi_rc = ((QMPI_Session_init_wrapper_t)qmpi_fn)(info, errhandler, session, qmpi_next, qmpi_v);
+    va_end(qmpi_args);
     *(int *)qmpi_result = qmpi_rc;
     return qmpi_rc;
 }
 
-static int qmpi_unpack_T_event_handle_free(void *qmpi_result, void *qmpi_fn, int qmpi_next, vector *qmpi_v, va_list *qmpi_args)
+static int qmpi_exec_T_event_handle_free(void *qmpi_result, void *qmpi_fn, int qmpi_next, vector *qmpi_v, ...)
 {
-    MPI_T_event_registration event_registration = va_arg(*qmpi_args, MPI_T_event_registration);
-    void *user_data = va_arg(*qmpi_args, void *);
-    MPI_T_event_free_cb_function *free_cb_function = va_arg(*qmpi_args, MPI_T_event_free_cb_function *);
     int qmpi_rc;
+    va_list qmpi_args;
+    va_start(qmpi_args, qmpi_v);
+    MPI_T_event_registration event_registration = va_arg(qmpi_args, MPI_T_event_registration);
+    void *user_data = va_arg(qmpi_args, void *);
+    MPI_T_event_free_cb_function *free_cb_function = va_arg(qmpi_args, MPI_T_event_free_cb_function *);
 
-    if (qmpi_result == NULL)
-        return ((QMPI_T_event_handle_free_wrapper_t)qmpi_fn)(event_registration, user_data, free_cb_function, qmpi_next, qmpi_v);
+    if (qmpi_result == NULL) { /* the usual case: a tail call */
+        qmpi_rc = ((QMPI_T_event_handle_free_wrapper_t)qmpi_fn)(event_registration, user_data, free_cb_function, qmpi_next, qmpi_v);
+        va_end(qmpi_args);
+        return qmpi_rc;
+    }
     qmpi_rc = ((QMPI_T_event_handle_free_wrapper_t)qmpi_fn)(event_registration, user_data, free_cb_function, qmpi_next, qmpi_v);
+    va_end(qmpi_args);
     *(int *)qmpi_result = qmpi_rc;
     return qmpi_rc;
 }
 
-static int qmpi_unpack_Test(void *qmpi_result, void *qmpi_fn, int qmpi_next, vector *qmpi_v, va_list *qmpi_args)
+static int qmpi_exec_Test(void *qmpi_result, void *qmpi_fn, int qmpi_next, vector *qmpi_v, ...)
 {
-    MPI_Request *request = va_arg(*qmpi_args, MPI_Request *);
-    int *flag = va_arg(*qmpi_args, int *);
-    MPI_Status *status = va_arg(*qmpi_args, MPI_Status *);
     int qmpi_rc;
+    va_list qmpi_args;
+    va_start(qmpi_args, qmpi_v);
+    MPI_Request *request = va_arg(qmpi_args, MPI_Request *);
+    int *flag = va_arg(qmpi_args, int *);
+    MPI_Status *status = va_arg(qmpi_args, MPI_Status *);
 
-    if (qmpi_result == NULL)
-        return ((QMPI_Test_wrapper_t)qmpi_fn)(request, flag, status, qmpi_next, qmpi_v);
+    if (qmpi_result == NULL) { /* the usual case: a tail call */
+        qmpi_rc = ((QMPI_Test_wrapper_t)qmpi_fn)(request, flag, status, qmpi_next, qmpi_v);
+        va_end(qmpi_args);
+        return qmpi_rc;
+    }
     qmpi_rc = ((QMPI_Test_wrapper_t)qmpi_fn)(request, flag, status, qmpi_next, qmpi_v);
+    va_end(qmpi_args);
     *(int *)qmpi_result = qmpi_rc;
     return qmpi_rc;
 }
 
-static int qmpi_unpack_Wtick(void *qmpi_result, void *qmpi_fn, int qmpi_next, vector *qmpi_v, va_list *qmpi_args)
+static int qmpi_exec_Wtick(void *qmpi_result, void *qmpi_fn, int qmpi_next, vector *qmpi_v, ...)
 {
-    (void)qmpi_args;
+
     if (qmpi_result == NULL)
         qmpi_fatal("exec_func cannot return the double result of MPI_Wtick: use exec_func_r or QMPI_Next_Wtick");
     *(double *)qmpi_result = ((QMPI_Wtick_wrapper_t)qmpi_fn)(qmpi_next, qmpi_v);
     return MPI_SUCCESS;
 }
 
-static int qmpi_unpack_Wtime(void *qmpi_result, void *qmpi_fn, int qmpi_next, vector *qmpi_v, va_list *qmpi_args)
+static int qmpi_exec_Wtime(void *qmpi_result, void *qmpi_fn, int qmpi_next, vector *qmpi_v, ...)
 {
-    (void)qmpi_args;
+
     if (qmpi_result == NULL)
         qmpi_fatal("exec_func cannot return the double result of MPI_Wtime: use exec_func_r or QMPI_Next_Wtime");
     *(double *)qmpi_result = ((QMPI_Wtime_wrapper_t)qmpi_fn)(qmpi_next, qmpi_v);
     return MPI_SUCCESS;
 }
 
-QMPI_HIDDEN const qmpi_unpack_fn qmpi_unpackers[NUM_MPI_FUNCS] = {
-    qmpi_unpack_Abort,
-    qmpi_unpack_Aint_add,
-    qmpi_unpack_Attr_get,
-    qmpi_unpack_Comm_c2f,
-    qmpi_unpack_Comm_f2c,
-    qmpi_unpack_Comm_rank,
-    qmpi_unpack_Comm_set_handler,
-    qmpi_unpack_Fixture_scalars,
-    qmpi_unpack_Group_range_incl,
-    qmpi_unpack_Info_dup,
-    qmpi_unpack_Op_create,
-    qmpi_unpack_Pcontrol,
-    qmpi_unpack_Pready_list,
-    qmpi_unpack_Send,
-    qmpi_unpack_Send_c,
-    qmpi_unpack_Session_init,
-    qmpi_unpack_T_event_handle_free,
-    qmpi_unpack_Test,
-    qmpi_unpack_Wtick,
-    qmpi_unpack_Wtime,
+QMPI_HIDDEN const qmpi_exec_fn qmpi_exec_entries[NUM_MPI_FUNCS] = {
+    qmpi_exec_Abort,
+    qmpi_exec_Aint_add,
+    qmpi_exec_Attr_get,
+    qmpi_exec_Comm_c2f,
+    qmpi_exec_Comm_f2c,
+    qmpi_exec_Comm_rank,
+    qmpi_exec_Comm_set_handler,
+    qmpi_exec_Fixture_scalars,
+    qmpi_exec_Group_range_incl,
+    qmpi_exec_Info_dup,
+    qmpi_exec_Op_create,
+    qmpi_exec_Pcontrol,
+    qmpi_exec_Pready_list,
+    qmpi_exec_Send,
+    qmpi_exec_Send_c,
+    qmpi_exec_Session_init,
+    qmpi_exec_T_event_handle_free,
+    qmpi_exec_Test,
+    qmpi_exec_Wtick,
+    qmpi_exec_Wtime,
 };
 
 QMPI_HIDDEN void qmpi_bad_exec(int level, int func_index, int total)

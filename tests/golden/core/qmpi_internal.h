@@ -48,7 +48,7 @@ QMPI_HIDDEN extern void *const qmpi_thesis_as_callback[NUM_MPI_FUNCS];
 QMPI_HIDDEN extern const int qmpi_forum_slot[MPI_LAST_FUNC_T]; /* enumeration index + 1; 0: not ours */
 
 QMPI_HIDDEN int qmpi_build_chain(void);
-QMPI_HIDDEN extern const qmpi_unpack_fn qmpi_unpackers[NUM_MPI_FUNCS];
+QMPI_HIDDEN extern const qmpi_exec_fn qmpi_exec_entries[NUM_MPI_FUNCS];
 QMPI_HIDDEN void qmpi_bad_exec(int level, int func_index, int total) __attribute__((noreturn));
 QMPI_HIDDEN void qmpi_fatal(const char *message) __attribute__((noreturn));
 QMPI_HIDDEN void qmpi_fatalf(const char *format, ...) __attribute__((format(printf, 1, 2), noreturn));
