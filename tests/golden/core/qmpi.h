@@ -116,6 +116,7 @@ struct qmpi_services {
     void (*fatal)(const char *message);    /* prints one line on stderr and stops the job */
     void (*set_context)(struct vector *v, int index, const void *cntxt, size_t size);
     void (*bad_exec)(int level, int func_index, int total); /* exec_func out of range: stops */
+    void *(*init_context)(struct vector *v, int index, const void *cntxt, size_t size);
 };
 
 /* The toolchain: items[0] is the core, items[1..total-1] the tools in TOOLS order.
@@ -158,6 +159,14 @@ static inline void QMPI_Set_context(vector *v, int index, void *cntxt, size_t si
 static inline void *QMPI_Get_context(vector *v, int index)
 {
     return v->items[index]->context;
+}
+
+/* The context of the instance at `index`, created from a copy of `cntxt` if it has
+ * none yet: once, even when several threads ask first (MPI_THREAD_MULTIPLE). */
+static inline void *QMPI_Init_context(vector *v, int index, const void *cntxt, size_t size)
+{
+    void *context = __atomic_load_n(&v->items[index]->context, __ATOMIC_ACQUIRE);
+    return context != NULL ? context : v->qmpi->init_context(v, index, cntxt, size);
 }
 
 /* The level exec_func's call runs at; stops the job if the level or index is wrong. */

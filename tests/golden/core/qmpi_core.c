@@ -24,7 +24,8 @@ QMPI_HIDDEN void **qmpi_storage;
 QMPI_HIDDEN __thread void *qmpi_call_site __attribute__((tls_model("initial-exec")));
 
 static void qmpi_set_context(vector *v, int index, const void *cntxt, size_t size);
-static const struct qmpi_services qmpi_services = { qmpi_fatal, qmpi_set_context, qmpi_bad_exec };
+static void *qmpi_init_context(vector *v, int index, const void *cntxt, size_t size);
+static const struct qmpi_services qmpi_services = { qmpi_fatal, qmpi_set_context, qmpi_bad_exec, qmpi_init_context };
 
 static pthread_mutex_t qmpi_build_lock = PTHREAD_MUTEX_INITIALIZER;
 static __thread int qmpi_building; /* this thread is loading tools right now */
@@ -83,7 +84,9 @@ QMPI_HIDDEN void qmpi_fatalf(const char *format, ...)
 
 /* ---- contexts (thesis 2.5.5) ---------------------------------------------------------- */
 
-static void qmpi_set_context(vector *v, int index, const void *cntxt, size_t size)
+static pthread_mutex_t qmpi_context_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void *qmpi_copy_context(vector *v, int index, const void *cntxt, size_t size)
 {
     void *copy;
 
@@ -94,8 +97,32 @@ static void qmpi_set_context(vector *v, int index, const void *cntxt, size_t siz
         qmpi_fatalf("QMPI_Set_context: out of memory (%zu bytes) for level %d", size, index);
     if (size)
         memcpy(copy, cntxt, size);
-    free(v->items[index]->context);
-    v->items[index]->context = copy;
+    return copy;
+}
+
+static void qmpi_set_context(vector *v, int index, const void *cntxt, size_t size)
+{
+    void *copy = qmpi_copy_context(v, index, cntxt, size), *old;
+
+    pthread_mutex_lock(&qmpi_context_lock);
+    old = v->items[index]->context;
+    __atomic_store_n(&v->items[index]->context, copy, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&qmpi_context_lock);
+    free(old);
+}
+
+static void *qmpi_init_context(vector *v, int index, const void *cntxt, size_t size)
+{
+    void *context;
+
+    pthread_mutex_lock(&qmpi_context_lock);
+    context = v->items[index]->context;
+    if (context == NULL) {
+        context = qmpi_copy_context(v, index, cntxt, size);
+        __atomic_store_n(&v->items[index]->context, context, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&qmpi_context_lock);
+    return context;
 }
 
 /* ---- callback tools: registration (seed 002, MPICH's QMPI_Register_*) ---------- */
