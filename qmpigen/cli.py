@@ -74,9 +74,7 @@ def regeneration_command(ctx: click.Context) -> str:
         value = ctx.params.get(param.name)
         if param.name in NOT_IN_BANNER or value is None or value == () or value is False:
             continue
-        if param.name in SHOWN_WHEN_DEFAULT:
-            pass
-        elif isinstance(param, click.Option) and value == param.default:
+        if isinstance(param, click.Option) and value == param.default and param.name not in SHOWN_WHEN_DEFAULT:
             continue
         if isinstance(param, click.Argument):
             words.extend(text(v) for v in (value if isinstance(value, tuple) else (value,)))

@@ -52,9 +52,6 @@ def tool_plan(interface: str) -> Tuple[Tuple[str, str], ...]:
     return ((INTERFACES[interface].template, "{name}.c"), ("tool/Makefile.j2", "Makefile"))
 
 
-# The default plan (thesis interface).
-TOOL_PLAN: Tuple[Tuple[str, str], ...] = tool_plan("thesis")
-
 CHECKSUM_TAG = "qmpigen-checksum:"
 PENDING = "0" * 64
 CHECKSUM_LINE = re.compile(r"^(?:/\* |# )" + re.escape(CHECKSUM_TAG) + r" ([0-9a-f]{64})\b.*\n?", re.M)

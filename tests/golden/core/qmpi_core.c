@@ -491,7 +491,7 @@ static int qmpi_load_tools(void)
     void ***shared;
     int *next;
     cell *cells;
-    int from_tools = 0, from_list = 0, count, distinct = 0, callbacks = 0, level, i;
+    int from_tools = 0, from_list = 0, count, distinct = 0, level, i;
 
     if (tools != NULL && *tools != '\0')
         from_tools = qmpi_split(tools, "TOOLS", 0, NULL);
@@ -546,7 +546,6 @@ static int qmpi_load_tools(void)
             if (registration[level] == NULL)
                 qmpi_unknown_tool(entry);
             qmpi_levels[level].kind = QMPI_CALLBACK_LEVEL;
-            callbacks++;
             continue;
         }
         tool->handle = dlopen(tool->path, RTLD_NOW | RTLD_LOCAL);
@@ -589,7 +588,7 @@ static int qmpi_load_tools(void)
     free(registration);
     free(shared);
     free(next);
-    return callbacks ? QMPI_CHAINED_CALLBACK : QMPI_CHAINED;
+    return QMPI_CHAINED;
 }
 
 /* Called by an entry wrapper that finds the chain unbuilt: the first MPI call of

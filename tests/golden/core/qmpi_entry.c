@@ -1048,8 +1048,7 @@ QMPI_ENTRY int MPI_Pcontrol(const int level, ...)
         qmpi_now = qmpi_build_chain();
     if (qmpi_now == QMPI_DIRECT)
         return PMPI_Pcontrol(level);
-    if (qmpi_now == QMPI_CHAINED_CALLBACK)
-        qmpi_call_site = __builtin_return_address(0);
+    qmpi_call_site = __builtin_return_address(0);
     /* Fan-out (thesis listing 3.11, fixed): every tool's wrapper, in chain order, at
      * its own level and with its own copy of the variadic tail; then PMPI. */
     for (;;) {

@@ -20,10 +20,9 @@
 #define QMPI_UNLIKELY(x) __builtin_expect(!!(x), 0)
 
 /* QMPI_UNBUILT until the first MPI call of any kind; then QMPI_DIRECT (no tools:
- * entry wrappers call PMPI at once), QMPI_CHAINED (thesis-style tools only) or
- * QMPI_CHAINED_CALLBACK (callback tools too: entry wrappers record the call site).
- * Never changes afterwards. */
-enum { QMPI_UNBUILT = 0, QMPI_DIRECT = 1, QMPI_CHAINED = 2, QMPI_CHAINED_CALLBACK = 3 };
+ * entry wrappers call PMPI at once) or QMPI_CHAINED (entry wrappers record the call
+ * site for QMPI_Get_calling_address and enter the chain). Never changes afterwards. */
+enum { QMPI_UNBUILT = 0, QMPI_DIRECT = 1, QMPI_CHAINED = 2 };
 
 /* How the tool at a level is called: the thesis's wrapper(args, level, v) or the
  * callback interface's fn(context, tool_id, args). Level 0, the core, is a thesis
