@@ -100,7 +100,6 @@ def _run(cmd: Sequence[str], driver: Tuple[str, ...], request: HeaderRequest) ->
             list(cmd),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            text=True,
             timeout=PREPROCESS_TIMEOUT_S,
         )
     except OSError as exc:
@@ -110,11 +109,18 @@ def _run(cmd: Sequence[str], driver: Tuple[str, ...], request: HeaderRequest) ->
             f"preprocessing {what} with '{' '.join(driver)} -E' took longer than {PREPROCESS_TIMEOUT_S} s"
         ) from None
     if proc.returncode != 0:
-        detail = " | ".join(line.strip() for line in proc.stderr.splitlines() if line.strip())[:600]
+        stderr = proc.stderr.decode("utf-8", errors="replace")
+        detail = " | ".join(line.strip() for line in stderr.splitlines() if line.strip())[:600]
         raise QmpigenError(
             f"preprocessing {what} with '{' '.join(driver)} -E' failed (exit {proc.returncode}): {detail}"
         )
-    return proc.stdout
+    # Bytes, decoded here: a binary file given as the header is bad input, not a crash.
+    try:
+        return proc.stdout.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise QmpigenError(
+            f"{what} is not a C header: its preprocessed text is not UTF-8 (byte {exc.start})"
+        ) from None
 
 
 def linemarker(line: str) -> Optional[Tuple[int, str]]:

@@ -21,6 +21,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from .errors import Location, QmpigenError
 from .render import GeneratorInfo, environment
 from .spec import SPEC_SUFFIX, CBlock, Tool, ToolSpec, parse_spec
+from .write import check_path
 
 @dataclass(frozen=True)
 class ToolInterface:
@@ -130,6 +131,7 @@ def render_tool(tool: Tool, gen: GeneratorInfo, enumeration_size: int) -> Dict[s
 
 def guard(directory: str, files: Dict[str, str], force: bool, user_files: Sequence[str] = ()) -> None:
     """Refuse to overwrite what the user wrote (see the module docstring)."""
+    check_path(directory)  # an output that is a file is a path error, with or without --force
     if force:
         return
     problems: List[str] = []

@@ -383,7 +383,7 @@ class _Builder:
             )
 
         core: Optional[Tuple[str, Location]] = None
-        groups: List[GroupDecl] = []
+        groups: Dict[str, GroupDecl] = {}  # by name: the duplicate check is one lookup
         fields: List[Field] = []
         context_at: Optional[Location] = None
         preamble: List[object] = []
@@ -411,12 +411,12 @@ class _Builder:
                     raise QmpigenError(
                         f"'{group_name}' is a built-in group: choose another name", self.loc(name_tok)
                     )
-                for other in groups:
-                    if other.name == group_name:
-                        raise QmpigenError(
-                            f"group '{group_name}' is defined twice (first at {other.location})", self.loc(name_tok)
-                        )
-                groups.append(GroupDecl(group_name, self.selection(selection), self.loc(name_tok)))
+                other = groups.get(group_name)
+                if other is not None:
+                    raise QmpigenError(
+                        f"group '{group_name}' is defined twice (first at {other.location})", self.loc(name_tok)
+                    )
+                groups[group_name] = GroupDecl(group_name, self.selection(selection), self.loc(name_tok))
             elif kind == "context_decl":
                 if context_at is not None:
                     raise QmpigenError(f"a second context block (the first is at {context_at})", where)
@@ -442,7 +442,7 @@ class _Builder:
             name=name,
             prefix=prefix,
             core=core[0] if core else None,
-            groups=tuple(groups),
+            groups=tuple(groups.values()),
             fields=tuple(fields),
             has_context=context_at is not None,
             preamble=tuple(preamble),
@@ -600,6 +600,7 @@ class _Resolver:
         self.enumeration = enumeration
         self.api = api
         self.names = enumeration.names
+        self.order = {n: i for i, n in enumerate(self.names)}  # built once: select() runs per group
         self.user_groups = {g.name: g for g in spec.groups}
         self.group_cache: Dict[str, Tuple[str, ...]] = {}
         self.resolving: List[str] = []
@@ -629,8 +630,7 @@ class _Resolver:
                 )
             for name in dropped:
                 del chosen[name]
-        order = {n: i for i, n in enumerate(self.names)}
-        return tuple(sorted(chosen.items(), key=lambda item: order[item[0]]))
+        return tuple(sorted(chosen.items(), key=lambda item: self.order[item[0]]))
 
     def match(self, selector: Selector) -> Tuple[str, ...]:
         text = selector.text

@@ -40,7 +40,7 @@ def write_outputs(directory: str, files: Dict[str, str], check: bool = False) ->
     generation behind: new files are staged in a temporary directory beside the
     target and moved into place; unchanged files are not touched (make stays quiet).
     """
-    _check_path(directory)
+    check_path(directory)
     names = sorted(files)
     changed = tuple(n for n in names if _differs(os.path.join(directory, n), files[n]))
     unchanged = tuple(n for n in names if n not in changed)
@@ -81,7 +81,7 @@ def write_outputs(directory: str, files: Dict[str, str], check: bool = False) ->
     return WriteReport(changed, unchanged)
 
 
-def _check_path(directory: str) -> None:
+def check_path(directory: str) -> None:
     """The output, or its nearest existing ancestor, must be a directory."""
     path = os.path.abspath(directory)
     while not os.path.exists(path):

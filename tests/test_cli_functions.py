@@ -206,6 +206,17 @@ def test_error_header_missing(tmp_path):
     assert_one_line_error(proc, "MPI header not found", "nope/mpi.h")
 
 
+@pytest.mark.parametrize("command", ["functions", "build-core"])
+def test_error_binary_header_is_one_line(tmp_path, command):
+    # Review finding: a binary file as the header gave exit 3, "internal error: UnicodeDecodeError".
+    binary = tmp_path / "mpi.h"
+    binary.write_bytes(bytes(range(256)) * 4)
+    extra = ("-o", str(tmp_path / "core")) if command == "build-core" else ()
+    proc = qmpigen(command, "--mpi-header", str(binary), "--mpicc", "cc", *extra)
+    assert_one_line_error(proc, str(binary), "is not a C header")
+    assert not (tmp_path / "core").exists()
+
+
 def test_error_preprocessor_failure_shows_its_stderr():
     header = FIXTURES / "missing_include_mpi.h"
     proc = qmpigen("functions", "--mpi-header", str(header), "--mpicc", "cc")

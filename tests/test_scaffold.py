@@ -176,6 +176,17 @@ def test_foreign_files_are_never_overwritten_without_force(header, tmp_path):
     assert not (out / "demo.c").exists()
 
 
+@pytest.mark.parametrize("force", [(), ("--force",)])
+def test_an_output_that_is_a_file_is_a_path_error(header, tmp_path, force):
+    # Review finding: without --force this read "refusing to overwrite f/Makefile
+    # (unreadable)"; the cause is the path, with or without --force.
+    (tmp_path / "out").write_text("my notes\n")
+    proc, out = generate(header, tmp_path, SPEC, *force)
+    assert proc.returncode == 2
+    assert proc.stderr == f"qmpigen: error: cannot write {out}: output {out} exists and is not a directory\n"
+    assert out.read_text() == "my notes\n"
+
+
 def test_unedited_outputs_are_regenerated_from_a_changed_spec(header, tmp_path):
     proc, out = generate(header, tmp_path)
     assert proc.returncode == 0, proc.stderr
