@@ -162,6 +162,14 @@ def qmpigen(*args: str, env: Optional[Dict[str, str]] = None, cwd: Optional[Path
     )
 
 
+def qmpi_errors(stderr: str) -> List[str]:
+    """The core's `qmpi: error:` lines in a job's stderr. Open MPI forwards the ranks'
+    output in chunks that can land mid-line after other output (seen: a leading
+    space), so the line is found where it starts, not only at the start of a line."""
+    marker = "qmpi: error:"
+    return [line[line.index(marker):] for line in stderr.splitlines() if marker in line]
+
+
 def make(directory: Path, *args: str, env: Optional[Dict[str, str]] = None) -> None:
     proc = subprocess.run(["make", "-s", "-j2", "-C", str(directory), *args], capture_output=True, text=True, env=env)
     if proc.returncode != 0:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, qmpigen
+from conftest import FIXTURES, make, qmpigen
 from qmpigen import __version__
 from qmpigen.header import HeaderRequest, read_header
 from qmpigen.parse import parse_header
@@ -150,3 +150,17 @@ def test_output_below_a_file_is_an_error_and_creates_nothing(tmp_path):
     proc = qmpigen("build-core", *FIXTURE_ARGS, "-o", str(tmp_path / "file" / "sub" / "core"))
     assert proc.returncode == 2 and "is not a directory" in proc.stderr, proc.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]
+
+
+@pytest.mark.mpi
+def test_makefile_flags_reach_the_shared_library_link(mpi, tmp_path):
+    # Review finding: the link line of libqmpi.so ignored CFLAGS/LDFLAGS, so sanitizer
+    # or coverage builds had to smuggle flags in through MPICC.
+    out = tmp_path / "core"
+    proc = qmpigen("build-core", "--mpi-header", "auto", "--mpicc", mpi.mpicc, "-o", str(out), env=mpi.env())
+    assert proc.returncode == 0, proc.stderr
+    make(out, f"MPICC={mpi.mpicc}", "CFLAGS=-O1 -fsanitize=undefined", "LDFLAGS=-Wl,-soname,libqmpi-test.so",
+         "libqmpi.so", env=mpi.env())
+    dynamic = subprocess.run(["readelf", "-d", str(out / "libqmpi.so")], capture_output=True, text=True).stdout
+    assert "libubsan" in dynamic  # from CFLAGS, at link time
+    assert "[libqmpi-test.so]" in dynamic  # from LDFLAGS

@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from conftest import APPS, SAMPLE_TOOLS
+from conftest import APPS, SAMPLE_TOOLS, qmpi_errors
 
 pytestmark = pytest.mark.mpi
 
@@ -112,7 +112,7 @@ def test_tools_then_tool_list_form_one_chain(mpi, cb_apps, sample_tools):
 def test_unknown_tool_name_stops_the_job(mpi, cb_apps):
     proc = mpi.run(2, [cb_apps["demo"]], env={"QMPI_TOOL_LIST": "cbcount:nosuchtool"}, timeout=60)
     assert proc.returncode != 0
-    errors = [l for l in proc.stderr.splitlines() if l.startswith("qmpi: error:")]
+    errors = qmpi_errors(proc.stderr)
     assert errors and all(
         "QMPI_TOOL_LIST entry 2: no callback tool named 'nosuchtool' is registered (registered: cbcount)" in l
         for l in errors
@@ -125,3 +125,13 @@ def test_out_of_range_function_enums_are_refused(mpi, cb_apps):
     assert "cbcount bad_enum register=1 get=1" in proc.stdout
     assert "QMPI_Register_function(1, 1048576): not a function this core intercepts" in proc.stderr
     assert "QMPI_Get_function(1, -3): not a function this core intercepts" in proc.stderr
+
+
+def test_pcontrol_at_the_top_of_a_stack_reads_no_unpassed_arguments(mpi, core, cbcount, tmp_path):
+    # Review finding: with a callback tool in the chain the core read 13 integer and 8
+    # floating-point words of MPI_Pcontrol's tail whatever the caller passed: ASan's
+    # stack-buffer-underflow, and SIGSEGV next to a guard page.
+    app = mpi.build_app(APPS / "pcontrol_stack_top.c", None, tmp_path / "stack_top")
+    proc = mpi.run(2, [app], env={"QMPI_TOOL_LIST": "cbcount", **preload(mpi, core, cbcount)})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.count("pcontrol on a small stack: ok") == 2, proc.stdout

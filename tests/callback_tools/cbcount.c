@@ -72,17 +72,25 @@ static int cb_Recv(QMPI_Context context, int tool_id, void *buf, int count, MPI_
     return next(context, next_id, buf, count, datatype, source, tag, comm, status);
 }
 
+/* The qmpigen core's way to the variadic tail; weak, so this tool also loads where
+ * the MPI's own QMPI passes the tail as `...` (MPICH --enable-qmpi). */
+int QMPI_Get_variadic_args(QMPI_Context context, va_list **args) __attribute__((weak));
+
 /* MPI_Pcontrol: the core calls every tool itself; no next call here. */
 static int cb_Pcontrol(QMPI_Context context, int tool_id, const int level, ...)
 {
     struct cbcount *s = storage(context, tool_id);
     s->pcontrol_level = level;
     if (level == 5) {
-        va_list args;
-        va_start(args, level);
+        va_list own, args, *tail = NULL;
+        va_start(own, level);
+        if (QMPI_Get_variadic_args == NULL || QMPI_Get_variadic_args(context, &tail) != MPI_SUCCESS || tail == NULL)
+            tail = &own;
+        va_copy(args, *tail);
         s->pcontrol_number = va_arg(args, int);
         strncpy(s->pcontrol_text, va_arg(args, const char *), sizeof s->pcontrol_text - 1);
         va_end(args);
+        va_end(own);
     }
     return MPI_SUCCESS;
 }

@@ -365,6 +365,19 @@ int QMPI_Get_function(int calling_tool_id, int function_enum, void (**function_p
 int QMPI_Get_tool_storage(QMPI_Context context, int tool_id, void **storage);
 int QMPI_Get_calling_address(QMPI_Context context, void **address);
 
+/* qmpigen's extension: the variadic tail of the current call (MPI_Pcontrol's), for a
+ * callback tool's handler `fn(context, tool_id, level, ...)`. The core passes only the
+ * fixed arguments (C cannot forward `...`), so a handler must not va_start its own
+ * tail; it copies this one: va_list *tail; QMPI_Get_variadic_args(context, &tail);
+ * if (tail) { va_list ap; va_copy(ap, *tail); ... va_arg(ap, int) ...; va_end(ap); }
+ * *args is NULL when the current call has no variadic tail to give. Weak in tools, so
+ * one built with this header also loads under an MPI's own QMPI (test it for NULL). */
+#ifdef QMPI_CORE_BUILD
+int QMPI_Get_variadic_args(QMPI_Context context, va_list **args);
+#else
+int QMPI_Get_variadic_args(QMPI_Context context, va_list **args) __attribute__((weak));
+#endif
+
 /* The seed's MPI_-named spellings (MPI Forum draft), where the MPI does not have them. */
 typedef QMPI_Context MPI_Context;
 typedef void MPI_Tool_init_function(int tool_id);

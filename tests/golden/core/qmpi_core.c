@@ -22,6 +22,7 @@ QMPI_HIDDEN cell *qmpi_top;
 QMPI_HIDDEN struct qmpi_level *qmpi_levels;
 QMPI_HIDDEN void **qmpi_storage;
 QMPI_HIDDEN __thread void *qmpi_call_site __attribute__((tls_model("initial-exec")));
+QMPI_HIDDEN __thread va_list *qmpi_variadic_tail __attribute__((tls_model("initial-exec")));
 
 static void qmpi_set_context(vector *v, int index, const void *cntxt, size_t size);
 static void *qmpi_init_context(vector *v, int index, const void *cntxt, size_t size);
@@ -272,6 +273,17 @@ int QMPI_Get_calling_address(QMPI_Context context, void **address)
     if (address == NULL)
         return MPI_ERR_ARG;
     *address = qmpi_call_site;
+    return MPI_SUCCESS;
+}
+
+/* The variadic tail of the call the core is handing to a callback tool right now
+ * (MPI_Pcontrol's); NULL outside such a call. A qmpigen extension: see qmpi.h. */
+int QMPI_Get_variadic_args(QMPI_Context context, va_list **args)
+{
+    (void)context;
+    if (args == NULL)
+        return MPI_ERR_ARG;
+    *args = qmpi_variadic_tail;
     return MPI_SUCCESS;
 }
 

@@ -544,28 +544,16 @@ static int qmpi_callback_as_thesis_Pcontrol(const int level, int qmpi_level, vec
 
     (void)qmpi_v;
     qmpi_context.storage_stack = qmpi_storage;
-#if QMPI_FORWARDS_VARARGS
-    {
-        va_list qmpi_copy;
-        long qmpi_word[13];
-        double qmpi_real[8];
-        int qmpi_k;
+    /* Only the fixed arguments are passed: C cannot forward a variadic tail, and
+     * reading words the caller never passed is undefined behaviour (it crashed near
+     * the top of a stack). The tool reads the tail with QMPI_Get_variadic_args. */
+    va_list *qmpi_outer = qmpi_variadic_tail;
+    int qmpi_rc;
 
-        va_copy(qmpi_copy, *qmpi_args);
-        for (qmpi_k = 0; qmpi_k < 13; qmpi_k++)
-            qmpi_word[qmpi_k] = va_arg(qmpi_copy, long);
-        for (qmpi_k = 0; qmpi_k < 8; qmpi_k++)
-            qmpi_real[qmpi_k] = va_arg(qmpi_copy, double);
-        va_end(qmpi_copy);
-        return qmpi_fn(qmpi_context, qmpi_level, level, qmpi_word[0], qmpi_word[1], qmpi_word[2],
-                       qmpi_word[3], qmpi_word[4], qmpi_word[5], qmpi_word[6], qmpi_word[7], qmpi_word[8],
-                       qmpi_word[9], qmpi_word[10], qmpi_word[11], qmpi_word[12], qmpi_real[0], qmpi_real[1],
-                       qmpi_real[2], qmpi_real[3], qmpi_real[4], qmpi_real[5], qmpi_real[6], qmpi_real[7]);
-    }
-#else
-    (void)qmpi_args;
-    return qmpi_fn(qmpi_context, qmpi_level, level);
-#endif
+    qmpi_variadic_tail = qmpi_args;
+    qmpi_rc = qmpi_fn(qmpi_context, qmpi_level, level);
+    qmpi_variadic_tail = qmpi_outer;
+    return qmpi_rc;
 }
 
 static int qmpi_thesis_as_callback_Pcontrol(QMPI_Context context, int tool_id, const int level, ...)

@@ -52,16 +52,8 @@ QMPI_HIDDEN void qmpi_bad_exec(int level, int func_index, int total) __attribute
 QMPI_HIDDEN void qmpi_fatal(const char *message) __attribute__((noreturn));
 QMPI_HIDDEN void qmpi_fatalf(const char *format, ...) __attribute__((format(printf, 1, 2), noreturn));
 
-/* Variadic tails reach callback tools (MPI_Pcontrol's fn(context, id, level, ...))
- * by re-passing the first integer/pointer words and floating-point values: where
- * the ABI assigns integer and floating-point arguments to registers independently
- * and in order (x86-64 and AArch64 Linux), the callee's va_arg reads the caller's
- * arguments. Elsewhere callback tools get the fixed arguments only. */
-#if defined(__linux__) && (defined(__x86_64__) || defined(__aarch64__))
-#define QMPI_FORWARDS_VARARGS 1
-#else
-#define QMPI_FORWARDS_VARARGS 0
-#endif
+/* The variadic tail of the call being handed to a callback tool (QMPI_Get_variadic_args). */
+QMPI_HIDDEN extern __thread va_list *qmpi_variadic_tail __attribute__((tls_model("initial-exec")));
 
 /* The wrapper of `level` for `index` in the thesis's calling convention. */
 static inline void *qmpi_thesis_form(int level, int index)
