@@ -7,6 +7,7 @@ filters below (wrapper types and parameter lists of the QMPI tool interface).
 from __future__ import annotations
 
 import functools
+import shlex
 from dataclasses import dataclass
 from typing import Dict, Sequence, Tuple
 
@@ -24,6 +25,10 @@ CORE_PLAN: Tuple[Tuple[str, str], ...] = (
     ("core/qmpi_entry.c.j2", "qmpi_entry.c"),
     ("core/qmpi_exec.c.j2", "qmpi_exec.c"),
     ("core/Makefile.j2", "Makefile"),
+    ("core/qmpi.pc.j2", "qmpi.pc"),
+    ("core/QMPIConfig.cmake.j2", "QMPIConfig.cmake"),
+    ("core/QMPIConfigVersion.cmake.j2", "QMPIConfigVersion.cmake"),
+    ("core/qmpirun.j2", "qmpirun"),
 )
 
 
@@ -41,6 +46,15 @@ class GeneratorInfo:
         facts = enumeration.facts
         mpi = f"{facts.implementation} {facts.version}".strip() + f" (MPI {facts.mpi_version}.{facts.mpi_subversion})"
         return cls(__version__, mpi, enumeration.hash, command)
+
+    @property
+    def major(self) -> str:
+        return self.version.split(".")[0]
+
+    @property
+    def soname(self) -> str:
+        """libqmpi's SONAME: the library is versioned as qmpigen, the SONAME by its major."""
+        return f"libqmpi.so.{self.major}"
 
 
 # -- filters: the QMPI wrapper interface -----------------------------------------------
@@ -81,6 +95,7 @@ def callback_args(function: MpiFunction, context: str, tool_id: str) -> str:
 FILTERS = {
     "callback_params": callback_params,
     "callback_args": callback_args,
+    "shell_quote": shlex.quote,
     "wrapper_type": wrapper_type,
     "wrapper_params": wrapper_params,
     "wrapper_args": wrapper_args,
