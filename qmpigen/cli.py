@@ -6,14 +6,15 @@ import json
 import os
 import shlex
 import sys
-from typing import List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import click
 
 from . import __version__
 from .errors import QmpigenError
-from .header import HeaderRequest, read_header
-from .model import Enumeration, MpiApi, MpiFunction
+from .header import HeaderRequest, PreprocessedHeader, read_header
+from .listing import dump_api, group_members, groups_listing, groups_table, manifest, named_groups, source_line
+from .model import MpiApi
 from .parse import parse_header
 from .render import GeneratorInfo, render_core
 from .select import Selection, enumerate_functions
@@ -24,6 +25,11 @@ EXIT_USAGE = 2
 
 def load_api(mpi_header: str, mpicc: Optional[str], cflags: Sequence[str]) -> MpiApi:
     return parse_header(read_header(HeaderRequest(mpi_header, mpicc, tuple(cflags))))
+
+
+def load_source(mpi_header: str, mpicc: Optional[str], cflags: Sequence[str]) -> Tuple[PreprocessedHeader, MpiApi]:
+    source = read_header(HeaderRequest(mpi_header, mpicc, tuple(cflags)))
+    return source, parse_header(source)
 
 
 def header_options(func):
@@ -93,7 +99,16 @@ def regeneration_command(ctx: click.Context) -> str:
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="qmpigen")
 def cli() -> None:
-    """Generate QMPI, the multi-tool MPI interception layer, for the installed MPI."""
+    """Generate QMPI, the multi-tool MPI interception layer, for the installed MPI.
+
+    \b
+    Examples:
+      qmpigen build-core -o core && make -C core -j2
+      qmpigen scaffold-tool --name mytool --intercept 'MPI_Send,collectives' -o mytool
+      qmpigen groups collectives        # what a spec's group names select
+      qmpigen examples qmpi-examples    # the docs, sample tools and demo app
+    Run 'qmpigen COMMAND --help' for a command's options and examples.
+    """
 
 
 @cli.command()
@@ -101,8 +116,17 @@ def cli() -> None:
 @selection_options
 @click.option("--json", "as_json", is_flag=True, help="Print the enumeration manifest as JSON.")
 @click.option("-d", "--dump", is_flag=True, help="Print everything parsed from mpi.h (for debugging a new MPI).")
-def functions(mpi_header, mpicc, cflags, include, exclude, mpix, as_json, dump) -> None:
-    """List the MPI function enumeration: index, enum name, return type, signature."""
+@click.option("--group", "group_names", multiple=True, metavar="NAME", help="Only functions of a built-in group; repeatable.")
+def functions(mpi_header, mpicc, cflags, include, exclude, mpix, as_json, dump, group_names) -> None:
+    """List the MPI function enumeration: index, enum name, return type, signature.
+
+    \b
+    Examples:
+      qmpigen functions                          # the MPI of the mpicc on PATH
+      qmpigen functions --mpicc /opt/mpich/bin/mpicc --group io
+      qmpigen functions --json > manifest.json   # for CI: diff when the MPI changes
+      qmpigen functions -d                       # everything parsed from mpi.h
+    """
     api = load_api(mpi_header, mpicc, cflags)
     if dump:
         click.echo(dump_api(api), nl=False)
@@ -111,6 +135,9 @@ def functions(mpi_header, mpicc, cflags, include, exclude, mpix, as_json, dump) 
     if as_json:
         click.echo(json.dumps(manifest(enumeration), indent=1))
         return
+    selected = None
+    if group_names:
+        selected = {name for group in named_groups(group_names) for name in group_members(group, enumeration)}
     facts = enumeration.facts
     click.echo(
         f"# {facts.implementation} {facts.version} (MPI {facts.mpi_version}.{facts.mpi_subversion}): "
@@ -119,9 +146,31 @@ def functions(mpi_header, mpicc, cflags, include, exclude, mpix, as_json, dump) 
     width = max(len(f.enum) for f in enumeration)
     rwidth = max(len(f.return_type) for f in enumeration)
     for index, function in enumerate(enumeration):
-        click.echo(
-            f"{index:4d}  {function.enum:<{width}}  {function.return_type:<{rwidth}}  {function.name}({function.params_c})"
-        )
+        if selected is None or function.name in selected:
+            click.echo(
+                f"{index:4d}  {function.enum:<{width}}  {function.return_type:<{rwidth}}  "
+                f"{function.name}({function.params_c})"
+            )
+
+
+@cli.command()
+@click.argument("names", nargs=-1, metavar="[NAME]...")
+@header_options
+@selection_options
+def groups(names, mpi_header, mpicc, cflags, include, exclude, mpix) -> None:
+    """List the built-in function groups of the tool spec language for this MPI.
+
+    Without NAME: every group, its number of functions here and what it holds. With
+    NAMEs: the functions of each group, one per line, as a spec would select them.
+
+    \b
+    Examples:
+      qmpigen groups
+      qmpigen groups collectives one-sided
+      qmpigen groups io --mpicc mpicc.openmpi
+    """
+    enumeration = enumerate_functions(load_api(mpi_header, mpicc, cflags), Selection(tuple(include), tuple(exclude), mpix))
+    click.echo(groups_listing(names, enumeration) if names else groups_table(enumeration), nl=False)
 
 
 @cli.command("build-core")
@@ -131,11 +180,48 @@ def functions(mpi_header, mpicc, cflags, include, exclude, mpix, as_json, dump) 
 @click.option("--check", is_flag=True, help="Write nothing; exit 1 naming the files that would change.")
 @click.pass_context
 def build_core(ctx, mpi_header, mpicc, cflags, include, exclude, mpix, output, check) -> None:
-    """Generate the QMPI core (qmpi.h, C sources, Makefile) for the installed MPI."""
-    api = load_api(mpi_header, mpicc, cflags)
+    """Generate the QMPI core (qmpi.h, C sources, Makefile) for the installed MPI.
+
+    Prints on stderr which MPI it read (implementation, version, number of functions)
+    and from where (header, compiler driver); the generated qmpi.h refuses any other
+    MPI's mpi.h at compile time.
+
+    \b
+    Examples:
+      qmpigen build-core -o core && make -C core -j2
+      qmpigen build-core --mpicc /opt/openmpi/bin/mpicc -o core-openmpi
+      qmpigen build-core --exclude 'MPI_T_*' -o core
+      qmpigen build-core -o core --check     # CI: exit 1 if core/ is stale
+    """
+    source, api = load_source(mpi_header, mpicc, cflags)
     enumeration = enumerate_functions(api, Selection(tuple(include), tuple(exclude), mpix))
     files = render_core(enumeration, GeneratorInfo.for_enumeration(enumeration, regeneration_command(ctx)))
+    click.echo(source_line(source, enumeration), err=True)
     report_writes(output, write_outputs(output, files, check=check), check)
+
+
+@cli.command()
+@click.argument("directory", metavar="DIR")
+@click.option("--force", is_flag=True, help="Overwrite files in DIR that differ from the shipped ones.")
+def examples(directory, force) -> None:
+    """Write the documentation and the sample tools shipped with qmpigen into DIR.
+
+    DIR/docs/ holds the spec language reference and the performance notes;
+    DIR/sample_tools/ the hand-written tools (printer.c, tbcast.c), the tool specs
+    (counter, profiler, empty), the demo application and their Makefile.
+
+    \b
+    Examples:
+      qmpigen examples qmpi-examples
+      qmpigen build-core -o qmpi-examples/build/core && make -C qmpi-examples/build/core
+      make -C qmpi-examples/sample_tools CORE=../build/core
+    """
+    from .examples import shipped_examples
+
+    files = shipped_examples()
+    if not force:
+        refuse_overwrite(directory, files)
+    report_writes(directory, write_outputs(directory, files), check=False)
 
 
 @cli.command("scaffold-tool")
@@ -167,6 +253,14 @@ def scaffold_tool(
     The outputs are generated from the spec alone: edit the spec and rerun. A file that
     was edited since qmpigen wrote it is never overwritten without --force. The
     --include/--exclude/--mpix options must match those the core was built with.
+
+    \b
+    Examples:
+      qmpigen scaffold-tool --name sendcount --intercept 'MPI_Send,MPI_Isend' -o sendcount
+      qmpigen scaffold-tool sendcount/sendcount.qmpi -o sendcount   # after editing the spec
+      qmpigen scaffold-tool counter.qmpi --interface callback -o cbcounter
+      make -C sendcount QMPI_CORE=../core && TOOLS=./sendcount/libsendcount.so mpiexec -n 2 ./app
+    The spec language: docs/spec-language.md ('qmpigen examples DIR' writes it out).
     """
     from .scaffold import guard, quick_error, quick_spec, render_tool
     from .spec import SPEC_SUFFIX, load_spec, resolve
@@ -210,6 +304,16 @@ def scaffold_tool(
     report_writes(output, write_outputs(output, files, check=check), check)
 
 
+def refuse_overwrite(directory: str, files: Dict[str, str]) -> None:
+    """Examples are the user's to edit once written: never overwrite an edit silently."""
+    for name in sorted(files):
+        path = os.path.join(directory, name)
+        if os.path.isfile(path):
+            with open(path, encoding="utf-8", errors="replace", newline="") as handle:
+                if handle.read() != files[name]:
+                    raise QmpigenError(f"{path} exists and differs from the shipped file (use --force to overwrite)")
+
+
 def report_writes(output: str, report: WriteReport, check: bool) -> None:
     if check:
         if report.changed:
@@ -219,68 +323,6 @@ def report_writes(output: str, report: WriteReport, check: bool) -> None:
         click.echo(f"{output}: up to date ({len(report.unchanged)} files)")
         return
     click.echo(f"{output}: {len(report.changed)} written, {len(report.unchanged)} unchanged")
-
-
-def manifest(enumeration: Enumeration) -> dict:
-    return {
-        "mpi": dict(enumeration.facts.as_dict(), count=len(enumeration), enumeration=enumeration.hash),
-        "functions": [
-            {
-                "index": index,
-                "name": f.name,
-                "enum": f.enum,
-                "forum_enum": f.forum_enum,
-                "return_type": f.return_type,
-                "signature": f.signature,
-                "params": [
-                    {
-                        "name": p.name,
-                        "type": p.type,
-                        "declaration": p.declaration,
-                        "pointer": p.is_pointer,
-                        "array": p.is_array,
-                        "const": p.is_const,
-                        "function_pointer": p.is_function_pointer,
-                    }
-                    for p in f.params
-                ],
-                "variadic": f.variadic,
-                "categories": list(f.categories),
-            }
-            for index, f in enumerate(enumeration)
-        ],
-    }
-
-
-def dump_api(api: MpiApi) -> str:
-    facts = api.facts
-    lines = [
-        f"header: {facts.implementation} {facts.version}, MPI {facts.mpi_version}.{facts.mpi_subversion}, "
-        f"declares QMPI: {'yes' if facts.declares_qmpi else 'no'}, "
-        f"forum enum members: {len(facts.forum_enum)}",
-        f"functions declared (MPI_/MPIX_): {len(api)}",
-    ]
-    for f in api:
-        flags = [k for k, v in (("pmpi", f.has_pmpi), ("macro", f.is_macro), ("variadic", f.variadic)) if v]
-        lines.append(f"{f.location}: {f.signature}")
-        lines.append(f"    flags: {' '.join(flags) or '-'}; categories: {' '.join(f.categories) or '-'}")
-        for p in f.params:
-            traits = [
-                k
-                for k, v in (
-                    ("pointer", p.is_pointer),
-                    ("array", p.is_array),
-                    ("const", p.is_const),
-                    ("function-pointer", p.is_function_pointer),
-                )
-                if v
-            ]
-            promoted = f", promoted to {p.promoted_type}" if p.promoted_type else ""
-            lines.append(
-                f"    {p.name}: type '{p.type}', passed as '{p.va_type}', base '{p.base_type}'"
-                f"{', ' + ' '.join(traits) if traits else ''}{promoted}"
-            )
-    return "\n".join(lines) + "\n"
 
 
 def main(argv: Optional[Sequence[str]] = None) -> None:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Dict, Iterator, Optional, Tuple
 
 from .errors import Location
+from .quirks import IMPLEMENTATION_MARKERS
 
 
 FORUM_SENTINEL = "MPI_LAST_FUNC_T"  # last member of enum QMPI_Functions_enum (MPICH)
@@ -174,6 +175,24 @@ class HeaderFacts:
     # FORUM_TOOL_API functions the header declares: (name, parameters as declared,
     # printed with FORUM_TOOL_API's parameter names).
     tool_signatures: Tuple[Tuple[str, str], ...] = ()
+    # Integer macros that pin down this MPI (quirks.IDENTITY_MACROS it defines, with
+    # their values) and the implementation markers it does not define: qmpi.h checks
+    # both, so it refuses any other MPI's mpi.h at compile time.
+    identity: Tuple[Tuple[str, int], ...] = ()
+    absent_markers: Tuple[str, ...] = ()
+
+    @property
+    def identity_clauses(self) -> Tuple[str, ...]:
+        """Preprocessor conditions all true exactly for this MPI's mpi.h (none if unknowable)."""
+        if not self.identity:
+            return ()
+        present = tuple(f"defined({m}) && {m} == {value}" for m, value in self.identity)
+        return present + tuple(f"!defined({m})" for m in self.absent_markers)
+
+    @property
+    def known_implementations(self) -> Tuple[Tuple[str, str], ...]:
+        """(implementation, marker macro) for every MPI qmpigen can name, in detection order."""
+        return tuple((name, markers[0]) for name, markers in IMPLEMENTATION_MARKERS)
 
     def declares(self, name: str) -> bool:
         return name in self.tool_names

@@ -316,16 +316,19 @@ def _facts(source: PreprocessedHeader, declares_qmpi: bool, forum_enum: Tuple[Tu
         return int(text) if text.isdigit() else 0
 
     implementation, version = "unknown", ""
-    for name, marker in quirks.IMPLEMENTATION_MARKERS:
-        if marker in macros:
+    for name, version_macros in quirks.IMPLEMENTATION_MARKERS:
+        if version_macros[0] in macros:
             implementation = name
-            if marker == "OMPI_MAJOR_VERSION":
-                version = ".".join(
-                    str(number(m)) for m in ("OMPI_MAJOR_VERSION", "OMPI_MINOR_VERSION", "OMPI_RELEASE_VERSION")
-                )
+            first = macros[version_macros[0]].strip()
+            if first.startswith('"'):
+                version = first.strip('"')
             else:
-                version = macros[marker].strip().strip('"')
+                version = ".".join(str(number(m)) for m in version_macros)
             break
+    identity = tuple(
+        (macro, number(macro)) for macro in quirks.IDENTITY_MACROS if macros.get(macro, "").strip("()").isdigit()
+    )
+    absent = tuple(markers[0] for _, markers in quirks.IMPLEMENTATION_MARKERS if markers[0] not in macros)
     return HeaderFacts(
         implementation=implementation,
         version=version,
@@ -333,4 +336,6 @@ def _facts(source: PreprocessedHeader, declares_qmpi: bool, forum_enum: Tuple[Tu
         mpi_subversion=number("MPI_SUBVERSION"),
         declares_qmpi=declares_qmpi,
         forum_enum=forum_enum,
+        identity=identity,
+        absent_markers=absent,
     )

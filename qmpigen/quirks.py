@@ -109,12 +109,34 @@ NEUTRALISING_DEFINES: Tuple[str, ...] = (
     "-D__declspec(x)=",
 )
 
-# Header macros that say which MPI this is: (implementation, macro giving its version).
-# Checked in order; Intel MPI is MPICH-derived and defines MPICH_VERSION too.
-IMPLEMENTATION_MARKERS: Tuple[Tuple[str, str], ...] = (
-    ("Intel MPI", "I_MPI_VERSION"),
-    ("MPICH", "MPICH_VERSION"),
-    ("Open MPI", "OMPI_MAJOR_VERSION"),
+# Header macros that say which MPI this is: (implementation, macros giving its version).
+# Checked in order. The MPI 5.0 standard ABI comes first: MPICH's `mpicc_abi` (and any
+# MPI in ABI mode) defines MPI_ABI_VERSION and none of the implementation's own macros,
+# and the core it gets fits every library of that ABI. Intel MPI is MPICH-derived and
+# defines MPICH_VERSION too, so it precedes MPICH. A string macro is the version as it
+# is; integer macros are joined with dots.
+IMPLEMENTATION_MARKERS: Tuple[Tuple[str, Tuple[str, ...]], ...] = (
+    ("MPI ABI", ("MPI_ABI_VERSION", "MPI_ABI_SUBVERSION")),
+    ("Intel MPI", ("I_MPI_VERSION",)),
+    ("MPICH", ("MPICH_VERSION",)),
+    ("Open MPI", ("OMPI_MAJOR_VERSION", "OMPI_MINOR_VERSION", "OMPI_RELEASE_VERSION")),
+)
+
+# Integer macros that pin down the MPI a core is generated for. qmpi.h compares those
+# the header defined (and requires the other implementations' markers to be absent),
+# so compiling a core or tool against another MPI's mpi.h stops with one line instead
+# of errors deep inside qmpi.h. MPICH_NUMVERSION and I_MPI_NUMVERSION encode the full
+# release; Open MPI spells its version in three macros.
+IDENTITY_MACROS: Tuple[str, ...] = (
+    "MPI_VERSION",
+    "MPI_SUBVERSION",
+    "MPI_ABI_VERSION",
+    "MPI_ABI_SUBVERSION",
+    "I_MPI_NUMVERSION",
+    "MPICH_NUMVERSION",
+    "OMPI_MAJOR_VERSION",
+    "OMPI_MINOR_VERSION",
+    "OMPI_RELEASE_VERSION",
 )
 
 

@@ -209,7 +209,7 @@ def quick_spec(name: str, prefix: Optional[str], intercept: str, regenerate: str
         f"# {name}{SPEC_SUFFIX}: a QMPI tool spec, written by qmpigen scaffold-tool --name {name}.\n"
         f"# It is yours now: edit it, then regenerate {name}.c and the Makefile from it with\n"
         f"#   {regenerate}\n"
-        "# The language is described in docs/spec-language.md.\n"
+        "# The language is described in docs/spec-language.md ('qmpigen examples DIR' writes it out).\n"
         "\n"
         f"{tool_line}\n"
         "\n"

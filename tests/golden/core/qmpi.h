@@ -13,6 +13,29 @@
 #include <stdarg.h>
 #include <stddef.h>
 
+/* This header fits the one MPI it was generated for. Against another MPI's mpi.h it
+ * would fail far below (a type that MPI lacks) or, worse, compile with the wrong
+ * function enumeration: stop at once, with one line naming both MPIs. */
+#if !(defined(MPI_VERSION) && MPI_VERSION == 4 && \
+      defined(MPI_SUBVERSION) && MPI_SUBVERSION == 1 && \
+      !defined(MPI_ABI_VERSION) && \
+      !defined(I_MPI_VERSION) && \
+      !defined(OMPI_MAJOR_VERSION))
+#if defined(MPI_ABI_VERSION)
+#error "qmpi.h: this QMPI core was generated for MPICH 9.9.9 (MPI 4.1), but this compiler's mpi.h is MPI ABI's: regenerate the core with this MPI (qmpigen build-core --mpicc DRIVER) or compile with the MPI it was made for"
+#elif defined(I_MPI_VERSION)
+#error "qmpi.h: this QMPI core was generated for MPICH 9.9.9 (MPI 4.1), but this compiler's mpi.h is Intel MPI's: regenerate the core with this MPI (qmpigen build-core --mpicc DRIVER) or compile with the MPI it was made for"
+#elif defined(MPICH_VERSION)
+#error "qmpi.h: this QMPI core was generated for MPICH 9.9.9 (MPI 4.1), but this compiler's mpi.h is another MPICH version's: regenerate the core with this MPI (qmpigen build-core --mpicc DRIVER) or compile with the MPI it was made for"
+#elif defined(OMPI_MAJOR_VERSION)
+#error "qmpi.h: this QMPI core was generated for MPICH 9.9.9 (MPI 4.1), but this compiler's mpi.h is Open MPI's: regenerate the core with this MPI (qmpigen build-core --mpicc DRIVER) or compile with the MPI it was made for"
+#else
+#error "qmpi.h: this QMPI core was generated for MPICH 9.9.9 (MPI 4.1), but this compiler's mpi.h is another MPI's: regenerate the core with this MPI (qmpigen build-core --mpicc DRIVER) or compile with the MPI it was made for"
+#endif
+/* #error does not stop GCC or Clang; a missing include does, so no error follows. */
+#include "qmpi.h: stopped after the MPI mismatch above"
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif

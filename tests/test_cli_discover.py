@@ -1,0 +1,138 @@
+"""What a user finds from the command line alone: the built-in groups for their MPI,
+examples in --help, the docs and sample tools shipped in the package (`qmpigen examples`),
+and which MPI build-core read. In-process with click's CliRunner where the exit is
+clean; user errors through the real CLI process (one line, exit 2)."""
+
+from __future__ import annotations
+
+import fnmatch
+import shutil
+
+import pytest
+from click.testing import CliRunner
+
+from conftest import FIXTURES, REPO, SAMPLE_TOOLS, qmpigen
+from qmpigen.cli import cli
+from qmpigen.groups import BY_NAME, GROUPS
+from qmpigen.header import HeaderRequest, read_header
+from qmpigen.parse import parse_header
+from qmpigen.select import enumerate_functions
+
+QUIRKS = FIXTURES / "quirks_mpi.h"
+FIXTURE_ARGS = ("--mpi-header", str(QUIRKS), "--mpicc", "cc")
+
+pytestmark = pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler (cc)")
+
+
+@pytest.fixture(scope="module")
+def enumeration():
+    return enumerate_functions(parse_header(read_header(HeaderRequest(str(QUIRKS), "cc"))))
+
+
+def invoke(*args: str):
+    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return result
+
+
+# -- groups ----------------------------------------------------------------------------------
+
+
+def test_groups_lists_every_group_with_its_count_here(enumeration):
+    lines = invoke("groups", *FIXTURE_ARGS).stdout.splitlines()
+    assert lines[0].startswith("# MPICH 9.9.9 (MPI 4.1): 21 groups")
+    rows = {line.split()[0]: int(line.split()[1]) for line in lines[1:]}
+    assert list(rows) == [g.name for g in GROUPS]
+    for group in GROUPS:
+        assert rows[group.name] == sum(1 for f in enumeration if group.matches(f)), group.name
+    assert rows["all"] == len(enumeration)
+    assert 0 < rows["point-to-point"] < rows["all"]
+
+
+def test_groups_name_lists_the_members_as_a_spec_selects_them(enumeration):
+    lines = invoke("groups", "timing", "point-to-point", *FIXTURE_ARGS).stdout.splitlines()
+    headings = [i for i, line in enumerate(lines) if line.startswith("# ")]
+    assert [lines[i].split(":")[0] for i in headings] == ["# timing", "# point-to-point"]
+    timing = lines[headings[0] + 1 : headings[1]]
+    assert timing == ["MPI_Wtick", "MPI_Wtime"]
+    p2p = lines[headings[1] + 1 :]
+    assert p2p == [f.name for f in enumeration if BY_NAME["point-to-point"].matches(f)]
+    assert "MPI_Send" in p2p and "MPI_Bcast" not in p2p
+
+
+def test_functions_group_filters_the_listing(enumeration):
+    lines = invoke("functions", "--group", "timing", *FIXTURE_ARGS).stdout.splitlines()
+    assert lines[0].startswith("# MPICH 9.9.9")
+    assert [line.split()[-1] for line in lines[1:]] == ["MPI_Wtick(void)", "MPI_Wtime(void)"]
+    index = {f.name: i for i, f in enumerate(enumeration)}
+    assert [int(line.split()[0]) for line in lines[1:]] == [index["MPI_Wtick"], index["MPI_Wtime"]]
+
+
+def test_unknown_group_is_one_line_naming_the_groups():
+    proc = qmpigen("groups", "collective", *FIXTURE_ARGS)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.count("\n") == 1
+    assert proc.stderr.startswith("qmpigen: error: no built-in group named 'collective' (groups: all, ")
+    assert "collectives" in proc.stderr
+    proc = qmpigen("functions", "--group", "nope", *FIXTURE_ARGS)
+    assert proc.returncode == 2 and proc.stderr.startswith("qmpigen: error: no built-in group named 'nope'")
+
+
+# -- help -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", ["", "functions", "groups", "build-core", "scaffold-tool", "examples"])
+def test_help_carries_examples(command):
+    text = invoke(*([command] if command else []), "--help").stdout
+    block = text[text.index("Examples:") :].splitlines()[1:]
+    examples = [line.strip() for line in block if line.startswith("    qmpigen") or line.startswith("  qmpigen")]
+    assert examples, text
+    if command:
+        assert any(line.startswith(f"qmpigen {command}") for line in examples), text
+
+
+# -- examples: the docs and samples a wheel user gets ------------------------------------------
+
+
+def test_examples_writes_the_shipped_docs_and_samples(tmp_path):
+    out = tmp_path / "ex"
+    result = invoke("examples", str(out))
+    shipped = sorted(
+        [f"docs/{p.name}" for p in (REPO / "docs").glob("*.md")]
+        + [f"sample_tools/{p.name}" for p in SAMPLE_TOOLS.iterdir() if fnmatch.fnmatch(p.name, "*.[cq]*") or p.name == "Makefile"]
+    )
+    written = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
+    assert written == shipped
+    assert "docs/spec-language.md" in written and "sample_tools/printer.c" in written
+    for name in written:
+        source = (REPO / name) if name.startswith("docs/") else SAMPLE_TOOLS / name.split("/", 1)[1]
+        assert (out / name).read_bytes() == source.read_bytes(), name
+    assert result.stdout.strip() == f"{out}: {len(written)} written, 0 unchanged"
+    assert invoke("examples", str(out)).stdout.strip() == f"{out}: 0 written, {len(written)} unchanged"
+
+
+def test_examples_never_overwrites_an_edit_without_force(tmp_path):
+    out = tmp_path / "ex"
+    invoke("examples", str(out))
+    printer = out / "sample_tools" / "printer.c"
+    printer.write_text("/* mine */\n")
+    proc = qmpigen("examples", str(out))
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1
+    assert f"{printer} exists and differs from the shipped file (use --force" in proc.stderr
+    assert printer.read_text() == "/* mine */\n"
+    invoke("examples", "--force", str(out))
+    assert printer.read_bytes() == (SAMPLE_TOOLS / "printer.c").read_bytes()
+
+
+# -- build-core names the MPI it read --------------------------------------------------------
+
+
+def test_build_core_names_the_mpi_it_read_and_from_where(tmp_path, enumeration):
+    result = CliRunner().invoke(cli, ["build-core", *FIXTURE_ARGS, "-o", str(tmp_path / "core")])
+    assert result.exit_code == 0, result.output
+    cc = shutil.which("cc")
+    assert result.stderr == (
+        f"qmpigen: read MPICH 9.9.9 (MPI 4.1) from {QUIRKS} (driver {cc}): "
+        f"{len(enumeration)} functions, enumeration {enumeration.hash}\n"
+    )
+    assert result.stdout.startswith(f"{tmp_path / 'core'}: ")
