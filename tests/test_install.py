@@ -24,6 +24,7 @@ from qmpigen import __version__
 
 pytestmark = pytest.mark.mpi
 
+CALLBACK_TOOLS = Path(__file__).resolve().parent / "callback_tools"
 PREFIX = "/opt/qmpi"
 SONAME = f"libqmpi.so.{__version__.split('.')[0]}"
 QMPIGEN = Path(sys.executable).parent / "qmpigen"  # beside this Python, as pip installs it
@@ -80,22 +81,29 @@ def installed(mpi: Mpi, core: Path, tmp_path_factory) -> Installed:
 
 @pytest.fixture(scope="module")
 def cmake_project(installed: Installed, tmp_path_factory) -> Path:
-    """A CMake project outside the repository: demo_app linked with QMPI::qmpi, the tool
-    tbcast from C and counter from its spec with qmpi_add_tool, installed into the
-    core's tool directory. Returns the build directory."""
+    """A CMake project outside the repository: demo_app linked with QMPI::qmpi (and
+    with QMPI::qmpi_static), the tools tbcast and cbcount (callback interface) from C
+    and counter from its spec with qmpi_add_tool, installed into the core's tool
+    directory. Returns the build directory."""
     need("cmake")
     src = tmp_path_factory.mktemp(f"cmake-{installed.mpi.name}")
-    for name in ("demo_app.c", "tbcast.c", "counter.qmpi"):
-        shutil.copy(SAMPLE_TOOLS / name, src / name)
+    for source in (SAMPLE_TOOLS / "demo_app.c", SAMPLE_TOOLS / "tbcast.c", SAMPLE_TOOLS / "counter.qmpi",
+                   CALLBACK_TOOLS / "cbcount.c"):
+        shutil.copy(source, src / source.name)
     (src / "CMakeLists.txt").write_text(
         "cmake_minimum_required(VERSION 3.13)\n"
         "project(qmpi_user C)\n"
         f"find_package(QMPI {__version__} REQUIRED)\n"
         "add_executable(demo_app demo_app.c)\n"
         "target_link_libraries(demo_app PRIVATE QMPI::qmpi)\n"
+        "add_executable(demo_static demo_app.c)\n"
+        "target_link_libraries(demo_static PRIVATE QMPI::qmpi_static)\n"
         "qmpi_add_tool(tbcast SOURCES tbcast.c)\n"
         "qmpi_add_tool(counter SPEC counter.qmpi)\n"
-        "install(TARGETS tbcast counter LIBRARY DESTINATION ${QMPI_TOOL_DIR})\n"
+        "qmpi_add_tool(cbcount SOURCES cbcount.c)\n"
+        "# A callback tool that includes only <mpi.h> (README: the callback interface).\n"
+        "target_compile_options(cbcount PRIVATE -D_GNU_SOURCE -include qmpi.h)\n"
+        "install(TARGETS tbcast counter cbcount LIBRARY DESTINATION ${QMPI_TOOL_DIR})\n"
     )
     build = src / "build"
     env = installed.env()
@@ -200,10 +208,44 @@ def test_pkg_config_app_runs_tools_found_in_qmpi_tool_path(installed, cmake_proj
 def test_cmake_app_runs_tools_installed_in_the_prefix(installed, cmake_project):
     # The tools qmpi_add_tool built (tbcast from C, counter from its spec), installed
     # into QMPI_TOOL_DIR, found by name with no QMPI_TOOL_PATH.
-    assert sorted(p.name for p in installed.tool_dir.iterdir()) == ["libcounter.so", "libtbcast.so"]
+    assert sorted(p.name for p in installed.tool_dir.iterdir()) == ["libcbcount.so", "libcounter.so", "libtbcast.so"]
     proc = installed.run("-t", "counter,tbcast,counter", "--", *installed.launch(2, [cmake_project / "demo_app"]),
                          shell=shutil.which("dash") or "sh")
     assert_counter_tbcast_counter_ran(proc)
+
+
+def test_cmake_spec_error_stops_configuration_with_qmpigens_line(installed, tmp_path):
+    need("cmake")
+    (tmp_path / "bad.qmpi").write_text("tool bad prefix B;\nintercept MPI_NoSuchFunction { before %{ %} }\n")
+    (tmp_path / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.13)\nproject(bad C)\nfind_package(QMPI REQUIRED)\n"
+        "qmpi_add_tool(bad SPEC bad.qmpi)\n"
+    )
+    proc = subprocess.run(
+        ["cmake", "-S", str(tmp_path), "-B", str(tmp_path / "build"), f"-DCMAKE_PREFIX_PATH={installed.root}",
+         f"-DQMPIGEN_EXECUTABLE={QMPIGEN}"], capture_output=True, text=True, env=installed.env(), timeout=600,
+    )
+    assert proc.returncode != 0
+    message = " ".join(proc.stderr.split())  # CMake wraps messages
+    assert re.search(r"qmpi_add_tool\(bad\): qmpigen: error: \S*bad.qmpi:2:\d+: unknown MPI function MPI_NoSuchFunction",
+                     message), proc.stderr
+    assert not (tmp_path / "build" / "qmpi_tool_bad" / "bad.c").exists()
+
+
+def test_cmake_static_app_runs_tools_under_qmpirun(installed, cmake_project):
+    dynamic = subprocess.run(["readelf", "-d", str(cmake_project / "demo_static")], capture_output=True, text=True,
+                             check=True).stdout
+    assert "libqmpi" not in dynamic
+    proc = installed.run("-t", "counter,tbcast,counter", "--", *installed.launch(2, [cmake_project / "demo_static"]))
+    assert_counter_tbcast_counter_ran(proc)
+
+
+def test_qmpirun_preloads_a_callback_tool_found_by_name(installed, cmake_project, plain_app):
+    # tbcast above the callback tool cbcount: cbcount sees TBcast's Send/Recv, no Bcast.
+    proc = installed.run("-t", "tbcast,@cbcount", "--", *installed.launch(2, [plain_app]))
+    assert proc.returncode == 0, proc.stderr
+    found = dict(re.findall(r"^cbcount@2 rank (\d+): (bcast=0 send=\d+ recv=\d+)", proc.stdout, re.M))
+    assert found == {"0": "bcast=0 send=1 recv=0", "1": "bcast=0 send=0 recv=1"}, proc.stdout
 
 
 def test_qmpirun_preloads_the_core_into_an_unlinked_app_through_the_launcher(installed, cmake_project, plain_app):
