@@ -12,6 +12,7 @@ import click
 
 from . import __version__
 from .errors import QmpigenError
+from .groups import GROUPS
 from .header import HeaderRequest, PreprocessedHeader, read_header
 from .listing import dump_api, group_members, groups_listing, groups_table, manifest, named_groups, source_line
 from .model import MpiApi
@@ -59,6 +60,11 @@ def selection_options(func):
     for option in reversed(options):
         func = option(func)
     return func
+
+
+def complete_group(ctx, param, incomplete):
+    """Shell completion of group names (they are data, the same for every MPI)."""
+    return [g.name for g in GROUPS if g.name.startswith(incomplete)]
 
 
 # Options that say how to run, not what to generate: left out of banners.
@@ -116,7 +122,14 @@ def cli() -> None:
 @selection_options
 @click.option("--json", "as_json", is_flag=True, help="Print the enumeration manifest as JSON.")
 @click.option("-d", "--dump", is_flag=True, help="Print everything parsed from mpi.h (for debugging a new MPI).")
-@click.option("--group", "group_names", multiple=True, metavar="NAME", help="Only functions of a built-in group; repeatable.")
+@click.option(
+    "--group",
+    "group_names",
+    multiple=True,
+    metavar="NAME",
+    shell_complete=complete_group,
+    help="Only functions of a built-in group ('qmpigen groups' lists them); repeatable.",
+)
 def functions(mpi_header, mpicc, cflags, include, exclude, mpix, as_json, dump, group_names) -> None:
     """List the MPI function enumeration: index, enum name, return type, signature.
 
@@ -154,7 +167,7 @@ def functions(mpi_header, mpicc, cflags, include, exclude, mpix, as_json, dump, 
 
 
 @cli.command()
-@click.argument("names", nargs=-1, metavar="[NAME]...")
+@click.argument("names", nargs=-1, metavar="[NAME]...", shell_complete=complete_group)
 @header_options
 @selection_options
 def groups(names, mpi_header, mpicc, cflags, include, exclude, mpix) -> None:

@@ -136,3 +136,23 @@ def test_build_core_names_the_mpi_it_read_and_from_where(tmp_path, enumeration):
         f"{len(enumeration)} functions, enumeration {enumeration.hash}\n"
     )
     assert result.stdout.startswith(f"{tmp_path / 'core'}: ")
+
+
+# -- shell completion (click's, as the README documents it) ----------------------------------
+
+
+def test_shell_completion_offers_commands_and_group_names():
+    import os
+    import subprocess
+    import sys
+
+    def complete(words: str) -> list:
+        env = dict(os.environ, COMP_WORDS=words, COMP_CWORD=str(len(words.split()) - 1), _QMPIGEN_COMPLETE="bash_complete")
+        code = "import sys; from qmpigen.cli import main; sys.argv[0] = 'qmpigen'; main()"
+        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+        assert proc.returncode == 0, proc.stderr
+        return [line.split(",", 1)[1] for line in proc.stdout.splitlines()]
+
+    assert complete("qmpigen gr") == ["groups"]
+    assert complete("qmpigen groups co") == [g.name for g in GROUPS if g.name.startswith("co")]
+    assert complete("qmpigen functions --group ti") == ["timing"]

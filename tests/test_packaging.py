@@ -1,6 +1,6 @@
-"""templates/ and grammars/ ship inside the wheel and are found from an installed
-(not editable) package: build the wheel, install it into a plain directory, and
-generate from there."""
+"""templates/, grammars/, docs/, sample_tools/ and the LICENSE ship inside the wheel and
+are found from an installed (not editable) package: build the wheel, install it into a
+plain directory, and generate (and write the examples out) from there."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import subprocess
 import sys
 import zipfile
 
-from conftest import FIXTURES, REPO
+from conftest import FIXTURES, REPO, SAMPLE_TOOLS
 
 
 def test_wheel_carries_templates_and_grammars_and_works_installed(tmp_path):
@@ -25,6 +25,16 @@ def test_wheel_carries_templates_and_grammars_and_works_installed(tmp_path):
         assert f"qmpigen/templates/{template.relative_to(REPO / 'templates').as_posix()}" in names
     for grammar in (REPO / "grammars").glob("*.lark"):
         assert f"qmpigen/grammars/{grammar.name}" in names
+    for doc in (REPO / "docs").glob("*.md"):
+        assert f"qmpigen/docs/{doc.name}" in names
+    samples = [p.name for p in SAMPLE_TOOLS.iterdir() if p.suffix in (".c", ".qmpi") or p.name == "Makefile"]
+    assert {"printer.c", "tbcast.c", "counter.qmpi", "demo_app.c", "Makefile"} <= set(samples)
+    for sample in samples:
+        assert f"qmpigen/sample_tools/{sample}" in names
+    (license_name,) = [n for n in names if n.endswith(".dist-info/LICENSE") or "/licenses/LICENSE" in n]
+    assert zipfile.ZipFile(wheel).read(license_name) == (REPO / "LICENSE").read_bytes()
+    metadata = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
+    assert "License: BSD-3-Clause" in metadata and "Classifier: License :: OSI Approved :: BSD License" in metadata
 
     site = tmp_path / "site"
     proc = subprocess.run(
@@ -47,3 +57,14 @@ def test_wheel_carries_templates_and_grammars_and_works_installed(tmp_path):
     )
     assert proc.returncode == 0, proc.stderr
     assert (out / "qmpi.h").read_text().startswith("/* qmpi.h")
+
+    examples = tmp_path / "examples"
+    proc = subprocess.run(
+        [sys.executable, "-m", "qmpigen", "examples", str(examples)], capture_output=True, text=True, env=env, cwd=tmp_path
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert (examples / "docs" / "spec-language.md").read_bytes() == (REPO / "docs" / "spec-language.md").read_bytes()
+    for sample in samples:
+        assert (examples / "sample_tools" / sample).read_bytes() == (SAMPLE_TOOLS / sample).read_bytes()
+    written = sorted(p.relative_to(examples).as_posix() for p in examples.rglob("*") if p.is_file())
+    assert written == sorted([f"docs/{p.name}" for p in (REPO / "docs").glob("*.md")] + [f"sample_tools/{n}" for n in samples])
