@@ -108,8 +108,9 @@ def cmake_project(installed: Installed, tmp_path_factory) -> Path:
     build = src / "build"
     env = installed.env()
     for cmd in (
+        # MPI_C_COMPILER: FindMPI's choice of MPI (with Debian's MPIs, /usr/bin/mpicc may be the other one).
         ["cmake", "-S", str(src), "-B", str(build), f"-DCMAKE_PREFIX_PATH={installed.root}",
-         f"-DQMPIGEN_EXECUTABLE={QMPIGEN}"],
+         f"-DMPI_C_COMPILER={installed.mpi.mpicc}", f"-DQMPIGEN_EXECUTABLE={QMPIGEN}"],
         ["cmake", "--build", str(build), "-j2"],
         ["cmake", "--install", str(build)],
     ):
