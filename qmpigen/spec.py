@@ -138,7 +138,7 @@ class ToolSpec:
 VARIABLE = re.compile(r"\$(\$|[A-Za-z_][A-Za-z0-9_]*|[0-9]+)")
 
 FILE_VARS = frozenset({"tool", "prefix", "context"})
-HOOK_VARS = FILE_VARS | {"ctx", "level", "v"}
+HOOK_VARS = FILE_VARS | {"ctx", "level", "v", "rank"}
 FUNCTION_VARS = HOOK_VARS | {"name", "short", "index", "rtype", "args", "nargs", "va"}
 KIND_VARS: Dict[str, FrozenSet[str]] = {
     "file": FILE_VARS,
@@ -576,6 +576,7 @@ class Tool:
     on_finalize: Optional[CBlock]
     wrappers: Tuple[Wrapper, ...]  # enumeration order
     interface: str = "thesis"  # or "callback": the MPI Forum / MPICH interface
+    session_rank: bool = False  # $rank in the sessions model, from the mpi://WORLD process set
 
     @property
     def context_type(self) -> str:
@@ -740,7 +741,8 @@ class _Resolver:
                         rule.location,
                     )
 
-        has_hooks = spec.on_init is not None or spec.on_finalize is not None
+        # $rank is recorded when MPI is initialised, so it needs the lifecycle wrappers too.
+        has_hooks = spec.on_init is not None or spec.on_finalize is not None or _uses_rank(spec)
         has_context = spec.has_context and bool(spec.fields) or has_hooks
         lifecycle = self.lifecycle() if has_hooks else {}
 
@@ -806,6 +808,7 @@ class _Resolver:
             on_init=self.block(spec.on_init, self.hook_vars()) if spec.on_init else None,
             on_finalize=self.block(spec.on_finalize, self.hook_vars()) if spec.on_finalize else None,
             wrappers=tuple(wrappers),
+            session_rank=self.enumeration.get("MPI_Group_from_session_pset") is not None,
         )
 
     def lifecycle(self) -> Dict[str, str]:
@@ -818,8 +821,8 @@ class _Resolver:
                 stages[name] = "finalize" if name == "MPI_Finalize" else "session_finalize"
         if not any(stage in ("world_init", "session_init") for stage in stages.values()):
             raise QmpigenError(
-                f"on init/on finalize need MPI_Init or MPI_Session_init in the enumeration of {_mpi_words(self.enumeration)}",
-                (self.spec.on_init or self.spec.on_finalize).location,
+                f"on init/on finalize/$rank need MPI_Init or MPI_Session_init in the enumeration of {_mpi_words(self.enumeration)}",
+                (self.spec.on_init or self.spec.on_finalize or self.spec).location,
             )
         return stages
 
@@ -884,7 +887,7 @@ class _Resolver:
         return {"tool": self.spec.name, "prefix": self.spec.prefix, "context": f"struct {self.spec.name}_context"}
 
     def hook_vars(self) -> Dict[str, str]:
-        variables = dict(self.common_vars(), ctx="qmpi_ctx", level="qmpi_level")
+        variables = dict(self.common_vars(), ctx="qmpi_ctx", level="qmpi_level", rank="qmpi_ctx->qmpi_rank")
         if self.interface == "thesis":
             variables["v"] = "qmpi_v"  # the thesis chain; callback tools have none
         return variables
@@ -952,6 +955,13 @@ def _c_block(text: str, line: int) -> CBlock:
     while body and not body[-1]:
         body.pop()
     return CBlock("\n".join(body), line)
+
+
+def _uses_rank(spec: ToolSpec) -> bool:
+    codes = [spec.on_init, spec.on_finalize, spec.on_pcontrol]
+    for rule in spec.rules:
+        codes += [*rule.before, *rule.after, rule.instead, *(e.code for e in rule.before_each + rule.after_each)]
+    return any(m.group(1) == "rank" for code in codes if code is not None for m in VARIABLE.finditer(code.text))
 
 
 def _few(names: Sequence[str]) -> str:

@@ -324,6 +324,20 @@ def test_hooks_intercept_the_lifecycle_functions(mpich, ompi):
     assert names == ["MPI_Finalize", "MPI_Init", "MPI_Init_thread"]
 
 
+def test_rank_needs_the_lifecycle_functions_like_the_hooks(mpich, ompi):
+    """$rank is recorded at init, so using it anywhere intercepts the init functions
+    (and gives the tool a context) even without on init / on finalize."""
+    tool = tool_of('tool t; intercept MPI_Send { before %{ log($rank, "$$rank"); %} }', mpich)
+    stages = {w.function.name: w.lifecycle for w in tool.wrappers}
+    assert stages["MPI_Init"] == "world_init" and stages["MPI_Session_init"] == "session_init"
+    (send,) = [w for w in tool.wrappers if w.function.name == "MPI_Send"]
+    assert send.before[0].text == 'log(qmpi_ctx->qmpi_rank, "$rank");' and send.uses_ctx
+    assert tool.has_context and tool.has_hooks
+    # Without MPI_Group_from_session_pset (these headers) sessions leave $rank at -1.
+    assert not tool.session_rank
+    assert not tool_of('tool t; intercept MPI_Send { before %{ f("$$rank"); %} }', ompi).has_hooks
+
+
 def test_pcontrol_handler(mpich):
     tool = tool_of("tool t; on pcontrol %{ set($0, $va, \"$name\"); %}", mpich)
     (pcontrol,) = tool.wrappers
