@@ -27,7 +27,7 @@ MPI_ENV := PATH=$(MPI_PREFIX)/bin:$$PATH OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN
 MPIEXEC := $(MPI_PREFIX)/bin/mpiexec $(if $(filter openmpi,$(MPI)),--oversubscribe,)
 DEMO := $(abspath $(OUT))/demo-$(MPI)
 
-.PHONY: all demo test test-fast test-intelmpi test-debian bench venv clean distclean
+.PHONY: all demo test test-fast test-intelmpi test-debian test-threads bench venv clean distclean
 
 all: demo
 
@@ -70,6 +70,14 @@ test: $(MPICH_STAMP) $(OPENMPI_STAMP)
 test-intelmpi: $(MPICH_STAMP) $(INTELMPI_STAMP)
 	QMPIGEN_INTELMPI=$(INTELMPI) QMPIGEN_REQUIRE_MPIS=intelmpi \
 		$(MPICH)/bin/python -m pytest -q -p no:cacheprovider -m mpi tests
+
+# MPI_THREAD_MULTIPLE on both wheels: the stress test of tests/test_threads.py run 10
+# times, and once built with -fsanitize=thread (core, tools, app), which must report
+# no race in core or tool code.
+test-threads: $(MPICH_STAMP) $(OPENMPI_STAMP)
+	QMPIGEN_MPICH=$(MPICH) QMPIGEN_OPENMPI=$(OPENMPI) QMPIGEN_REQUIRE_MPIS=mpich,openmpi \
+		QMPIGEN_THREAD_REPEAT=10 QMPIGEN_TSAN=1 \
+		$(MPICH)/bin/python -m pytest -q -p no:cacheprovider tests/test_threads.py
 
 # The compile-and-run tests on Debian's MPICH and Open MPI (installs them with apt-get).
 test-debian: $(MPICH_STAMP)

@@ -12,7 +12,7 @@ import re
 
 import pytest
 
-from conftest import SAMPLE_TOOLS
+from conftest import APPS, SAMPLE_TOOLS
 
 pytestmark = pytest.mark.mpi
 
@@ -74,9 +74,8 @@ def test_counter_tbcast_counter(mpi, demo_app, sample_tools):
         }
         inner = {"MPI_Barrier": 1, "MPI_Comm_rank": 2, "MPI_Comm_size": 2, "MPI_Finalize": 1, "MPI_Init": 1}
         inner.update({"MPI_Send": 2} if r == 0 else {"MPI_Recv": 1})
-        # The app's own Comm_rank/Comm_size plus TBcast's; the report's Comm_rank of the
-        # outer instance goes through the chain below it, so the inner one counts it too.
-        inner["MPI_Comm_rank"] += 1
+        # The app's own Comm_rank/Comm_size plus TBcast's; the reports' rank ($rank) costs
+        # no MPI call, so the inner instance counts nothing of the outer one's report.
         assert reports[(3, r)] == inner
 
 
@@ -142,3 +141,36 @@ def test_empty_tool_stacked_around_printer(mpi, demo_app, sample_tools):
     assert events[:2] == ["printer@2 pre MPI_Init", "printer@2 post MPI_Init"]
     assert "printer@2 MPI_Pcontrol level 2" in events
     assert app_lines(proc.stdout) == expected_app(1)
+
+
+def test_sessions_only_program_reports_each_rank_once(mpi, core, sample_tools, tmp_path):
+    """Issue 13: a sessions-only program has no MPI_COMM_WORLD to ask (Open MPI answered
+    rank 0 on every rank, and both ranks wrote one PROFILER_OUTPUT file). $rank comes
+    from the mpi://WORLD process set; report files are created exclusively."""
+    if "_MPI_Session_init" not in (core / "qmpi.h").read_text():
+        pytest.skip(f"{mpi.name} has no Sessions (MPI < 4.0)")
+    app = mpi.build_app(APPS / "sessions_world.c", core, tmp_path / "sessions_world")
+    prefix = tmp_path / "out" / "prof"
+    prefix.parent.mkdir()
+    env = {"TOOLS": chain(sample_tools, "counter", "profiler"), "PROFILER_OUTPUT": str(prefix)}
+    proc = mpi.run(2, [app], env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(l for l in proc.stdout.splitlines() if l.startswith("app rank")) == [
+        "app rank 0 of 2: data 42", "app rank 1 of 2: data 42"
+    ]
+    assert sorted(counter_reports(proc.stdout)) == [(1, 0), (1, 1)]
+    assert sorted(p.name for p in prefix.parent.iterdir()) == ["prof.2.0", "prof.2.1"]
+    for rank in (0, 1):
+        text = (prefix.parent / f"prof.2.{rank}").read_text()
+        assert {l.split(":")[0] for l in text.splitlines()} == {f"profiler@2 rank {rank}"}
+        assert re.search(r"^profiler@2 rank \d:   MPI_Bcast +1 ", text, re.M)
+
+    # Again, with the files there: never overwritten; one line each, the report on stdout.
+    proc = mpi.run(2, [app], env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(l.strip() for l in proc.stderr.splitlines() if "profiler: error:" in l) == [
+        f"profiler: error: cannot create {prefix}.2.{rank}: File exists (PROFILER_OUTPUT files are never "
+        "overwritten); the report goes to stdout"
+        for rank in (0, 1)
+    ]
+    assert sorted(profiler_reports(proc.stdout)[1]) == [(2, 0), (2, 1)]
