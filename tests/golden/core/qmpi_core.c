@@ -299,7 +299,7 @@ struct qmpi_library {
 /* One link of the chain as the user listed it. */
 struct qmpi_entry {
     int callback;             /* a registered callback tool, by name */
-    const char *where;        /* "TOOLS" or the list variable it came from */
+    const char *where;        /* the variable it came from: QMPI_TOOLS, TOOLS, QMPI_TOOL_LIST, ... */
     int position;             /* 1-based position in that variable */
     char *text;               /* path or name */
 };
@@ -352,12 +352,12 @@ static void qmpi_resolve(struct qmpi_library *lib, const struct qmpi_entry *entr
 
     stamp = (const char *)dlsym(lib->handle, "qmpi_tool_enum_hash");
     if (stamp != NULL && strcmp(stamp, QMPI_ENUM_HASH) != 0)
-        qmpi_fatalf("TOOLS entry %d (%s): built for function enumeration %s, but this core has %s "
+        qmpi_fatalf("%s entry %d (%s): built for function enumeration %s, but this core has %s "
                     "(%s); rebuild the tool against this core's qmpi.h",
-                    entry->position, entry->text, stamp, QMPI_ENUM_HASH, QMPI_MPI_LIBRARY);
+                    entry->where, entry->position, entry->text, stamp, QMPI_ENUM_HASH, QMPI_MPI_LIBRARY);
     *(void **)&get_interceptions = dlsym(lib->handle, "get_interceptions");
     if (get_interceptions == NULL)
-        qmpi_fatalf("TOOLS entry %d (%s): not a QMPI tool: it has no get_interceptions function", entry->position,
+        qmpi_fatalf("%s entry %d (%s): not a QMPI tool: it has no get_interceptions function", entry->where, entry->position,
                     entry->text);
 
     lib->names = (const char **)qmpi_alloc(NUM_MPI_FUNCS, sizeof *lib->names);
@@ -369,7 +369,7 @@ static void qmpi_resolve(struct qmpi_library *lib, const struct qmpi_entry *entr
         dlerror();
         lib->wrappers[i] = dlsym(lib->handle, name);
         if (lib->wrappers[i] == NULL)
-            qmpi_fatalf("TOOLS entry %d (%s): wrapper '%s' for %s not found: %s", entry->position, entry->text, name,
+            qmpi_fatalf("%s entry %d (%s): wrapper '%s' for %s not found: %s", entry->where, entry->position, entry->text, name,
                         QMPI_Function_name(i), dlerror());
         lib->names[i] = name;
     }
@@ -406,6 +406,26 @@ static int qmpi_split(const char *list, const char *where, int callback_only, st
             return position;
         cursor = end + 1;
     }
+}
+
+/* The thesis-style tool list: QMPI_TOOLS, else the thesis's TOOLS. QMPI_TOOLS set at
+ * all, even empty, wins: TOOLS is a generic name other software sets for its own use. */
+static const char *qmpi_tools_variable(const char **where)
+{
+    const char *list = getenv("QMPI_TOOLS");
+    *where = "QMPI_TOOLS";
+    if (list == NULL) {
+        list = getenv("TOOLS");
+        *where = "TOOLS";
+    }
+    return list != NULL && *list != '\0' ? list : NULL;
+}
+
+/* An on/off variable: set to anything but "" or "0" is on. */
+static int qmpi_flag(const char *name)
+{
+    const char *value = getenv(name);
+    return value != NULL && *value != '\0' && strcmp(value, "0") != 0;
 }
 
 static const char *qmpi_tool_list(const char **where)
@@ -447,6 +467,111 @@ static void qmpi_unknown_tool(const struct qmpi_entry *entry)
                 entry->where, entry->position, entry->text, qmpi_registered ? known : "none");
 }
 
+/* ---- QMPI_VERBOSE: the chain, said once ---------------------------------------------- */
+
+/* QMPI_VERBOSE set to anything but "" or "0": world rank 0 prints the chain once, on
+ * stderr. Before MPI is initialised there is no rank, so the end links of the
+ * functions that initialise MPI report it, right after PMPI returns: the rank of
+ * MPI_COMM_WORLD after MPI_Init/MPI_Init_thread, the rank in the "mpi://WORLD" process
+ * set after MPI_Session_init. With the variable unset nothing of this is reached. */
+static int qmpi_verbose;
+static int qmpi_chain_reported;
+static char qmpi_chain_sources[64]; /* the variables that listed the tools */
+
+static int qmpi_level_functions(int level)
+{
+    int i, count = 0;
+    for (i = 0; i < NUM_MPI_FUNCS; i++)
+        count += qmpi_levels[level].native[i] != NULL;
+    return count;
+}
+
+static void qmpi_report_chain(int rank)
+{
+    int tools = qmpi_chain.total - 1, level;
+    char *text = NULL;
+    size_t size = 0;
+    FILE *out;
+
+    if (rank != 0 || __atomic_exchange_n(&qmpi_chain_reported, 1, __ATOMIC_ACQ_REL))
+        return;
+    out = open_memstream(&text, &size);
+    if (out == NULL)
+        return;
+    if (tools == 0)
+        fprintf(out, "qmpi: chain: no tools listed in QMPI_TOOLS, TOOLS or QMPI_TOOL_LIST; %s, enumeration %s\n",
+                QMPI_MPI_LIBRARY, QMPI_ENUM_HASH);
+    else
+        fprintf(out, "qmpi: chain: %d tool%s from %s; %s, enumeration %s\n", tools, tools == 1 ? "" : "s",
+                qmpi_chain_sources, QMPI_MPI_LIBRARY, QMPI_ENUM_HASH);
+    for (level = 1; level <= tools; level++) {
+        const char *path = qmpi_chain.items[level]->path;
+        int kind = qmpi_levels[level].kind, instance = 1, below;
+        for (below = 1; below < level; below++)
+            instance += qmpi_levels[below].kind == kind && strcmp(qmpi_chain.items[below]->path, path) == 0;
+        fprintf(out, "qmpi: level %d: %s%s, %s, instance %d, intercepts %d functions\n", level,
+                kind == QMPI_CALLBACK_LEVEL ? "@" : "", path,
+                kind == QMPI_CALLBACK_LEVEL ? "callback" : "thesis-style", instance, qmpi_level_functions(level));
+    }
+    fprintf(out, "qmpi: level %d: PMPI (%s)\n", tools + 1, QMPI_MPI_LIBRARY);
+    if (fclose(out) == 0 && write(STDERR_FILENO, text, size) < 0) /* one write: no interleaving */
+        (void)0;
+    free(text);
+}
+
+static void qmpi_report_chain_world(void)
+{
+    int rank = -1;
+    if (PMPI_Comm_rank(MPI_COMM_WORLD, &rank) == MPI_SUCCESS)
+        qmpi_report_chain(rank);
+}
+
+static void qmpi_report_chain_session(MPI_Session session)
+{
+    MPI_Group world;
+    int rank = -1;
+    if (PMPI_Group_from_session_pset(session, "mpi://WORLD", &world) != MPI_SUCCESS)
+        return;
+    if (PMPI_Group_rank(world, &rank) == MPI_SUCCESS)
+        qmpi_report_chain(rank);
+    PMPI_Group_free(&world);
+}
+
+/* End links that report the chain, in both calling conventions. */
+static int qmpi_reporting_end_Session_init(MPI_Info info, MPI_Errhandler errhandler, MPI_Session *session, int qmpi_level, vector *qmpi_v)
+{
+    int rc = PMPI_Session_init(info, errhandler, session);
+    (void)qmpi_level;
+    (void)qmpi_v;
+    if (rc == MPI_SUCCESS)
+        qmpi_report_chain_session(*session);
+    return rc;
+}
+
+static int qmpi_reporting_callback_end_Session_init(QMPI_Context context, int tool_id, MPI_Info info, MPI_Errhandler errhandler, MPI_Session *session)
+{
+    int rc = PMPI_Session_init(info, errhandler, session);
+    (void)context;
+    (void)tool_id;
+    if (rc == MPI_SUCCESS)
+        qmpi_report_chain_session(*session);
+    return rc;
+}
+
+/* The end of the chain for function `i` in the convention of the level above it. */
+static void *qmpi_end_link(int i, int callback)
+{
+    if (qmpi_verbose) {
+        switch (i) {
+        case _MPI_Session_init:
+            return callback ? (void *)qmpi_reporting_callback_end_Session_init : (void *)qmpi_reporting_end_Session_init;
+        default:
+            break;
+        }
+    }
+    return callback ? qmpi_callback_end_links[i] : qmpi_end_links[i];
+}
+
 /* Fills the table of `level`: for every function, the first level below it that
  * intercepts the function (`next[i]`, or the end of the chain), in the calling
  * convention of `level` itself. No holes (thesis figure 3.1), and each cell carries
@@ -462,7 +587,7 @@ static void qmpi_fill_table(int level, const int *next, int end)
         int target = next[i];
         table[i].level = target;
         if (target == end)
-            table[i].func_ptr = callback ? qmpi_callback_end_links[i] : qmpi_end_links[i];
+            table[i].func_ptr = qmpi_end_link(i, callback);
         else if (callback)
             table[i].func_ptr = qmpi_levels[target].kind == QMPI_CALLBACK_LEVEL ? qmpi_levels[target].native[i]
                                                                                : qmpi_thesis_as_callback[i];
@@ -493,7 +618,8 @@ static void qmpi_init_callback_level(int level, const struct qmpi_registration *
 
 static int qmpi_load_tools(void)
 {
-    const char *tools = getenv("TOOLS");
+    const char *tools_where = NULL;
+    const char *tools = qmpi_tools_variable(&tools_where);
     const char *list_where = NULL;
     const char *list = qmpi_tool_list(&list_where);
     struct qmpi_entry *entries;
@@ -506,20 +632,23 @@ static int qmpi_load_tools(void)
     int from_tools = 0, from_list = 0, count, distinct = 0, level, i;
 
     if (tools != NULL && *tools != '\0')
-        from_tools = qmpi_split(tools, "TOOLS", 0, NULL);
+        from_tools = qmpi_split(tools, tools_where, 0, NULL);
     if (list != NULL)
         from_list = qmpi_split(list, list_where, 1, NULL);
     pthread_mutex_lock(&qmpi_registry_lock);
     qmpi_registration_closed = 1; /* from here on the set of tools is fixed */
     pthread_mutex_unlock(&qmpi_registry_lock);
     count = from_tools + from_list;
-    if (count == 0)
+    qmpi_verbose = qmpi_flag("QMPI_VERBOSE");
+    if (count == 0 && !qmpi_verbose)
         return QMPI_DIRECT;
+    snprintf(qmpi_chain_sources, sizeof qmpi_chain_sources, "%s%s%s", from_tools ? tools_where : "",
+             from_tools && from_list ? " and " : "", from_list ? list_where : "");
 
     /* TOOLS first (closest to the application), then the callback tool list. */
     entries = (struct qmpi_entry *)qmpi_alloc((size_t)count, sizeof *entries);
     if (from_tools)
-        qmpi_split(tools, "TOOLS", 0, entries);
+        qmpi_split(tools, tools_where, 0, entries);
     if (from_list)
         qmpi_split(list, list_where, 1, entries + from_tools);
 
@@ -562,7 +691,7 @@ static int qmpi_load_tools(void)
         }
         tool->handle = dlopen(tool->path, RTLD_NOW | RTLD_LOCAL);
         if (tool->handle == NULL)
-            qmpi_fatalf("TOOLS entry %d (%s): cannot load: %s", entry->position, tool->path, dlerror());
+            qmpi_fatalf("%s entry %d (%s): cannot load: %s", entry->where, entry->position, tool->path, dlerror());
         /* A repeated path is one library (dlopen returns the same handle) but a new
          * instance: resolve its wrappers once, give the instance its own table. */
         for (d = 0; d < distinct && libraries[d].handle != tool->handle; d++)
