@@ -526,45 +526,12 @@ static void qmpi_report_chain_world(void)
         qmpi_report_chain(rank);
 }
 
-static void qmpi_report_chain_session(MPI_Session session)
-{
-    MPI_Group world;
-    int rank = -1;
-    if (PMPI_Group_from_session_pset(session, "mpi://WORLD", &world) != MPI_SUCCESS)
-        return;
-    if (PMPI_Group_rank(world, &rank) == MPI_SUCCESS)
-        qmpi_report_chain(rank);
-    PMPI_Group_free(&world);
-}
-
 /* End links that report the chain, in both calling conventions. */
-static int qmpi_reporting_end_Session_init(MPI_Info info, MPI_Errhandler errhandler, MPI_Session *session, int qmpi_level, vector *qmpi_v)
-{
-    int rc = PMPI_Session_init(info, errhandler, session);
-    (void)qmpi_level;
-    (void)qmpi_v;
-    if (rc == MPI_SUCCESS)
-        qmpi_report_chain_session(*session);
-    return rc;
-}
-
-static int qmpi_reporting_callback_end_Session_init(QMPI_Context context, int tool_id, MPI_Info info, MPI_Errhandler errhandler, MPI_Session *session)
-{
-    int rc = PMPI_Session_init(info, errhandler, session);
-    (void)context;
-    (void)tool_id;
-    if (rc == MPI_SUCCESS)
-        qmpi_report_chain_session(*session);
-    return rc;
-}
-
 /* The end of the chain for function `i` in the convention of the level above it. */
 static void *qmpi_end_link(int i, int callback)
 {
     if (qmpi_verbose) {
         switch (i) {
-        case _MPI_Session_init:
-            return callback ? (void *)qmpi_reporting_callback_end_Session_init : (void *)qmpi_reporting_end_Session_init;
         default:
             break;
         }
