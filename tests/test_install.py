@@ -274,6 +274,15 @@ def test_qmpirun_sets_tools_verbose_and_conf_for_every_rank(installed, cmake_pro
     assert proc.stdout.splitlines() == [expected, expected], proc.stdout
 
 
+def test_qmpirun_exports_the_variables_for_other_launchers(installed, cmake_project, plain_app):
+    # A singleton run: the program itself is the launcher.
+    proc = installed.run("-v", "-t", "counter", "--", str(plain_app))
+    assert proc.returncode == 0, proc.stderr
+    assert f"qmpirun: LD_PRELOAD={installed.root / 'lib' / SONAME} TOOLS={installed.tool_dir / 'libcounter.so'} " \
+        f"{plain_app}" in proc.stderr.splitlines()
+    assert sorted(counter_lines(proc.stdout, 1)) == [0], proc.stdout
+
+
 def test_qmpirun_without_tools_runs_the_bare_core(installed, plain_app):
     proc = installed.run("--", *installed.launch(2, [plain_app]), TOOLS="/nonexistent/libx.so")
     assert proc.returncode == 0, proc.stderr
