@@ -284,7 +284,9 @@ def test_qmpirun_exports_the_variables_for_other_launchers(installed, cmake_proj
 
 
 def test_qmpirun_without_tools_runs_the_bare_core(installed, plain_app):
-    proc = installed.run("--", *installed.launch(2, [plain_app]), TOOLS="/nonexistent/libx.so")
+    # Tool lists in qmpirun's own environment do not reach the ranks: -t is the chain.
+    proc = installed.run("--", *installed.launch(2, [plain_app]), TOOLS="/nonexistent/libx.so",
+                         QMPI_TOOLS="/nonexistent/liby.so")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.count("app rank") == 2 and "counter@" not in proc.stdout
 
