@@ -57,29 +57,58 @@ QMPI_HIDDEN void qmpi_fatal(const char *message)
     qmpi_fatalf("%s", message);
 }
 
+/* Writes control characters as \xHH: a newline in TOOLS must not split the line.
+ * `out` has room for 4 bytes per byte of `text`. */
+static size_t qmpi_escape_controls(char *out, const char *text, size_t length)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t written = 0, i;
+
+    for (i = 0; i < length; i++) {
+        unsigned char c = (unsigned char)text[i];
+        if (c < 0x20 || c == 0x7f) {
+            out[written++] = '\\';
+            out[written++] = 'x';
+            out[written++] = hex[c >> 4];
+            out[written++] = hex[c & 15];
+        } else {
+            out[written++] = (char)c;
+        }
+    }
+    return written;
+}
+
 QMPI_HIDDEN void qmpi_fatalf(const char *format, ...)
 {
+    static const char prefix[] = "qmpi: error: ";
     va_list args;
     int length;
-    char *line;
+    char *message = NULL, *line = NULL;
 
     va_start(args, format);
     length = vsnprintf(NULL, 0, format, args);
     va_end(args);
-    line = length >= 0 ? malloc((size_t)length + 16) : NULL;
-    if (line != NULL) {
-        /* one write, so lines of different ranks do not interleave */
-        memcpy(line, "qmpi: error: ", 13);
+    if (length >= 0 && (size_t)length < (SIZE_MAX - sizeof prefix) / 4) {
+        message = malloc((size_t)length + 1);
+        line = malloc(sizeof prefix + 4 * (size_t)length); /* prefix, escaped message, '\n' */
+    }
+    if (message != NULL && line != NULL) {
+        size_t size = sizeof prefix - 1;
+
         va_start(args, format);
-        vsnprintf(line + 13, (size_t)length + 1, format, args);
+        vsnprintf(message, (size_t)length + 1, format, args);
         va_end(args);
-        line[13 + length] = '\n';
-        if (write(STDERR_FILENO, line, (size_t)length + 14) < 0)
+        memcpy(line, prefix, size);
+        size += qmpi_escape_controls(line + size, message, (size_t)length);
+        line[size++] = '\n';
+        /* one write, so lines of different ranks do not interleave */
+        if (write(STDERR_FILENO, line, size) < 0)
             (void)0;
-        free(line);
     } else {
         fputs("qmpi: error: (message lost: out of memory)\n", stderr);
     }
+    free(message);
+    free(line);
     qmpi_stop_job();
 }
 
@@ -139,6 +168,10 @@ static int qmpi_registered, qmpi_registry_capacity;
 static int qmpi_registration_closed; /* set once the chain is being built */
 static int qmpi_initializing = -1;   /* tool id whose init function runs now */
 static void **qmpi_pending;          /* its registered functions, by enumeration index */
+static __thread int qmpi_opening_tool; /* this thread is in dlopen of a TOOLS entry */
+/* What the constructor of that TOOLS entry tried to register: a callback tool named
+ * by path, which the error about the entry then names in its one line. */
+static char qmpi_refused_name[QMPI_MAX_TOOL_NAME_LENGTH];
 
 /* Registration errors do not stop the job (the caller gets an error code), but a
  * constructor rarely looks at it, so they are said on stderr as well. */
@@ -170,6 +203,13 @@ int QMPI_Register_tool_name(const char *tool_name, void (*init_function_ptr)(int
     if (tool_name == NULL || *tool_name == '\0' || init_function_ptr == NULL)
         return qmpi_refuse(MPI_ERR_ARG, "QMPI_Register_tool_name: a tool needs a name and an init function");
     pthread_mutex_lock(&qmpi_registry_lock);
+    if (qmpi_registration_closed && qmpi_opening_tool) {
+        /* No line of its own: if the library is no thesis tool, the core's error about
+         * its TOOLS entry names this tool (one line); if it is one, it just loads. */
+        snprintf(qmpi_refused_name, sizeof qmpi_refused_name, "%s", tool_name);
+        rc = MPI_ERR_OTHER;
+        goto out;
+    }
     if (qmpi_registration_closed) {
         rc = qmpi_refuse(MPI_ERR_OTHER, "QMPI_Register_tool_name(\"%.300s\") after MPI was initialized: refused (register from a constructor)",
                          tool_name);
@@ -356,6 +396,10 @@ static void qmpi_resolve(struct qmpi_library *lib, const struct qmpi_entry *entr
                     "(%s); rebuild the tool against this core's qmpi.h",
                     entry->where, entry->position, entry->text, stamp, QMPI_ENUM_HASH, QMPI_MPI_LIBRARY);
     *(void **)&get_interceptions = dlsym(lib->handle, "get_interceptions");
+    if (get_interceptions == NULL && qmpi_refused_name[0] != '\0')
+        qmpi_fatalf("%s entry %d (%s): not a QMPI tool but the library of callback tool '%s': name it "
+                    "'@%s' in TOOLS or in QMPI_TOOL_LIST, with the library linked or preloaded",
+                    entry->where, entry->position, entry->text, qmpi_refused_name, qmpi_refused_name);
     if (get_interceptions == NULL)
         qmpi_fatalf("%s entry %d (%s): not a QMPI tool: it has no get_interceptions function", entry->where, entry->position,
                     entry->text);
@@ -656,7 +700,10 @@ static int qmpi_load_tools(void)
             qmpi_levels[level].kind = QMPI_CALLBACK_LEVEL;
             continue;
         }
+        qmpi_refused_name[0] = '\0';
+        qmpi_opening_tool = 1;
         tool->handle = dlopen(tool->path, RTLD_NOW | RTLD_LOCAL);
+        qmpi_opening_tool = 0;
         if (tool->handle == NULL)
             qmpi_fatalf("%s entry %d (%s): cannot load: %s", entry->where, entry->position, tool->path, dlerror());
         /* A repeated path is one library (dlopen returns the same handle) but a new
