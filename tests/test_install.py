@@ -265,11 +265,11 @@ def test_qmpirun_preloads_the_core_into_an_unlinked_app_through_the_launcher(ins
 def test_qmpirun_sets_tools_verbose_and_conf_for_every_rank(installed, cmake_project, tmp_path):
     conf = tmp_path / "tools.conf"
     conf.write_text("")
-    report = 'echo "rank TOOLS=$TOOLS VERBOSE=$QMPI_VERBOSE CONF=$QMPI_CONF PRELOAD=$LD_PRELOAD"'
+    report = 'echo "rank QMPI_TOOLS=$QMPI_TOOLS VERBOSE=$QMPI_VERBOSE CONF=$QMPI_CONF PRELOAD=$LD_PRELOAD"'
     proc = installed.run("-v", "-c", str(conf), "-t", "counter,@cbtool", "--",
                          *installed.launch(2, ["sh", "-c", report]))
     assert proc.returncode == 0, proc.stderr
-    expected = (f"rank TOOLS={installed.tool_dir / 'libcounter.so'}:@cbtool VERBOSE=1 CONF={conf} "
+    expected = (f"rank QMPI_TOOLS={installed.tool_dir / 'libcounter.so'}:@cbtool VERBOSE=1 CONF={conf} "
                 f"PRELOAD={installed.root / 'lib' / SONAME}")
     assert proc.stdout.splitlines() == [expected, expected], proc.stdout
 
@@ -278,7 +278,7 @@ def test_qmpirun_exports_the_variables_for_other_launchers(installed, cmake_proj
     # A singleton run: the program itself is the launcher.
     proc = installed.run("-v", "-t", "counter", "--", str(plain_app))
     assert proc.returncode == 0, proc.stderr
-    assert f"qmpirun: LD_PRELOAD={installed.root / 'lib' / SONAME} TOOLS={installed.tool_dir / 'libcounter.so'} " \
+    assert f"qmpirun: LD_PRELOAD={installed.root / 'lib' / SONAME} QMPI_TOOLS={installed.tool_dir / 'libcounter.so'} " \
         f"{plain_app}" in proc.stderr.splitlines()
     assert sorted(counter_lines(proc.stdout, 1)) == [0], proc.stdout
 
