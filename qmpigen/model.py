@@ -197,6 +197,11 @@ class HeaderFacts:
     def declares(self, name: str) -> bool:
         return name in self.tool_names
 
+    @property
+    def tool_functions(self) -> Tuple[str, ...]:
+        """The callback interface's functions (FORUM_TOOL_API), in the seed's order."""
+        return tuple(FORUM_TOOL_API)
+
     def tool_params(self, name: str) -> str:
         """Parameters of a callback-interface function: the header's, else the seed's."""
         return dict(self.tool_signatures).get(name, FORUM_TOOL_API[name][1])
