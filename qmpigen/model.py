@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Dict, Iterator, Optional, Tuple
 
 from .errors import Location
-from .quirks import IMPLEMENTATION_MARKERS
+from .quirks import IMPLEMENTATION_MARKERS, Dispatch
 
 
 FORUM_SENTINEL = "MPI_LAST_FUNC_T"  # last member of enum QMPI_Functions_enum (MPICH)
@@ -90,8 +90,13 @@ class MpiFunction:
     is_macro: bool  # the header #defines this name: generated C must never define it
     categories: Tuple[str, ...]  # sorted
     location: Location
-    quirk: Optional[str] = None  # key into quirks.DISPATCH, e.g. "fan_out" for MPI_Pcontrol
+    quirk: Optional[Dispatch] = None  # from quirks.DISPATCH: Dispatch.FAN_OUT for MPI_Pcontrol
     pmpi_optional: bool = False  # the C library may lack PMPI_<Name> (quirks.OPTIONAL_PMPI)
+
+    @property
+    def is_fan_out(self) -> bool:
+        """The core calls every tool's wrapper itself; wrappers make no next call."""
+        return self.quirk is Dispatch.FAN_OUT
 
     # -- names -------------------------------------------------------------
     @property

@@ -6,14 +6,21 @@ macros) is read from the header itself; only what the header cannot tell us live
 
 from __future__ import annotations
 
+from enum import Enum
 from typing import Dict, FrozenSet, Tuple
 
-# Functions whose chain is not a nested call but a fan-out the core drives itself.
+
+class Dispatch(str, Enum):
+    """How the core calls a function's chain, where it is not the usual nested call."""
+
+    FAN_OUT = "fan_out"  # every tool's wrapper in chain order, then PMPI; no next link
+
+
 # MPI_Pcontrol (MPI standard 15.2 / seed 001; thesis listing 3.11): its wrappers do not
 # call a next link; the core calls every tool's wrapper in chain order, then PMPI.
 # It is also variadic: every tool receives the variadic tail as a va_list.
-DISPATCH: Dict[str, str] = {
-    "MPI_Pcontrol": "fan_out",
+DISPATCH: Dict[str, Dispatch] = {
+    "MPI_Pcontrol": Dispatch.FAN_OUT,
 }
 
 # PMPI_ functions some MPIs declare in mpi.h without defining them in the C library.

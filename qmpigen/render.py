@@ -14,6 +14,7 @@ from typing import Dict, Sequence, Tuple
 import jinja2
 
 from . import __version__
+from .cnames import C_NAMES
 from .model import Enumeration, MpiFunction
 from .resources import templates_dir
 
@@ -59,24 +60,19 @@ class GeneratorInfo:
 
 # -- filters: the QMPI wrapper interface -----------------------------------------------
 
-LEVEL_PARAM = "int qmpi_level"
-CHAIN_PARAM = "vector *qmpi_v"
-VA_PARAM = "va_list *qmpi_args"
-
-
 def wrapper_type(function: MpiFunction) -> str:
     return f"QMPI_{function.short}_wrapper_t"
 
 
-def wrapper_params(function: MpiFunction, level: str = LEVEL_PARAM, chain: str = CHAIN_PARAM) -> str:
+def wrapper_params(function: MpiFunction, level: str = C_NAMES.level_param, chain: str = C_NAMES.chain_param) -> str:
     """Parameters of a tool wrapper: MPI parameters, level, chain (+ va_list if variadic)."""
     parts = [p.declaration for p in function.params] + [level, chain]
     if function.variadic:
-        parts.append(VA_PARAM)
+        parts.append(C_NAMES.va_param)
     return ", ".join(parts)
 
 
-def wrapper_args(function: MpiFunction, level: str, chain: str = "qmpi_v", va: str = "qmpi_args") -> str:
+def wrapper_args(function: MpiFunction, level: str, chain: str = C_NAMES.chain, va: str = C_NAMES.va_args) -> str:
     parts = [p.name for p in function.params] + [level, chain]
     if function.variadic:
         parts.append(va)
@@ -113,6 +109,7 @@ def environment() -> jinja2.Environment:
         autoescape=False,
     )
     env.filters.update(FILTERS)
+    env.globals["c"] = C_NAMES
     return env
 
 

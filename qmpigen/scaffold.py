@@ -18,6 +18,7 @@ import os
 import re
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from .cnames import C_NAMES
 from .errors import Location, QmpigenError
 from .render import GeneratorInfo, environment
 from .spec import SPEC_SUFFIX, CBlock, Tool, ToolSpec, parse_spec
@@ -38,12 +39,15 @@ class ToolInterface:
 INTERFACES: Dict[str, ToolInterface] = {
     # The thesis's: PREFIX_<Name>(args, int level, vector *v), found via get_interceptions.
     "thesis": ToolInterface(
-        "tool/thesis.c.j2", "int qmpi_level, vector *qmpi_v", "qmpi_level, qmpi_v",
-        ("qmpi_level", "qmpi_v"), ("qmpi_level", "qmpi_v"),
+        "tool/thesis.c.j2",
+        f"{C_NAMES.level_param}, {C_NAMES.chain_param}",
+        f"{C_NAMES.level}, {C_NAMES.chain}",
+        (C_NAMES.level, C_NAMES.chain),
+        (C_NAMES.level, C_NAMES.chain),
     ),
     # The MPI Forum's / MPICH's: fn(QMPI_Context, int tool_id, args), registered by name.
     "callback": ToolInterface(
-        "tool/callback.c.j2", "int qmpi_level", "qmpi_level", ("qmpi_level",), ("qmpi_context", "qmpi_level"),
+        "tool/callback.c.j2", C_NAMES.level_param, C_NAMES.level, (C_NAMES.level,), (C_NAMES.context, C_NAMES.level)
     ),
 }
 

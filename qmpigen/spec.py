@@ -25,6 +25,7 @@ import lark
 from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
 from . import groups as group_table
+from .cnames import C_NAMES, RESERVED_PREFIX
 from .errors import Location, QmpigenError
 from .model import Enumeration, MpiApi, MpiFunction
 from .resources import grammars_dir
@@ -465,8 +466,8 @@ class _Builder:
                 where,
             )
         name = match.group("name")
-        if name.startswith("qmpi_"):
-            raise QmpigenError(f"field names starting with qmpi_ are reserved for qmpigen: '{name}'", where)
+        if name.startswith(RESERVED_PREFIX):
+            raise QmpigenError(f"field names starting with {RESERVED_PREFIX} are reserved for qmpigen: '{name}'", where)
         for other in earlier:
             if other.name == name:
                 raise QmpigenError(f"field '{name}' is declared twice (first at {other.location})", where)
@@ -547,6 +548,10 @@ class Wrapper:
     @property
     def returns(self) -> bool:
         return self.function.return_type != "void"
+
+    @property
+    def is_fan_out(self) -> bool:
+        return self.function.is_fan_out
 
     @property
     def makes_call(self) -> bool:
@@ -746,7 +751,7 @@ class _Resolver:
         has_context = spec.has_context and bool(spec.fields) or has_hooks
         lifecycle = self.lifecycle() if has_hooks else {}
 
-        pcontrol = [f for f in self.enumeration if f.quirk == "fan_out"]
+        pcontrol = [f for f in self.enumeration if f.is_fan_out]
         if spec.on_pcontrol is not None:
             if not pcontrol:
                 raise QmpigenError(
@@ -766,7 +771,7 @@ class _Resolver:
         used_types: Dict[int, Set[str]] = {}
         for function in self.enumeration:
             rule_index = rule_of[function.name][0] if function.name in rule_of else None
-            handler = spec.on_pcontrol if function.quirk == "fan_out" else None
+            handler = spec.on_pcontrol if function.is_fan_out else None
             stage = lifecycle.get(function.name, "")
             if rule_index is None and handler is None and not stage:
                 continue
@@ -836,7 +841,7 @@ class _Resolver:
     ) -> Wrapper:
         symbol = f"{self.spec.prefix}_{function.short}"
         rule = self.spec.rules[rule_index] if rule_index is not None else None
-        if function.quirk == "fan_out":
+        if function.is_fan_out:
             mode = "fan_out"
         elif rule is not None and rule.instead is not None:
             mode = "instead"
@@ -867,7 +872,7 @@ class _Resolver:
         if handler is not None:
             instead = self.block(handler, variables, function)
         blocks = before + before_each + after_each + after + ([instead] if instead else [])
-        uses_ctx = bool(stage) or any("qmpi_ctx" in b.text for b in blocks)
+        uses_ctx = bool(stage) or any(C_NAMES.ctx in b.text for b in blocks)
         return Wrapper(
             function=function,
             symbol=symbol,
@@ -887,9 +892,9 @@ class _Resolver:
         return {"tool": self.spec.name, "prefix": self.spec.prefix, "context": f"struct {self.spec.name}_context"}
 
     def hook_vars(self) -> Dict[str, str]:
-        variables = dict(self.common_vars(), ctx="qmpi_ctx", level="qmpi_level", rank="qmpi_ctx->qmpi_rank")
+        variables = dict(self.common_vars(), ctx=C_NAMES.ctx, level=C_NAMES.level, rank=C_NAMES.ctx_rank)
         if self.interface == "thesis":
-            variables["v"] = "qmpi_v"  # the thesis chain; callback tools have none
+            variables["v"] = C_NAMES.chain  # the thesis chain; callback tools have none
         return variables
 
     def function_vars(self, function: MpiFunction) -> Dict[str, str]:
@@ -901,10 +906,10 @@ class _Resolver:
             rtype=function.return_type,
             args=function.args,
             nargs=str(len(function.params)),
-            ret="qmpi_ret",
+            ret=C_NAMES.ret,
         )
         if function.variadic:
-            variables["va"] = "qmpi_args"
+            variables["va"] = C_NAMES.va_args
         for position, param in enumerate(function.params):
             variables[str(position)] = param.name
         return variables
