@@ -78,16 +78,18 @@ static size_t qmpi_escape_controls(char *out, const char *text, size_t length)
     return written;
 }
 
-QMPI_HIDDEN void qmpi_fatalf(const char *format, ...)
+/* The one writer of the core's error lines: "qmpi: error: <message>" on stderr, in
+ * one write, so lines of different ranks do not interleave. */
+static void qmpi_write_error(const char *format, va_list args) __attribute__((format(printf, 1, 0)));
+static void qmpi_write_error(const char *format, va_list args)
 {
     static const char prefix[] = "qmpi: error: ";
-    va_list args;
+    va_list again;
     int length;
     char *message = NULL, *line = NULL;
 
-    va_start(args, format);
+    va_copy(again, args); /* vsnprintf consumes a va_list: one to measure, one to print */
     length = vsnprintf(NULL, 0, format, args);
-    va_end(args);
     if (length >= 0 && (size_t)length < (SIZE_MAX - sizeof prefix) / 4) {
         message = malloc((size_t)length + 1);
         line = malloc(sizeof prefix + 4 * (size_t)length); /* prefix, escaped message, '\n' */
@@ -95,20 +97,27 @@ QMPI_HIDDEN void qmpi_fatalf(const char *format, ...)
     if (message != NULL && line != NULL) {
         size_t size = sizeof prefix - 1;
 
-        va_start(args, format);
-        vsnprintf(message, (size_t)length + 1, format, args);
-        va_end(args);
+        vsnprintf(message, (size_t)length + 1, format, again);
         memcpy(line, prefix, size);
         size += qmpi_escape_controls(line + size, message, (size_t)length);
         line[size++] = '\n';
-        /* one write, so lines of different ranks do not interleave */
         if (write(STDERR_FILENO, line, size) < 0)
             (void)0;
     } else {
         fputs("qmpi: error: (message lost: out of memory)\n", stderr);
     }
+    va_end(again);
     free(message);
     free(line);
+}
+
+QMPI_HIDDEN void qmpi_fatalf(const char *format, ...)
+{
+    va_list args;
+
+    va_start(args, format);
+    qmpi_write_error(format, args);
+    va_end(args);
     qmpi_stop_job();
 }
 
@@ -179,20 +188,10 @@ static int qmpi_refuse(int code, const char *format, ...) __attribute__((format(
 static int qmpi_refuse(int code, const char *format, ...)
 {
     va_list args;
-    char line[600] = "qmpi: error: ";
-    size_t prefix = strlen(line);
-    int length;
 
     va_start(args, format);
-    length = vsnprintf(line + prefix, sizeof line - prefix - 1, format, args);
+    qmpi_write_error(format, args);
     va_end(args);
-    if (length < 0)
-        return code;
-    if ((size_t)length > sizeof line - prefix - 2)
-        length = (int)(sizeof line - prefix - 2); /* a long tool name is cut, never overflows */
-    line[prefix + (size_t)length] = '\n';
-    if (write(STDERR_FILENO, line, prefix + (size_t)length + 1) < 0) /* one write: lines stay whole */
-        (void)0;
     return code;
 }
 
