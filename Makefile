@@ -27,7 +27,7 @@ MPI_ENV := PATH=$(MPI_PREFIX)/bin:$$PATH OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN
 MPIEXEC := $(MPI_PREFIX)/bin/mpiexec $(if $(filter openmpi,$(MPI)),--oversubscribe,)
 DEMO := $(abspath $(OUT))/demo-$(MPI)
 
-.PHONY: all demo test test-fast test-intelmpi test-debian test-threads bench venv clean distclean
+.PHONY: all demo test test-fast test-intelmpi test-debian test-threads test-sanitize bench venv clean distclean
 
 all: demo
 
@@ -85,6 +85,12 @@ test-debian: $(MPICH_STAMP)
 		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends libmpich-dev libopenmpi-dev; }
 	QMPIGEN_DEBIAN_MPIS=1 QMPIGEN_REQUIRE_MPIS=debian-mpich,debian-openmpi \
 		$(MPICH)/bin/python -m pytest -q -p no:cacheprovider -m mpi tests
+
+# The compile-and-run tests with the core, tools and applications built with ASan+UBSan;
+# any report fails, leaks only inside the MPI libraries are suppressed (tests/sanitize/lsan.supp).
+test-sanitize: $(MPICH_STAMP) $(OPENMPI_STAMP)
+	QMPIGEN_SANITIZE=1 QMPIGEN_MPICH=$(MPICH) QMPIGEN_OPENMPI=$(OPENMPI) QMPIGEN_REQUIRE_MPIS=mpich,openmpi \
+		$(MPICH)/bin/python -m pytest -q -p no:cacheprovider -rs -m mpi tests
 
 # Unit tests only (no MPI compile-and-run): seconds.
 test-fast: $(MPICH_STAMP)
