@@ -19,6 +19,7 @@ from .model import MpiApi
 from .parse import parse_header
 from .render import GeneratorInfo, render_core
 from .select import Selection, enumerate_functions
+from .tool import Interface
 from .write import WriteReport, write_outputs
 
 EXIT_USAGE = 2
@@ -151,11 +152,7 @@ def functions(mpi_header, mpicc, cflags, include, exclude, mpix, as_json, dump, 
     selected = None
     if group_names:
         selected = {name for group in named_groups(group_names) for name in group_members(group, enumeration)}
-    facts = enumeration.facts
-    click.echo(
-        f"# {facts.implementation} {facts.version} (MPI {facts.mpi_version}.{facts.mpi_subversion}): "
-        f"{len(enumeration)} functions, enumeration {enumeration.hash}"
-    )
+    click.echo(f"# {enumeration.facts.title}: {len(enumeration)} functions, enumeration {enumeration.hash}")
     width = max(len(f.enum) for f in enumeration)
     rwidth = max(len(f.return_type) for f in enumeration)
     for index, function in enumerate(enumeration):
@@ -249,8 +246,8 @@ def examples(directory, force) -> None:
 @click.option("-o", "--output", required=True, metavar="DIR", help="Directory for NAME.c and its Makefile.")
 @click.option(
     "--interface",
-    type=click.Choice(["thesis", "callback"]),
-    default="thesis",
+    type=click.Choice([i.value for i in Interface]),
+    default=Interface.THESIS.value,
     show_default=True,
     help="thesis: wrappers found through get_interceptions (TOOLS=); callback: the MPI Forum / MPICH "
     "interface, registered from a constructor (QMPI_TOOL_LIST=).",
@@ -275,8 +272,11 @@ def scaffold_tool(
       make -C sendcount QMPI_CORE=../core && TOOLS=./sendcount/libsendcount.so mpiexec -n 2 ./app
     The spec language: docs/spec-language.md ('qmpigen examples DIR' writes it out).
     """
-    from .scaffold import guard, quick_error, quick_spec, render_tool
-    from .spec import SPEC_SUFFIX, load_spec, resolve
+    from .render import render_tool
+    from .scaffold import guard, quick_error, quick_spec
+    from .spec import SPEC_SUFFIX
+    from .spec_parse import load_spec
+    from .spec_resolve import resolve
 
     quick = name is not None or intercept is not None or prefix is not None
     if spec is not None and quick:

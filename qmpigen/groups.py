@@ -10,15 +10,17 @@ one declares. docs/spec-language.md lists them (a test keeps that list complete)
 
 from __future__ import annotations
 
+import difflib
 import fnmatch
 from dataclasses import dataclass
-from typing import Dict, FrozenSet, Tuple
+from typing import Dict, FrozenSet, Iterable, Optional, Sequence, Tuple
 
-from .model import MpiFunction
+from .model import LIFECYCLE, Enumeration, MpiApi, MpiFunction
+from .quirks import CONVERSION_SUFFIXES
 
 # Conversions between C handles and Fortran or integer handles: bookkeeping, not
 # communication; left out of the communication groups.
-_CONVERSIONS = ("*_c2f", "*_f2c", "*_toint", "*_fromint", "*_f082c", "*_c2f08", "*_f082f", "*_f2f08")
+_CONVERSIONS = tuple("*" + suffix for suffix in CONVERSION_SUFFIXES)
 
 
 @dataclass(frozen=True)
@@ -79,8 +81,7 @@ GROUPS: Tuple[Group, ...] = (
     Group(
         "init-finalize",
         "starting and ending MPI in the world and sessions models, and asking about it",
-        ("MPI_Init", "MPI_Init_thread", "MPI_Initialized", "MPI_Finalize", "MPI_Finalized",
-         "MPI_Session_init", "MPI_Session_finalize", "MPI_Is_thread_main", "MPI_Query_thread", "MPI_Abort"),
+        tuple(LIFECYCLE) + ("MPI_Initialized", "MPI_Finalized", "MPI_Is_thread_main", "MPI_Query_thread", "MPI_Abort"),
     ),
     Group("sessions", "the MPI 4.0 sessions model", ("MPI_Session_*",), exclude=_CONVERSIONS),
     Group(
@@ -119,12 +120,6 @@ GROUPS: Tuple[Group, ...] = (
 
 BY_NAME: Dict[str, Group] = {g.name: g for g in GROUPS}
 
-
-# Functions that start or end MPI for a tool instance: a tool with `on init` or
-# `on finalize` hooks intercepts those of them that the enumeration has.
-INIT_FUNCTIONS: Tuple[str, ...] = ("MPI_Init", "MPI_Init_thread", "MPI_Session_init")
-FINALIZE_FUNCTIONS: Tuple[str, ...] = ("MPI_Finalize", "MPI_Session_finalize")
-WORLD_INIT_FUNCTIONS: FrozenSet[str] = frozenset({"MPI_Init", "MPI_Init_thread"})
 
 
 # Every MPI_ function declared by the mpi.h of MPICH 5.0.2 (MPI 5.0) or Open MPI 5.0.11
@@ -272,3 +267,57 @@ MPI_Win_start MPI_Win_sync MPI_Win_test MPI_Win_toint MPI_Win_unlock MPI_Win_unl
 MPI_Wtime
 """.split()
 )
+
+
+# -- why a selector selects nothing: hints in terms of the groups and MPIs we know ----------
+
+
+def unknown_group(name: str, user_groups: Iterable[str]) -> str:
+    known = sorted(set(BY_NAME) | set(user_groups))
+    close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+    hint = f"; did you mean {close[0]}?" if close else f" (groups: {', '.join(known)})"
+    return f"unknown group '{name}'{hint}"
+
+
+def empty_group(group: Group, enumeration: Enumeration) -> str:
+    return f"group '{group.name}' ({group.description}) matches no function of {enumeration.facts.title}"
+
+
+def glob_miss(glob: str, enumeration: Enumeration, api: Optional[MpiApi]) -> str:
+    words = enumeration.facts.title
+    if api is not None:
+        declared = [f.name for f in api if fnmatch.fnmatchcase(f.name, glob)]
+        if declared and all(f.startswith("MPIX_") for f in declared):
+            return f"'{glob}' matches only MPIX_ functions, which the enumeration leaves out (add --mpix)"
+        if declared:
+            return f"'{glob}' matches no interceptable function of {words} (it matches {declared[0]}, left out of the enumeration)"
+    known = sorted(fnmatch.filter(KNOWN_FUNCTIONS, glob))
+    if known:
+        return f"'{glob}' matches no function of {words}: this MPI lacks {_few(known)}"
+    return f"'{glob}' matches no function of {words}"
+
+
+def function_miss(name: str, enumeration: Enumeration, api: Optional[MpiApi]) -> str:
+    words = enumeration.facts.title
+    if name.startswith(("PMPI_", "PMPIX_")):
+        return f"intercept {name[1:]}, not {name}: the core calls {name} at the end of the chain"
+    declared = api.get(name) if api is not None else None
+    if declared is not None:
+        if declared.prefix == "MPIX" and declared.has_pmpi:
+            return f"{name} is an MPIX_ extension, which the enumeration leaves out: add --mpix (to the core too)"
+        if not declared.has_pmpi:
+            return f"{words} declares {name} without a PMPI_ twin: QMPI cannot intercept it"
+        return f"{name} is left out of this enumeration by --include/--exclude (build the core the same way)"
+    if name in KNOWN_FUNCTIONS:
+        extra = ""
+        if name.endswith("_c") and not any(n.endswith("_c") for n in enumeration.names):
+            extra = " (it declares no large-count _c functions)"
+        return f"{words} lacks {name}: its mpi.h does not declare it{extra}"
+    close = difflib.get_close_matches(name, enumeration.names, n=3, cutoff=0.75)
+    if close:
+        return f"unknown MPI function {name}; did you mean {' or '.join(close)}?"
+    return f"unknown MPI function {name} ({words} declares no such function)"
+
+
+def _few(names: Sequence[str]) -> str:
+    return ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")

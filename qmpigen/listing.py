@@ -13,18 +13,13 @@ from .header import PreprocessedHeader
 from .model import Enumeration, MpiApi
 
 
-def mpi_name(enumeration: Enumeration) -> str:
-    facts = enumeration.facts
-    return f"{facts.implementation} {facts.version}".strip() + f" (MPI {facts.mpi_version}.{facts.mpi_subversion})"
-
-
 def source_line(source: PreprocessedHeader, enumeration: Enumeration) -> str:
     """Which MPI was read, and from where: with several MPIs installed (environment
     modules), the first mpicc on PATH is not always the one meant."""
     driver = shutil.which(source.driver[0]) or source.driver[0]
     command = " ".join([os.path.abspath(driver), *source.driver[1:]])
     return (
-        f"qmpigen: read {mpi_name(enumeration)} from {source.header_path} (driver {command}): "
+        f"qmpigen: read {enumeration.facts.title} from {source.header_path} (driver {command}): "
         f"{len(enumeration)} functions, enumeration {enumeration.hash}"
     )
 
@@ -101,7 +96,7 @@ def group_members(group: Group, enumeration: Enumeration) -> List[str]:
 def groups_table(enumeration: Enumeration) -> str:
     """Every built-in group with its number of members in this enumeration."""
     width = max(len(g.name) for g in GROUPS)
-    lines = [f"# {mpi_name(enumeration)}: {len(GROUPS)} groups; 'qmpigen groups NAME' lists the members"]
+    lines = [f"# {enumeration.facts.title}: {len(GROUPS)} groups; 'qmpigen groups NAME' lists the members"]
     for group in GROUPS:
         lines.append(f"{group.name:<{width}}  {len(group_members(group, enumeration)):4d}  {group.description}")
     return "\n".join(lines) + "\n"
@@ -119,6 +114,6 @@ def groups_listing(names: Sequence[str], enumeration: Enumeration) -> str:
     lines: List[str] = []
     for group in named_groups(names):
         members = group_members(group, enumeration)
-        lines.append(f"# {group.name}: {len(members)} functions of {mpi_name(enumeration)}: {group.description}")
+        lines.append(f"# {group.name}: {len(members)} functions of {enumeration.facts.title}: {group.description}")
         lines.extend(members)
     return "\n".join(lines) + "\n"

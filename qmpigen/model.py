@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Dict, Iterator, Optional, Tuple
 
 from .errors import Location
@@ -36,6 +37,29 @@ FORUM_TOOL_API: Dict[str, Tuple[Tuple[str, ...], str]] = {
     ),
     "QMPI_Get_tool_storage": (("context", "tool_id", "storage"), "QMPI_Context context, int tool_id, void **storage"),
     "QMPI_Get_calling_address": (("context", "address"), "QMPI_Context context, void **address"),
+}
+
+
+class Lifecycle(str, Enum):
+    """What a function does to MPI's life (MPI 5.0 sections 11.2 and 11.3)."""
+
+    WORLD_INIT = "world_init"  # initialises the world model
+    SESSION_INIT = "session_init"  # opens a session
+    FINALIZE = "finalize"  # finalises the world model
+    SESSION_FINALIZE = "session_finalize"  # closes a session
+
+    @property
+    def starts(self) -> bool:
+        return self in (Lifecycle.WORLD_INIT, Lifecycle.SESSION_INIT)
+
+
+# The functions that start or end MPI: the one list of them.
+LIFECYCLE: Dict[str, Lifecycle] = {
+    "MPI_Init": Lifecycle.WORLD_INIT,
+    "MPI_Init_thread": Lifecycle.WORLD_INIT,
+    "MPI_Session_init": Lifecycle.SESSION_INIT,
+    "MPI_Finalize": Lifecycle.FINALIZE,
+    "MPI_Session_finalize": Lifecycle.SESSION_FINALIZE,
 }
 
 
@@ -92,6 +116,11 @@ class MpiFunction:
     location: Location
     quirk: Optional[Dispatch] = None  # from quirks.DISPATCH: Dispatch.FAN_OUT for MPI_Pcontrol
     pmpi_optional: bool = False  # the C library may lack PMPI_<Name> (quirks.OPTIONAL_PMPI)
+
+    @property
+    def lifecycle(self) -> Optional[Lifecycle]:
+        """Whether it starts or ends MPI (then tools may hook it), else None."""
+        return LIFECYCLE.get(self.name)
 
     @property
     def is_fan_out(self) -> bool:
@@ -185,6 +214,11 @@ class HeaderFacts:
     # both, so it refuses any other MPI's mpi.h at compile time.
     identity: Tuple[Tuple[str, int], ...] = ()
     absent_markers: Tuple[str, ...] = ()
+
+    @property
+    def title(self) -> str:
+        """How messages and banners name the MPI: "MPICH 5.0.2 (MPI 5.0)"."""
+        return f"{self.implementation} {self.version}".strip() + f" (MPI {self.mpi_version}.{self.mpi_subversion})"
 
     @property
     def identity_clauses(self) -> Tuple[str, ...]:

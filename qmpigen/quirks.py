@@ -37,21 +37,16 @@ OPTIONAL_PMPI: FrozenSet[str] = frozenset(
     }
 )
 
+# Handle conversions: C <-> Fortran (and Fortran 2008) handles; MPI 5.0 ABI integers.
+CONVERSION_SUFFIXES: Tuple[str, ...] = ("_c2f", "_f2c", "_f082c", "_c2f08", "_f082f", "_f2f08", "_toint", "_fromint")
+
 # Categories derived from the name, shared by every MPI. (category, kind, text)
 NAME_CATEGORIES: Tuple[Tuple[str, str, str], ...] = (
     ("mpi_t", "prefix", "MPI_T_"),  # tool information interface (MPI 3.0+)
     ("mpix", "prefix", "MPIX_"),  # implementation extensions (MPICH)
     ("sessions", "prefix", "MPI_Session_"),  # MPI 4.0 Sessions model
     ("large_count", "suffix", "_c"),  # MPI 4.0 large-count (MPI_Count) variants
-    ("conversion", "suffix", "_c2f"),  # C <-> Fortran handle conversions
-    ("conversion", "suffix", "_f2c"),
-    ("conversion", "suffix", "_f082c"),
-    ("conversion", "suffix", "_c2f08"),
-    ("conversion", "suffix", "_f082f"),
-    ("conversion", "suffix", "_f2f08"),
-    ("conversion", "suffix", "_toint"),  # MPI 5.0 ABI integer conversions
-    ("conversion", "suffix", "_fromint"),
-)
+) + tuple(("conversion", "suffix", suffix) for suffix in CONVERSION_SUFFIXES)
 
 # Removed from the standard in MPI 3.0 (still declared by some MPIs behind options;
 # Open MPI #defines them to a compile error instead, which the macro check catches).

@@ -1,7 +1,9 @@
-"""Stage 4: model -> C sources, with one jinja2 environment and explicit plans.
+"""Rendering: models -> files, with one jinja2 environment and one plan per command.
 
-Templates stay readable C: derived text comes from model properties and from the
-filters below (wrapper types and parameter lists of the QMPI tool interface).
+A plan is (template, output file) pairs: what build-core (CORE_PLAN) and scaffold-tool
+(tool_plan) write is visible here. Templates stay readable C: derived text comes from
+model properties, the filters below (wrapper types and parameter lists of the QMPI
+tool interface) and the global `c` (qmpigen.cnames: the C names generated code uses).
 """
 
 from __future__ import annotations
@@ -9,14 +11,17 @@ from __future__ import annotations
 import functools
 import shlex
 from dataclasses import dataclass
-from typing import Dict, Sequence, Tuple
+from typing import Callable, Dict, Optional, Sequence, Tuple
 
 import jinja2
 
 from . import __version__
+from .checksum import checksum_line, stamp
 from .cnames import C_NAMES
 from .model import Enumeration, MpiFunction
 from .resources import templates_dir
+from .spec import SPEC_SUFFIX
+from .tool import CBlock, Interface, Tool
 
 # What build-core writes: (template, output file). The one place to see the outputs.
 CORE_PLAN: Tuple[Tuple[str, str], ...] = (
@@ -44,9 +49,7 @@ class GeneratorInfo:
 
     @classmethod
     def for_enumeration(cls, enumeration: Enumeration, command: str) -> "GeneratorInfo":
-        facts = enumeration.facts
-        mpi = f"{facts.implementation} {facts.version}".strip() + f" (MPI {facts.mpi_version}.{facts.mpi_subversion})"
-        return cls(__version__, mpi, enumeration.hash, command)
+        return cls(__version__, enumeration.facts.title, enumeration.hash, command)
 
     @property
     def major(self) -> str:
@@ -113,11 +116,104 @@ def environment() -> jinja2.Environment:
     return env
 
 
-def render_plan(plan: Sequence[Tuple[str, str]], context: Dict[str, object]) -> Dict[str, str]:
+def render_plan(
+    plan: Sequence[Tuple[str, str]], context: Dict[str, object], finish: Optional[Callable[[str, str], str]] = None
+) -> Dict[str, str]:
+    """Every output of the plan; finish(text, output) is applied to each, if given."""
     env = environment()
-    return {output: env.get_template(template).render(**context) for template, output in plan}
+    files = {output: env.get_template(template).render(**context) for template, output in plan}
+    return {output: finish(text, output) if finish else text for output, text in files.items()}
 
 
 def render_core(enumeration: Enumeration, gen: GeneratorInfo) -> Dict[str, str]:
     sources = [output for _, output in CORE_PLAN if output.endswith(".c")]
     return render_plan(CORE_PLAN, {"enumeration": enumeration, "gen": gen, "sources": sources})
+
+
+# -- tools (scaffold-tool) ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ToolInterface:
+    """How the chain calls a tool: its C template and the names of the parameters
+    that the interface adds to every wrapper and hook."""
+
+    template: str
+    hook_params: str
+    hook_args: str
+    hook_unused: Tuple[str, ...]
+    wrapper_unused: Tuple[str, ...]
+
+
+INTERFACES: Dict[Interface, ToolInterface] = {
+    # The thesis's: PREFIX_<Name>(args, int level, vector *v), found via get_interceptions.
+    Interface.THESIS: ToolInterface(
+        "tool/thesis.c.j2",
+        f"{C_NAMES.level_param}, {C_NAMES.chain_param}",
+        f"{C_NAMES.level}, {C_NAMES.chain}",
+        (C_NAMES.level, C_NAMES.chain),
+        (C_NAMES.level, C_NAMES.chain),
+    ),
+    # The MPI Forum's / MPICH's: fn(QMPI_Context, int tool_id, args), registered by name.
+    Interface.CALLBACK: ToolInterface(
+        "tool/callback.c.j2", C_NAMES.level_param, C_NAMES.level, (C_NAMES.level,), (C_NAMES.context, C_NAMES.level)
+    ),
+}
+
+STARTER_SPEC = "tool/starter.qmpi.j2"  # the quick form's spec, NAME.qmpi
+
+
+def tool_plan(tool: Tool) -> Tuple[Tuple[str, str], ...]:
+    """What scaffold-tool writes for a tool."""
+    return ((INTERFACES[tool.interface].template, f"{tool.name}.c"), ("tool/Makefile.j2", "Makefile"))
+
+
+def render_tool(tool: Tool, gen: GeneratorInfo, enumeration_size: int) -> Dict[str, str]:
+    """The tool's files, each stamped with its checksum (qmpigen.checksum)."""
+    context = {
+        "tool": tool,
+        "gen": gen,
+        "user_code": _user_code(tool.spec_file),
+        "checksum_line": checksum_line,
+        "enumeration_size": enumeration_size,
+        "iface": INTERFACES[tool.interface],
+    }
+    return render_plan(tool_plan(tool), context, lambda text, output: stamp(_restore_lines(text, output)))
+
+
+def render_starter_spec(name: str, tool_statement: str, selection: str, regenerate: str) -> Tuple[str, str]:
+    """The quick form's spec: (file name, text)."""
+    text = environment().get_template(STARTER_SPEC).render(
+        name=name, tool_statement=tool_statement, selection=selection, regenerate=regenerate
+    )
+    return name + SPEC_SUFFIX, text
+
+
+# Spec code sits between #line directives, so that compiler messages point into the spec;
+# after it, this marker becomes a #line back to the generated file itself.
+RESTORE = "#line QMPIGEN_RESTORE"
+
+
+def _c_string(text: str) -> str:
+    return text.replace("\\", "\\\\").replace('"', '\\"')
+
+
+def _user_code(spec_file: str) -> Callable[[CBlock, int], str]:
+    def user_code(block: CBlock, indent: int) -> str:
+        """Spec code between #line directives, so compiler messages point into the spec."""
+        pad = " " * indent
+        body = "\n".join(pad + line if line.strip() else "" for line in block.text.split("\n"))
+        return f'#line {block.line} "{_c_string(spec_file)}"\n{body}\n{RESTORE}'
+
+    return user_code
+
+
+def _restore_lines(text: str, output: str) -> str:
+    """After user code, point compiler messages back at the generated file itself."""
+    lines = text.split("\n")
+    # A restore right before the next #line says nothing.
+    lines = [l for i, l in enumerate(lines) if not (l == RESTORE and lines[i + 1 : i + 2] and lines[i + 1].startswith("#line "))]
+    for number, line in enumerate(lines, start=1):
+        if line == RESTORE:
+            lines[number - 1] = f'#line {number + 1} "{_c_string(output)}"'
+    return "\n".join(lines)

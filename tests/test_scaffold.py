@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from conftest import qmpigen
-from qmpigen.scaffold import intact, stamp
+from qmpigen.checksum import intact, stamp
 from test_spec_resolve import MPICH_LIKE
 
 pytestmark = pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler (cc)")

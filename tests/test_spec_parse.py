@@ -1,4 +1,4 @@
-"""Tool specs, stage 1 (qmpigen/spec.py parse_spec, grammars/qmpi_tool.lark): the text
+"""Tool specs, stage 1 (qmpigen/spec_parse.py, grammars/qmpi_tool.lark): the text
 of a .qmpi file to a ToolSpec, without any MPI.
 
 Every construct is read back exactly; every error is one QmpigenError whose
@@ -16,15 +16,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from qmpigen.errors import Location, QmpigenError
-from qmpigen.spec import (
-    Code,
-    ToolSpec,
-    check_variables,
-    load_spec,
-    normalise_type,
-    offset_location,
-    parse_spec,
-)
+from qmpigen.spec import CONTEXT, Code, ToolSpec, normalise_type
+from qmpigen.spec_parse import load_spec, parse_spec
+from qmpigen.variables import check_variables, offset_location
 
 REPO = Path(__file__).resolve().parent.parent
 DOCS = REPO / "docs" / "spec-language.md"
@@ -89,7 +83,7 @@ def test_every_construct_is_read_back():
     ]
     assert spec.has_context
     # code and context keep their order (a code block after context may use its type).
-    assert [item if item == "context" else item.text.strip() for item in spec.preamble] == [
+    assert ["context" if item is CONTEXT else item.text.strip() for item in spec.preamble] == [
         "#include <stdio.h>",
         "context",
     ]

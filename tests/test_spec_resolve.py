@@ -1,4 +1,4 @@
-"""Tool specs, stage 2 (qmpigen/spec.py resolve): a ToolSpec checked against the
+"""Tool specs, stage 2 (qmpigen/spec_resolve.py): a ToolSpec checked against the
 enumeration of one MPI, giving the wrappers to generate.
 
 Two small headers stand for the two kinds of MPI we meet: an MPICH-like MPI 4.1 one
@@ -17,7 +17,8 @@ from qmpigen.errors import QmpigenError
 from qmpigen.header import HeaderRequest, read_header
 from qmpigen.parse import parse_header
 from qmpigen.select import Selection, enumerate_functions
-from qmpigen.spec import parse_spec, resolve
+from qmpigen.spec_parse import parse_spec
+from qmpigen.spec_resolve import resolve
 
 pytestmark = pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler (cc)")
 
@@ -313,7 +314,7 @@ def test_hooks_intercept_the_lifecycle_functions(mpich, ompi):
         "MPI_Finalize": ("finalize", True, True),
         "MPI_Init": ("world_init", True, True),
         "MPI_Init_thread": ("world_init", True, True),
-        "MPI_Send": ("", False, False),
+        "MPI_Send": (None, False, False),
         "MPI_Session_finalize": ("session_finalize", True, True),
         "MPI_Session_init": ("session_init", True, True),
     }

@@ -1,0 +1,94 @@
+"""Tools as qmpigen generates them: a spec resolved for one MPI (qmpigen.spec_resolve),
+everything the tool templates need, as frozen values."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from typing import FrozenSet, Optional, Tuple, Union
+
+from .model import Lifecycle, MpiFunction
+from .spec import CallMode, ContextSlot
+from .variables import CONTEXT_VARS
+
+
+class Interface(str, Enum):
+    """How the chain calls a tool."""
+
+    THESIS = "thesis"  # PREFIX_<Name>(args, level, chain), found through get_interceptions; TOOLS=
+    CALLBACK = "callback"  # the MPI Forum's / MPICH's, registered by name; QMPI_TOOL_LIST=
+
+
+@dataclass(frozen=True)
+class CBlock:
+    """C code ready to emit: `$` variables replaced, dedented; `line` is its line in the spec."""
+
+    text: str
+    line: int
+    variables: FrozenSet[str] = frozenset()  # the `$` variables it used
+    is_context = False  # a code block, not the context's place (spec.ContextSlot)
+
+    @property
+    def uses_context(self) -> bool:
+        return bool(self.variables & CONTEXT_VARS)
+
+
+@dataclass(frozen=True)
+class Wrapper:
+    function: MpiFunction
+    symbol: str  # PREFIX_Send
+    mode: CallMode
+    before: Tuple[CBlock, ...] = ()
+    before_each: Tuple[CBlock, ...] = ()
+    after_each: Tuple[CBlock, ...] = ()
+    after: Tuple[CBlock, ...] = ()
+    instead: Optional[CBlock] = None
+    uses_ctx: bool = False  # the wrapper needs its instance's context in scope
+    lifecycle: Optional[Lifecycle] = None  # set when the tool hooks MPI's start or end here
+    implicit: bool = False  # intercepted only for the init/finalize hooks
+
+    @property
+    def returns(self) -> bool:
+        return self.function.return_type != "void"
+
+    @property
+    def is_fan_out(self) -> bool:
+        return self.mode is CallMode.FAN_OUT
+
+    @property
+    def makes_call(self) -> bool:
+        return self.mode.makes_call
+
+
+@dataclass(frozen=True)
+class ContextField:
+    declaration: str
+    name: str
+    initializer: Optional[str]
+
+
+@dataclass(frozen=True)
+class Tool:
+    """A spec resolved for one MPI: everything the templates need."""
+
+    name: str
+    prefix: str
+    spec_file: str  # base name of the spec, for banners and #line
+    core: Optional[str]
+    fields: Tuple[ContextField, ...]
+    has_context: bool  # a context struct is generated (user fields or hooks)
+    has_hooks: bool
+    preamble: Tuple[Union[CBlock, ContextSlot], ...]  # file-scope code and the context, in spec order
+    on_init: Optional[CBlock]
+    on_finalize: Optional[CBlock]
+    wrappers: Tuple[Wrapper, ...]  # enumeration order
+    interface: Interface = Interface.THESIS
+    session_rank: bool = False  # $rank in the sessions model, from the mpi://WORLD process set
+
+    @property
+    def context_type(self) -> str:
+        return f"struct {self.name}_context"
+
+    @property
+    def context_getter(self) -> str:
+        return f"{self.name}_context_of"
