@@ -79,28 +79,6 @@ class Param:
     is_function_pointer: bool
     promoted_type: Optional[str] = None  # set when varargs promote the type (char, short, float)
 
-    @property
-    def is_handle(self) -> bool:
-        return not self.is_pointer and self.base_type in HANDLE_TYPES
-
-
-# Opaque MPI handle types (MPI standard, section 2.5.1); used for spec predicates.
-HANDLE_TYPES = frozenset(
-    {
-        "MPI_Comm",
-        "MPI_Datatype",
-        "MPI_Errhandler",
-        "MPI_File",
-        "MPI_Group",
-        "MPI_Info",
-        "MPI_Message",
-        "MPI_Op",
-        "MPI_Request",
-        "MPI_Session",
-        "MPI_Win",
-    }
-)
-
 
 @dataclass(frozen=True)
 class MpiFunction:
@@ -182,11 +160,6 @@ class MpiFunction:
         """Fixed parameters plus extra trailing (or leading) parameters."""
         fixed = [p.declaration for p in self.params]
         parts = [extra] + fixed if leading else fixed + [extra]
-        return ", ".join(parts)
-
-    def args_with(self, extra: str, leading: bool = False) -> str:
-        names = [p.name for p in self.params]
-        parts = [extra] + names if leading else names + [extra]
         return ", ".join(parts)
 
     def has_category(self, category: str) -> bool:

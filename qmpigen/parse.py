@@ -310,30 +310,18 @@ def _enum_values(enum: c_ast.Enum) -> Tuple[Tuple[str, int], ...]:
 
 def _facts(source: PreprocessedHeader, declares_qmpi: bool, forum_enum: Tuple[Tuple[str, int], ...]) -> HeaderFacts:
     macros = source.object_macros
-
-    def number(macro: str) -> int:
-        text = macros.get(macro, "").strip("()")
-        return int(text) if text.isdigit() else 0
-
-    implementation, version = "unknown", ""
-    for name, version_macros in quirks.IMPLEMENTATION_MARKERS:
-        if version_macros[0] in macros:
-            implementation = name
-            first = macros[version_macros[0]].strip()
-            if first.startswith('"'):
-                version = first.strip('"')
-            else:
-                version = ".".join(str(number(m)) for m in version_macros)
-            break
+    implementation, version = quirks.implementation(macros)
     identity = tuple(
-        (macro, number(macro)) for macro in quirks.IDENTITY_MACROS if macros.get(macro, "").strip("()").isdigit()
+        (macro, quirks.macro_number(macros, macro))
+        for macro in quirks.IDENTITY_MACROS
+        if macros.get(macro, "").strip("()").isdigit()
     )
     absent = tuple(markers[0] for _, markers in quirks.IMPLEMENTATION_MARKERS if markers[0] not in macros)
     return HeaderFacts(
         implementation=implementation,
         version=version,
-        mpi_version=number("MPI_VERSION"),
-        mpi_subversion=number("MPI_SUBVERSION"),
+        mpi_version=quirks.macro_number(macros, "MPI_VERSION"),
+        mpi_subversion=quirks.macro_number(macros, "MPI_SUBVERSION"),
         declares_qmpi=declares_qmpi,
         forum_enum=forum_enum,
         identity=identity,

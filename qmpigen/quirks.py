@@ -7,7 +7,7 @@ macros) is read from the header itself; only what the header cannot tell us live
 from __future__ import annotations
 
 from enum import Enum
-from typing import Dict, FrozenSet, Tuple
+from typing import Dict, FrozenSet, Mapping, Tuple
 
 
 class Dispatch(str, Enum):
@@ -152,3 +152,21 @@ def name_categories(name: str) -> FrozenSet[str]:
     if name in DEPRECATED:
         found.add("deprecated")
     return frozenset(found)
+
+
+def implementation(macros: Mapping[str, str]) -> Tuple[str, str]:
+    """(implementation, version) from the header's object-like macros, by
+    IMPLEMENTATION_MARKERS: ("unknown", "") when no marker is defined."""
+    for name, version_macros in IMPLEMENTATION_MARKERS:
+        if version_macros[0] in macros:
+            first = macros[version_macros[0]].strip()
+            if first.startswith('"'):
+                return name, first.strip('"')
+            return name, ".".join(str(macro_number(macros, m)) for m in version_macros)
+    return "unknown", ""
+
+
+def macro_number(macros: Mapping[str, str], name: str) -> int:
+    """An integer macro's value ("(4)" is 4); 0 when it is undefined or not an integer."""
+    text = macros.get(name, "").strip("()")
+    return int(text) if text.isdigit() else 0
