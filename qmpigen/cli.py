@@ -234,6 +234,26 @@ def examples(directory, force) -> None:
     report_writes(directory, write_outputs(directory, files), check=False)
 
 
+@cli.command()
+@click.argument("directory", metavar="DIR")
+@click.option("-o", "--output", required=True, metavar="OUT", help="Directory for the merged trace (replaced).")
+@click.option("--level", type=int, default=None, metavar="N", help="The trace tool instance at chain level N.")
+def trace(directory, output, level) -> None:
+    """Merge the rank files of sample_tools/trace.c in DIR into OUT: an OTF2 archive
+    (traces.otf2), Perfetto JSON (trace.json), a timeline (timeline.png), summary.txt.
+
+    \b
+    Examples:
+      QMPI_TOOLS=./libtrace.so QMPI_TRACE_DIR=run mpiexec -n 4 ./app
+      qmpigen trace run -o run-merged && otf2-print run-merged/traces.otf2
+    """
+    from pathlib import Path
+
+    from .trace.merge import run
+
+    sys.exit(run(Path(directory), Path(output), level, lambda line: click.echo(line, err=True)))
+
+
 @cli.command("scaffold-tool")
 @click.argument("spec", required=False, metavar="[SPEC]")
 @click.option("--name", default=None, metavar="NAME", help="Quick form: the tool's name (writes DIR/NAME.qmpi too).")
