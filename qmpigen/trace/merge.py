@@ -18,7 +18,11 @@ from .read import FILE_NAME, RankFile, TraceFileError, iter_level, levels_in, re
 
 
 class MergeError(Exception):
-    """Nothing could be merged; the message is one line."""
+    """Nothing could be merged; the message is one line, `notes` say which files failed."""
+
+    def __init__(self, message: str, notes: Optional[List[str]] = None):
+        super().__init__(message)
+        self.notes = notes or []
 
 
 @dataclass
@@ -68,7 +72,8 @@ def merge(directory: Path, out: Path, level: Optional[int] = None) -> MergeRepor
             report.notes.append(f"{path.name}: {rank_file.problem}; merged the {len(rank_file.calls)} calls before it")
         headers[path] = rank_file
     if not headers:
-        raise MergeError(f"{directory}: no readable trace files" + (f" ({len(paths)} skipped)" if paths else ""))
+        raise MergeError(f"{directory}: no readable trace files" + (f" ({len(paths)} skipped)" if paths else ""),
+                         report.notes)
     world_size = max(f.world_size for f in headers.values())
     threads: Dict[int, List[int]] = defaultdict(list)
     hosts: Dict[int, str] = {}
@@ -194,6 +199,8 @@ def run(directory: Path, out: Path, level: Optional[int], echo) -> int:
     try:
         report = merge(directory, out, level)
     except MergeError as exc:
+        for note in exc.notes:
+            echo(f"qmpigen: {note}")
         echo(f"qmpigen: error: {exc}")
         return 1
     for note in report.notes:

@@ -1,0 +1,160 @@
+"""The trace tool (sample_tools/trace.c) and `qmpigen trace`, on the real MPIs: a 4-rank
+application traced above and below TBcast, merged; otf2-print (OTF2's own reader) must
+read the archive with one ENTER per call the application made, per rank and function,
+and every send must have its receive (rank, tag, bytes). Skipped with a reason when
+otf2-print or the otf2/matplotlib packages are missing, a failure when
+QMPIGEN_REQUIRE_TRACE=1 (as in CI)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from conftest import APPS, qmpigen
+
+pytestmark = pytest.mark.mpi
+
+
+def _need_trace_tools() -> None:
+    missing = []
+    if shutil.which("otf2-print") is None:
+        missing.append("otf2-print (apt-get install otf2-tools)")
+    for module in ("otf2", "matplotlib"):
+        try:
+            __import__(module)
+        except ImportError:
+            missing.append(f"the {module} package (pip install 'qmpigen[trace]')")
+    if missing:
+        if os.environ.get("QMPIGEN_REQUIRE_TRACE") == "1":
+            pytest.fail("missing: " + ", ".join(missing))
+        pytest.skip("missing: " + ", ".join(missing))
+
+
+def _app_calls(stdout: str) -> Counter:
+    return Counter({(int(r), f): int(n) for r, f, n in re.findall(r"^calls (\d+) (\S+) (\d+)$", stdout, re.M) if int(n)})
+
+
+def _otf2_enters(archive: Path) -> tuple:
+    import subprocess
+
+    proc = subprocess.run(["otf2-print", str(archive)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    definitions = subprocess.run(["otf2-print", "-G", str(archive)], capture_output=True, text=True, timeout=120)
+    rank_of = {int(m[1]): int(m[2]) for m in re.finditer(r'^LOCATION\s+(\d+)\s+Name: "rank (\d+) thread', definitions.stdout, re.M)}
+    enters, sends, receives = Counter(), Counter(), Counter()
+    for line in proc.stdout.splitlines():
+        fields = line.split()
+        if not fields:
+            continue
+        if fields[0] == "ENTER":
+            region = re.search(r'Region: "([^"]+)"', line).group(1)
+            enters[(int(fields[1]), region)] += 1
+        elif fields[0] in ("MPI_SEND", "MPI_ISEND"):
+            m = re.search(r'Receiver: \d+ \("rank (\d+) thread \d+" <\d+>\).*Tag: (\d+), Length: (\d+)', line)
+            sends[(rank_of[int(fields[1])], int(m[1]), int(m[2]), int(m[3]))] += 1
+        elif fields[0] in ("MPI_RECV", "MPI_IRECV"):
+            m = re.search(r'Sender: \d+ \("rank (\d+) thread \d+" <\d+>\).*Tag: (\d+), Length: (\d+)', line)
+            receives[(int(m[1]), rank_of[int(fields[1])], int(m[2]), int(m[3]))] += 1
+    return enters, sends, receives
+
+
+@pytest.fixture(scope="module")
+def traced_run(mpi, core, sample_tools, tmp_path_factory):
+    """trace_app at 4 ranks under trace:tbcast:trace (levels 1 and 3)."""
+    _need_trace_tools()
+    work = tmp_path_factory.mktemp(f"trace-{mpi.name}")
+    app = mpi.build_app(APPS / "trace_app.c", core, work / "trace_app")
+    tools = f"{sample_tools}/libtrace.so:{sample_tools}/libtbcast.so:{sample_tools}/libtrace.so"
+    proc = mpi.run(4, [app, work / "data.bin"], env={"QMPI_TOOLS": tools, "QMPI_TRACE_DIR": str(work / "run")},
+                   cwd=work)
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(re.findall(r"^check (\d+) 1 1$", proc.stdout, re.M)) == ["0", "1", "2", "3"], proc.stdout
+    return work, _app_calls(proc.stdout)
+
+
+def _merge(work: Path, level: int) -> Path:
+    out = work / f"merged-{level}"
+    proc = qmpigen("trace", str(work / "run"), "--level", str(level), "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    return out
+
+
+def test_above_tbcast_counts_and_messages(traced_run):
+    work, calls = traced_run
+    out = _merge(work, 1)
+    enters, sends, receives = _otf2_enters(out / "traces.otf2")
+    app_functions = {f for _, f in calls}
+    assert Counter({k: n for k, n in enters.items() if k[1] in app_functions}) == calls
+    assert {k[1] for k in enters} - app_functions == {"MPI_Init", "MPI_Finalize"}
+    assert sends == receives and sum(sends.values()) == 18
+    trace = json.loads((out / "trace.json").read_text())
+    tracks = {(e["pid"], e["tid"]) for e in trace["traceEvents"] if e["ph"] == "X"}
+    assert tracks == {(rank, 0) for rank in range(4)}
+    assert sum(1 for e in trace["traceEvents"] if e["ph"] == "s") == 18
+    assert (out / "timeline.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_below_tbcast_sees_its_sends(traced_run):
+    """Below TBcast there is no Bcast: the root sends to each other rank, the others receive."""
+    work, calls = traced_run
+    enters, sends, receives = _otf2_enters(_merge(work, 3) / "traces.otf2")
+    expected = Counter(calls)
+    for rank in range(4):
+        del expected[(rank, "MPI_Bcast")]
+        # world Bcast from 0 to 3 ranks; each half's Bcast from its last rank to the other
+        expected[(rank, "MPI_Send")] += (3 if rank == 0 else 0) + (1 if rank >= 2 else 0)
+        expected[(rank, "MPI_Recv")] += (0 if rank == 0 else 1) + (1 if rank < 2 else 0)
+    assert Counter({k: n for k, n in enters.items() if k[1] not in ("MPI_Init", "MPI_Finalize")}) == +expected
+    assert sends == receives and sum(sends.values()) == 23
+
+
+def test_truncated_and_corrupt_rank_files(traced_run):
+    work, _ = traced_run
+    cut = work / "cut"
+    shutil.copytree(work / "run", cut)
+    victim = sorted(cut.glob("*_2_0.L1.qtr"))[0]
+    victim.write_bytes(victim.read_bytes()[: victim.stat().st_size // 2])
+    (sorted(cut.glob("*_1_0.L1.qtr"))[0]).write_bytes(b"garbage")
+    proc = qmpigen("trace", str(cut), "--level", "1", "-o", str(work / "merged-cut"))
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stderr.splitlines()
+    assert any(victim.name in line and "truncated" in line for line in lines), proc.stderr
+    assert any("_1_0.L1.qtr: skipped" in line for line in lines), proc.stderr
+    assert "Traceback" not in proc.stderr
+    enters, _, _ = _otf2_enters(work / "merged-cut" / "traces.otf2")
+    assert {rank for rank, _ in enters} == {0, 2, 3}
+    empty = work / "nothing"
+    empty.mkdir()
+    (empty / "a_h_0_0.L1.qtr").write_bytes(b"QMPITRC")
+    proc = qmpigen("trace", str(empty), "-o", str(work / "merged-nothing"))
+    assert proc.returncode == 1 and len(proc.stderr.splitlines()) == 2 and "Traceback" not in proc.stderr
+    assert not (work / "merged-nothing").exists()
+
+
+def test_thread_multiple_counts_exact(mpi, core, sample_tools, tmp_path):
+    _need_trace_tools()
+    app = mpi.build_app(APPS / "trace_threads.c", core, tmp_path / "trace_threads", ["-lpthread"])
+    proc = mpi.run(2, [app], env={"QMPI_TOOLS": f"{sample_tools}/libtrace.so", "QMPI_TRACE_DIR": str(tmp_path / "run"),
+                                  "QMPI_TRACE_BUFFER": "4096"}, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    calls = _app_calls(proc.stdout)
+    out = tmp_path / "merged"
+    merged = qmpigen("trace", str(tmp_path / "run"), "-o", str(out))
+    assert merged.returncode == 0, merged.stderr
+    enters, sends, receives = _otf2_enters(out / "traces.otf2")
+    # locations are per rank and thread: 4 threads per rank, each its own file
+    totals = Counter()
+    for (_location, region), n in enters.items():
+        if region in ("MPI_Send", "MPI_Recv"):
+            totals[region] += n
+    expected = Counter()
+    for (_rank, function), n in calls.items():
+        expected[function] += n
+    assert totals == expected and len({loc for loc, _ in enters}) >= 2 * 4
+    assert sends == receives and sum(sends.values()) == 2 * 4 * 250
