@@ -27,7 +27,6 @@ ROLES = {"MPI_Send": RegionRole.POINT2POINT, "MPI_Recv": RegionRole.POINT2POINT,
 class Otf2Writer:
     def __init__(self, path: Path, world_size: int, hosts: Dict[int, str], threads: Dict[int, list]):
         self.writer = otf2.writer.Writer(str(path), timer_resolution=1_000_000_000)
-        self.writer.__enter__() if hasattr(self.writer, "__enter__") else None
         defs = self.writer.definitions
         machine = defs.system_tree_node("machine")
         nodes = {host: defs.system_tree_node(host, parent=machine) for host in sorted(set(hosts.values()))}
