@@ -145,9 +145,22 @@ struct instance {
 
 static struct instance instances[MAX_LEVELS];
 static __thread struct thread_buffer *thread_buffers[MAX_LEVELS];
-/* Traced calls open on this thread, over all instances: a call arriving while one is
- * open was made below an application call (by a tool between two instances). */
+/* Traced calls open on this thread, over all instances, innermost last. A call arriving
+ * while another function's call is open was made below the application's call by a
+ * tool between two instances (TBcast's Send inside Bcast): it is nested one deeper. The
+ * same function arriving is the same call passing down the chain, at the same depth. */
+#define MAX_OPEN 32
 static __thread int open_calls;
+static __thread struct { uint16_t func; uint8_t depth; } open_stack[MAX_OPEN];
+
+static inline int call_depth(int func)
+{
+    if (open_calls == 0)
+        return 0;
+    if (open_calls > MAX_OPEN)
+        return 255;
+    return open_stack[open_calls - 1].depth + (open_stack[open_calls - 1].func != func);
+}
 
 static struct {
     const char *dir;
@@ -429,7 +442,8 @@ static inline int begin(struct traced *t, int level, int func)
     struct instance *in = &instances[level];
     if (level >= MAX_LEVELS || !__atomic_load_n(&in->active, __ATOMIC_ACQUIRE))
         return 0;
-    if ((!function_interesting[func] && !options.all_functions) || (open_calls > 0 && !options.nested))
+    int depth = call_depth(func);
+    if ((!function_interesting[func] && !options.all_functions) || (depth > 0 && !options.nested))
         return 0;
     t->in = in;
     t->tb = thread_buffer(in);
@@ -440,8 +454,12 @@ static inline int begin(struct traced *t, int level, int func)
     t->r.kind = R_CALL;
     t->r.size = sizeof t->r;
     t->r.func = (uint16_t)func;
-    t->r.depth = (uint8_t)(open_calls > 255 ? 255 : open_calls);
+    t->r.depth = (uint8_t)(depth > 255 ? 255 : depth);
     t->r.comm = t->r.peer = t->r.root = t->r.datatype = t->r.file = -1;
+    if (open_calls < MAX_OPEN) {
+        open_stack[open_calls].func = (uint16_t)func;
+        open_stack[open_calls].depth = t->r.depth;
+    }
     open_calls++;
     t->r.enter_ns = now_ns();
     return 1;
