@@ -3,7 +3,7 @@ the spec tools with qmpigen scaffold-tool) and run, on every MPI, so samples can
 
 Spec tools: empty.qmpi (pass-through, every function), counter.qmpi (the build-core
 issue's counter, now generated), profiler.qmpi (mpiP-like). Hand-written: printer.c,
-tbcast.c. The profiler around TBcast reproduces the thesis's figures 4.8-4.9.
+tbcast.c, trace.c (its rank files go to tmp_path). The profiler around TBcast reproduces the thesis's figures 4.8-4.9.
 """
 
 from __future__ import annotations
@@ -34,15 +34,19 @@ def chain(tools, *names):
 
 
 def test_the_samples_are_the_ones_we_know():
-    assert SAMPLES == ["counter", "empty", "profiler", "printer", "tbcast"]
+    assert SAMPLES == ["counter", "empty", "profiler", "printer", "tbcast", "trace"]
 
 
 @pytest.mark.parametrize("name", SAMPLES)
-def test_every_sample_tool_is_built_and_runs_alone(mpi, demo_app, sample_tools, name):
+def test_every_sample_tool_is_built_and_runs_alone(mpi, demo_app, sample_tools, name, tmp_path):
     assert (sample_tools / f"lib{name}.so").exists()
-    proc = mpi.run(2, [demo_app], env={"TOOLS": chain(sample_tools, name)})
+    # tools that write files (trace: QMPI_TRACE_DIR, default ./qmpi-trace) write them under tmp_path
+    proc = mpi.run(2, [demo_app], env={"TOOLS": chain(sample_tools, name), "QMPI_TRACE_DIR": str(tmp_path / "trace")},
+                   cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert app_lines(proc.stdout) == expected_app(2)
+    if name == "trace":
+        assert sorted(p.name.split("_")[-2] for p in (tmp_path / "trace").glob("*.L1.qtr")) == ["0", "1"]
 
 
 def test_generated_counter_reports_like_the_hand_written_one(mpi, demo_app, sample_tools):
