@@ -3,7 +3,8 @@ application traced above and below TBcast, merged; otf2-print (OTF2's own reader
 read the archive with one ENTER per call the application made, per rank and function,
 and every send must have its receive (rank, tag, bytes). Skipped with a reason when
 otf2-print or the otf2/matplotlib packages are missing, a failure when
-QMPIGEN_REQUIRE_TRACE=1 (as in CI)."""
+QMPIGEN_REQUIRE_TRACE=1 (as in `make test-trace`, which installs otf2-tools). Marked
+`trace`: not in `make test`."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ import pytest
 
 from conftest import APPS, qmpigen
 
-pytestmark = pytest.mark.mpi
+pytestmark = [pytest.mark.mpi, pytest.mark.trace]
 
 
 def _need_trace_tools() -> None:
