@@ -111,7 +111,7 @@ test-sanitize-mpich: SANITIZE_MPI = QMPIGEN_MPICH=$(MPICH)
 test-sanitize-openmpi: SANITIZE_MPI = QMPIGEN_OPENMPI=$(OPENMPI)
 test-sanitize-mpich test-sanitize-openmpi: test-sanitize-%: $(MPICH_STAMP) $(OPENMPI_STAMP)
 	QMPIGEN_SANITIZE=1 $(SANITIZE_MPI) QMPIGEN_REQUIRE_MPIS=$* \
-		$(MPICH)/bin/python -m pytest -q -p no:cacheprovider -rs -m mpi tests
+		$(MPICH)/bin/python -m pytest -q -p no:cacheprovider -rs -m "mpi and not trace" tests
 
 # Unit tests, golden files and the CLI in process (no MPI compile-and-run, no wheel build): seconds.
 test-fast: $(MPICH_STAMP)
