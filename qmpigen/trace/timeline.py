@@ -56,10 +56,20 @@ class Timeline:
             y0, y1 = row.get((send.sender, send.thread)), row.get((receive.receiver, receive.thread))
             if y0 is not None and y1 is not None:
                 ax.plot([send.time / 1e6, receive.time / 1e6], [y0, y1], color="black", linewidth=0.6, alpha=0.7)
+        # MPI_Init and MPI_Finalize take far longer than the work between them: the axis
+        # shows from the end of the last Init to the start of the first Finalize
+        init_ends = [s + d for spans in self.spans.values() for f in ("MPI_Init", "MPI_Init_thread")
+                     for s, d in spans.get(f, ())]
+        finalize_starts = [s for spans in self.spans.values() for s, _ in spans.get("MPI_Finalize", ())]
+        xlabel = "time (ms, aligned to rank 0's clock)"
+        if init_ends and finalize_starts and min(finalize_starts) > max(init_ends):
+            lo, hi = max(init_ends), min(finalize_starts)
+            ax.set_xlim(lo - 0.03 * (hi - lo), hi + 0.03 * (hi - lo))
+            xlabel += "; from the end of the last MPI_Init to the start of the first MPI_Finalize"
         ax.set_yticks(range(len(tracks)))
         ax.set_yticklabels([f"rank {r}" + (f" t{t}" if t else "") for r, t in tracks])
         ax.invert_yaxis()
-        ax.set_xlabel("time (ms, aligned to rank 0's clock)")
+        ax.set_xlabel(xlabel)
         ax.set_title(title)
         handles = [plt.Rectangle((0, 0), 1, 1, color=colours(i % 20)) for i in range(len(functions))]
         ax.legend(handles, functions, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=7)
