@@ -24,7 +24,7 @@ import pytest
 from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
-from conftest import APPS, TEST_TOOLS, Mpi
+from conftest import APPS, TEST_TOOLS, Mpi, assert_no_sanitizer_report
 
 pytestmark = pytest.mark.mpi
 
@@ -76,9 +76,12 @@ class Harness:
         env.update({name.encode(): value for name, value in variables.items() if value is not None})
         assert all(len(v) < MAX_ARG_STRLEN for v in env.values()), "a test value too long for exec"
         try:
-            return subprocess.run([str(self.program)], env=env, cwd=self.workdir, capture_output=True, timeout=RUN_TIMEOUT_S)
+            proc = subprocess.run([str(self.program)], env=env, cwd=self.workdir, capture_output=True, timeout=RUN_TIMEOUT_S)
         except subprocess.TimeoutExpired:
             pytest.fail(f"the harness hung for {RUN_TIMEOUT_S} s with {variables!r}")
+        # Under make test-sanitize a report fails the case, also where an error exit is expected.
+        assert_no_sanitizer_report(proc.stderr.decode(errors="replace"), [str(self.program)])
+        return proc
 
 
 @pytest.fixture(scope="session")
