@@ -7,10 +7,16 @@ instead of a skip. Further MPIs (Debian's, Intel's) are used when their drivers 
 QMPIGEN_SANITIZE=1 (`make test-sanitize`) builds everything the tests compile (core, tools,
 applications) with ASan+UBSan and fails any run whose stderr holds a sanitizer report;
 leaks are suppressed only inside the MPI libraries (tests/sanitize/lsan.supp).
+
+Fast tests share what they read once per session: the fixture headers of
+tests/fixtures/ parsed into models (quirks_api, mpich_like, ...), and run the CLI in
+this process (run_cli). Property tests are derandomized (the "qmpigen" hypothesis
+profile): the same examples every run, so a failure always reproduces.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shutil
@@ -21,6 +27,14 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
 import pytest
+from click.testing import CliRunner
+from hypothesis import settings as hypothesis_settings
+
+from qmpigen.cli import main as cli_main
+from qmpigen.header import HeaderRequest, PreprocessedHeader, read_header
+from qmpigen.model import Enumeration, MpiApi
+from qmpigen.parse import parse_header
+from qmpigen.select import enumerate_functions
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE_TOOLS = REPO / "sample_tools"
@@ -29,6 +43,11 @@ APPS = Path(__file__).resolve().parent / "apps"
 TEST_TOOLS = Path(__file__).resolve().parent / "tools"
 RUN_TIMEOUT_S = 120
 TOOL_CFLAGS = ("-shared", "-fPIC", "-O2", "-Wall", "-Wextra", "-Werror")
+
+# Fixed examples, no example database, no deadline: a property test cannot flake, and
+# one that fails fails again on the next run.
+hypothesis_settings.register_profile("qmpigen", derandomize=True, database=None, deadline=None)
+hypothesis_settings.load_profile("qmpigen")
 
 SANITIZE = os.environ.get("QMPIGEN_SANITIZE") == "1"
 # UBSan without recovery: its first report ends the process like ASan's do. -O1 comes
@@ -269,3 +288,98 @@ def test_tools(mpi: Mpi, core: Path, tmp_path_factory) -> Path:
     for source in sorted(TEST_TOOLS.glob("*.c")):
         mpi.build_tool(source, core, out / f"lib{source.stem}.so")
     return out
+
+
+# -- the fixture headers, read and parsed once per session ---------------------------------------
+
+QUIRKS = FIXTURES / "quirks_mpi.h"  # one declaration per quirk of real MPIs
+MPICH_LIKE = FIXTURES / "mpich_like_mpi.h"  # MPI 4.1 with large-count and sessions
+OMPI_LIKE = FIXTURES / "ompi_like_mpi.h"  # MPI 3.1 without them
+TOOLS_MPI = FIXTURES / "tools_mpi.h"  # quirks_mpi.h + what the sample specs name
+FIXTURE_ARGS = ("--mpi-header", str(QUIRKS), "--mpicc", "cc")
+needs_cc = pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler (cc)")
+
+
+@functools.lru_cache(maxsize=None)
+def fixture_source(header: Path) -> PreprocessedHeader:
+    """A fixture header through the real reader (`cc -E`), once per session."""
+    return read_header(HeaderRequest(str(header), "cc"))
+
+
+@functools.lru_cache(maxsize=None)
+def fixture_api(header: Path) -> MpiApi:
+    """Its model; frozen, so tests share it."""
+    return parse_header(fixture_source(header))
+
+
+def fixture_enumeration(header: Path) -> Enumeration:
+    return enumerate_functions(fixture_api(header))
+
+
+@pytest.fixture(scope="session")
+def quirks_source() -> PreprocessedHeader:
+    return fixture_source(QUIRKS)
+
+
+@pytest.fixture(scope="session")
+def quirks_api() -> MpiApi:
+    return fixture_api(QUIRKS)
+
+
+@pytest.fixture(scope="session")
+def quirks_enumeration() -> Enumeration:
+    return fixture_enumeration(QUIRKS)
+
+
+@pytest.fixture(scope="session")
+def mpich_like_api() -> MpiApi:
+    return fixture_api(MPICH_LIKE)
+
+
+@pytest.fixture(scope="session")
+def mpich_like() -> Enumeration:
+    return fixture_enumeration(MPICH_LIKE)
+
+
+@pytest.fixture(scope="session")
+def ompi_like_api() -> MpiApi:
+    return fixture_api(OMPI_LIKE)
+
+
+@pytest.fixture(scope="session")
+def ompi_like() -> Enumeration:
+    return fixture_enumeration(OMPI_LIKE)
+
+
+# -- the command line in this process ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CliRun:
+    """What a test reads of a finished command, as of a subprocess.CompletedProcess."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def run_cli(*args: str, env: Optional[Dict[str, Optional[str]]] = None, cwd: Optional[Path] = None) -> CliRun:
+    """qmpigen.cli.main, the console script's entry point (its one-line errors and exit
+    codes included), in this process with click's CliRunner isolation: stdout and stderr
+    captured apart, `env` overriding os.environ (None removes a variable). A process
+    costs half a second of imports; this costs what the command does. The few tests of
+    the real process use qmpigen()."""
+    here = os.getcwd()
+    with CliRunner().isolation(env=env) as (out, err, _):
+        try:
+            if cwd is not None:
+                os.chdir(cwd)
+            cli_main(list(args))
+            code = 0
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        finally:
+            os.chdir(here)
+            sys.stdout.flush()
+            sys.stderr.flush()
+        return CliRun(code, out.getvalue().decode(), err.getvalue().decode())

@@ -25,8 +25,8 @@ pytestmark = pytest.mark.skipif(CC is None, reason="needs a C compiler (cc)")
 
 
 @pytest.fixture(scope="module")
-def quirks():
-    return read_header(HeaderRequest(str(QUIRKS), "cc"))
+def quirks(quirks_source):
+    return quirks_source  # read once per session (conftest)
 
 
 def fake_mpicc(directory: Path, include_dir: Path) -> Path:

@@ -55,8 +55,8 @@ def parse_text(tmp_path, text: str, name: str = "mpi.h"):
 
 
 @pytest.fixture(scope="module")
-def api():
-    return parse_header(read_header(HeaderRequest(str(QUIRKS), "cc")))
+def api(quirks_api):
+    return quirks_api  # read and parsed once per session (conftest)
 
 
 def fn(api, name):

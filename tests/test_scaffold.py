@@ -1,8 +1,9 @@
 """`qmpigen scaffold-tool` without a real MPI: the command line, what it writes, and the
 rule that protects user code (qmpigen/scaffold.py, templates/tool/).
 
-A small MPICH-like mpi.h (tests/test_spec_resolve.py) read with `cc` stands for the MPI;
-compile-and-run checks on real MPIs are in test_scaffold_mpi.py.
+A small MPICH-like mpi.h (tests/fixtures/mpich_like_mpi.h) read with `cc` stands for the
+MPI; the command runs in this process (conftest.run_cli). Compile-and-run checks on real
+MPIs are in test_scaffold_mpi.py; golden files of generated tools in test_tool_golden.py.
 """
 
 from __future__ import annotations
@@ -13,9 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import qmpigen
+from conftest import MPICH_LIKE, run_cli
 from qmpigen.checksum import intact, stamp
-from test_spec_resolve import MPICH_LIKE
 
 pytestmark = pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler (cc)")
 
@@ -51,14 +51,12 @@ on finalize %{
 
 
 @pytest.fixture(scope="module")
-def header(tmp_path_factory) -> Path:
-    directory = tmp_path_factory.mktemp("mpi")
-    (directory / "mpi.h").write_text(MPICH_LIKE)
-    return directory / "mpi.h"
+def header() -> Path:
+    return MPICH_LIKE
 
 
 def scaffold(header: Path, *args: str):
-    return qmpigen("scaffold-tool", *args, "--mpi-header", str(header), "--mpicc", "cc")
+    return run_cli("scaffold-tool", *args, "--mpi-header", str(header), "--mpicc", "cc")
 
 
 def generate(header: Path, tmp_path: Path, spec_text: str = SPEC, *extra: str):
@@ -76,7 +74,7 @@ def test_writes_the_tool_and_its_makefile(header, tmp_path):
     assert sorted(p.name for p in out.iterdir()) == ["Makefile", "demo.c"]
     source = (out / "demo.c").read_text()
     assert source.startswith("/* demo.c: the QMPI tool 'demo', generated from demo.qmpi.\n")
-    assert "qmpigen scaffold-tool demo.qmpi --mpi-header mpi.h --mpicc cc -o out\n" in source
+    assert "qmpigen scaffold-tool demo.qmpi --mpi-header mpich_like_mpi.h --mpicc cc -o out\n" in source
     assert str(tmp_path) not in source  # no absolute paths
     for name in ("Send", "Recv", "Wtime", "Aint_add", "Finalize", "Init", "Init_thread", "Session_init"):
         assert f'    [_MPI_{name}] = "D_{name}",\n' in source
@@ -131,7 +129,7 @@ def test_generation_is_deterministic(header, tmp_path):
     other = tmp_path / "again"
     other.mkdir()
     (other / "demo.qmpi").write_text(SPEC)
-    proc = qmpigen("scaffold-tool", "demo.qmpi", "--mpi-header", str(header), "--mpicc", "cc", "-o", "out", cwd=other)
+    proc = run_cli("scaffold-tool", "demo.qmpi", "--mpi-header", str(header), "--mpicc", "cc", "-o", "out", cwd=other)
     assert proc.returncode == 0, proc.stderr
     assert {p.name: p.read_bytes() for p in (other / "out").iterdir()} == first
 
@@ -219,7 +217,7 @@ def test_quick_form_writes_the_equivalent_spec(header, tmp_path):
     assert sorted(p.name for p in out.iterdir()) == ["Makefile", "trace.c", "trace.qmpi"]
     spec = (out / "trace.qmpi").read_text()
     assert "\ntool trace;\n" in spec and "\nintercept MPI_Send, MPI_Recv, MPI_File_*;\n" in spec
-    assert "#   qmpigen scaffold-tool trace.qmpi --mpi-header mpi.h --mpicc cc -o trace\n" in spec
+    assert "#   qmpigen scaffold-tool trace.qmpi --mpi-header mpich_like_mpi.h --mpicc cc -o trace\n" in spec
     source = (out / "trace.c").read_text()
     for name in ("Send", "Recv", "File_open", "File_close", "File_c2f"):
         assert f'[_MPI_{name}] = "trace_{name}"' in source
@@ -299,7 +297,7 @@ def test_spec_errors(header, tmp_path, spec_text, message):
 )
 def test_command_line_errors(header, tmp_path, args, message):
     out = tmp_path / "out"
-    proc = qmpigen("scaffold-tool", *args, "--mpi-header", str(header), "--mpicc", "cc", "-o", str(out), cwd=tmp_path)
+    proc = run_cli("scaffold-tool", *args, "--mpi-header", str(header), "--mpicc", "cc", "-o", str(out), cwd=tmp_path)
     assert proc.returncode == 2
     assert proc.stderr == f"qmpigen: error: {message}\n"
     assert not out.exists()

@@ -12,10 +12,7 @@ import shutil
 
 import pytest
 
-from conftest import FIXTURES
 from qmpigen.errors import QmpigenError
-from qmpigen.header import HeaderRequest, read_header
-from qmpigen.parse import parse_header
 from qmpigen.select import Selection, enumerate_functions, is_candidate
 
 pytestmark = pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler (cc)")
@@ -47,8 +44,8 @@ ENUMERATED = [
 
 
 @pytest.fixture(scope="module")
-def api():
-    return parse_header(read_header(HeaderRequest(str(FIXTURES / "quirks_mpi.h"), "cc")))
+def api(quirks_api):
+    return quirks_api  # read and parsed once per session (conftest)
 
 
 def names(api, **selection):
