@@ -1,6 +1,7 @@
 """build-core as a generator: golden outputs, determinism, banners, --check, and
-all-or-nothing writing. Fast: the fixture header needs only `cc`; the real-MPI
-determinism test reads the wheels' headers."""
+all-or-nothing writing. Fast: the fixture header needs only `cc`, and the command runs
+in this process (conftest.run_cli); the real-MPI tests run it as a process on the wheels'
+headers."""
 
 from __future__ import annotations
 
@@ -12,12 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, make, qmpigen
+from conftest import FIXTURES, fixture_enumeration, make, qmpigen, run_cli
 from qmpigen import __version__
-from qmpigen.header import HeaderRequest, read_header
-from qmpigen.parse import parse_header
 from qmpigen.render import CORE_PLAN, GeneratorInfo, render_core
-from qmpigen.select import enumerate_functions
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "core"
 FIXTURE = FIXTURES / "quirks_mpi.h"
@@ -26,7 +24,7 @@ FIXTURE_ARGS = ["--mpi-header", str(FIXTURE), "--mpicc", "cc"]
 
 
 def fixture_core():
-    enumeration = enumerate_functions(parse_header(read_header(HeaderRequest(str(FIXTURE), "cc"))))
+    enumeration = fixture_enumeration(FIXTURE)
     return render_core(enumeration, GeneratorInfo.for_enumeration(enumeration, GOLDEN_COMMAND))
 
 
@@ -59,7 +57,7 @@ def test_golden_core_compiles_warning_free(tmp_path):
 
 def test_every_output_starts_with_a_banner_and_holds_no_absolute_path(tmp_path):
     out = tmp_path / "core"
-    proc = qmpigen("build-core", *FIXTURE_ARGS, "-o", str(out))
+    proc = run_cli("build-core", *FIXTURE_ARGS, "-o", str(out))
     assert proc.returncode == 0, proc.stderr
     names = sorted(p.name for p in out.iterdir())
     assert names == sorted(name for _, name in CORE_PLAN)
@@ -76,8 +74,8 @@ def test_banner_command_is_canonical_whatever_the_option_order(tmp_path):
     a, b = tmp_path / "a" / "core", tmp_path / "b" / "core"
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
-    assert qmpigen("build-core", *FIXTURE_ARGS, "-o", str(a), "--exclude", "MPI_Abort").returncode == 0
-    assert qmpigen("build-core", "--exclude", "MPI_Abort", "-o", str(b), *FIXTURE_ARGS).returncode == 0
+    assert run_cli("build-core", *FIXTURE_ARGS, "-o", str(a), "--exclude", "MPI_Abort").returncode == 0
+    assert run_cli("build-core", "--exclude", "MPI_Abort", "-o", str(b), *FIXTURE_ARGS).returncode == 0
     for path in a.iterdir():
         assert path.read_bytes() == (b / path.name).read_bytes()
     assert "--exclude MPI_Abort" in (a / "qmpi.h").read_text()
@@ -85,13 +83,13 @@ def test_banner_command_is_canonical_whatever_the_option_order(tmp_path):
 
 def test_check_names_the_files_that_would_change_and_writes_nothing(tmp_path):
     out = tmp_path / "core"
-    proc = qmpigen("build-core", *FIXTURE_ARGS, "-o", str(out), "--check")
+    proc = run_cli("build-core", *FIXTURE_ARGS, "-o", str(out), "--check")
     assert proc.returncode == 1 and not out.exists()
     assert len(proc.stdout.splitlines()) == len(CORE_PLAN)
-    assert qmpigen("build-core", *FIXTURE_ARGS, "-o", str(out)).returncode == 0
-    assert qmpigen("build-core", *FIXTURE_ARGS, "-o", str(out), "--check").returncode == 0
+    assert run_cli("build-core", *FIXTURE_ARGS, "-o", str(out)).returncode == 0
+    assert run_cli("build-core", *FIXTURE_ARGS, "-o", str(out), "--check").returncode == 0
     (out / "qmpi_exec.c").write_text("edited\n")
-    proc = qmpigen("build-core", *FIXTURE_ARGS, "-o", str(out), "--check")
+    proc = run_cli("build-core", *FIXTURE_ARGS, "-o", str(out), "--check")
     assert proc.returncode == 1
     assert proc.stdout.strip() == f"{out / 'qmpi_exec.c'}: would change"
     assert (out / "qmpi_exec.c").read_text() == "edited\n"
@@ -99,10 +97,10 @@ def test_check_names_the_files_that_would_change_and_writes_nothing(tmp_path):
 
 def test_regeneration_touches_only_changed_files(tmp_path):
     out = tmp_path / "core"
-    assert qmpigen("build-core", *FIXTURE_ARGS, "-o", str(out)).returncode == 0
+    assert run_cli("build-core", *FIXTURE_ARGS, "-o", str(out)).returncode == 0
     os.utime(out / "qmpi.h", (1_000_000, 1_000_000))
     (out / "Makefile").write_text("stale\n")
-    proc = qmpigen("build-core", *FIXTURE_ARGS, "-o", str(out))
+    proc = run_cli("build-core", *FIXTURE_ARGS, "-o", str(out))
     assert proc.returncode == 0 and "1 written" in proc.stdout
     assert os.stat(out / "qmpi.h").st_mtime == 1_000_000  # untouched: make stays quiet
     assert (out / "Makefile").read_text().startswith("# Makefile")
@@ -110,7 +108,7 @@ def test_regeneration_touches_only_changed_files(tmp_path):
 
 def test_nothing_is_written_on_error(tmp_path):
     out = tmp_path / "core"
-    proc = qmpigen("build-core", *FIXTURE_ARGS, "--include", "MPI_Nothing*", "-o", str(out))
+    proc = run_cli("build-core", *FIXTURE_ARGS, "--include", "MPI_Nothing*", "-o", str(out))
     assert proc.returncode == 2 and not out.exists()
     assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("qmpigen: error:")
     assert list(tmp_path.iterdir()) == []  # no staging directory left behind either
@@ -119,7 +117,7 @@ def test_nothing_is_written_on_error(tmp_path):
 def test_output_that_is_a_file_is_an_error(tmp_path):
     target = tmp_path / "core"
     target.write_text("keep me\n")
-    proc = qmpigen("build-core", *FIXTURE_ARGS, "-o", str(target))
+    proc = run_cli("build-core", *FIXTURE_ARGS, "-o", str(target))
     assert proc.returncode == 2 and "not a directory" in proc.stderr
     assert target.read_text() == "keep me\n"
 
@@ -140,14 +138,14 @@ def test_real_core_is_byte_identical_across_runs(mpi, tmp_path):
 
 def test_missing_parents_of_the_output_are_created(tmp_path):
     out = tmp_path / "a" / "b" / "core"
-    proc = qmpigen("build-core", *FIXTURE_ARGS, "-o", str(out))
+    proc = run_cli("build-core", *FIXTURE_ARGS, "-o", str(out))
     assert proc.returncode == 0, proc.stderr
     assert (out / "qmpi.h").is_file()
 
 
 def test_output_below_a_file_is_an_error_and_creates_nothing(tmp_path):
     (tmp_path / "file").write_text("x\n")
-    proc = qmpigen("build-core", *FIXTURE_ARGS, "-o", str(tmp_path / "file" / "sub" / "core"))
+    proc = run_cli("build-core", *FIXTURE_ARGS, "-o", str(tmp_path / "file" / "sub" / "core"))
     assert proc.returncode == 2 and "is not a directory" in proc.stderr, proc.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]
 

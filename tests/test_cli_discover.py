@@ -1,7 +1,8 @@
 """What a user finds from the command line alone: the built-in groups for their MPI,
 examples in --help, the docs and sample tools shipped in the package (`qmpigen examples`),
-and which MPI build-core read. In-process with click's CliRunner where the exit is
-clean; user errors through the real CLI process (one line, exit 2)."""
+and which MPI build-core read. In process: click's CliRunner on the command group where
+the exit is clean; user errors through the entry point with its one-line errors
+(conftest.run_cli)."""
 
 from __future__ import annotations
 
@@ -11,12 +12,9 @@ import shutil
 import pytest
 from click.testing import CliRunner
 
-from conftest import FIXTURES, REPO, SAMPLE_TOOLS, qmpigen
+from conftest import FIXTURES, REPO, SAMPLE_TOOLS, run_cli
 from qmpigen.cli import cli
 from qmpigen.groups import BY_NAME, GROUPS
-from qmpigen.header import HeaderRequest, read_header
-from qmpigen.parse import parse_header
-from qmpigen.select import enumerate_functions
 
 QUIRKS = FIXTURES / "quirks_mpi.h"
 FIXTURE_ARGS = ("--mpi-header", str(QUIRKS), "--mpicc", "cc")
@@ -25,8 +23,8 @@ pytestmark = pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C co
 
 
 @pytest.fixture(scope="module")
-def enumeration():
-    return enumerate_functions(parse_header(read_header(HeaderRequest(str(QUIRKS), "cc"))))
+def enumeration(quirks_enumeration):
+    return quirks_enumeration  # read and parsed once per session (conftest)
 
 
 def invoke(*args: str):
@@ -69,12 +67,12 @@ def test_functions_group_filters_the_listing(enumeration):
 
 
 def test_unknown_group_is_one_line_naming_the_groups():
-    proc = qmpigen("groups", "collective", *FIXTURE_ARGS)
+    proc = run_cli("groups", "collective", *FIXTURE_ARGS)
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.count("\n") == 1
     assert proc.stderr.startswith("qmpigen: error: no built-in group named 'collective' (groups: all, ")
     assert "collectives" in proc.stderr
-    proc = qmpigen("functions", "--group", "nope", *FIXTURE_ARGS)
+    proc = run_cli("functions", "--group", "nope", *FIXTURE_ARGS)
     assert proc.returncode == 2 and proc.stderr.startswith("qmpigen: error: no built-in group named 'nope'")
 
 
@@ -116,7 +114,7 @@ def test_examples_never_overwrites_an_edit_without_force(tmp_path):
     invoke("examples", str(out))
     printer = out / "sample_tools" / "printer.c"
     printer.write_text("/* mine */\n")
-    proc = qmpigen("examples", str(out))
+    proc = run_cli("examples", str(out))
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1
     assert f"{printer} exists and differs from the shipped file (use --force" in proc.stderr
     assert printer.read_text() == "/* mine */\n"
@@ -142,14 +140,9 @@ def test_build_core_names_the_mpi_it_read_and_from_where(tmp_path, enumeration):
 
 
 def test_shell_completion_offers_commands_and_group_names():
-    import os
-    import subprocess
-    import sys
-
     def complete(words: str) -> list:
-        env = dict(os.environ, COMP_WORDS=words, COMP_CWORD=str(len(words.split()) - 1), _QMPIGEN_COMPLETE="bash_complete")
-        code = "import sys; from qmpigen.cli import main; sys.argv[0] = 'qmpigen'; main()"
-        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+        env = {"COMP_WORDS": words, "COMP_CWORD": str(len(words.split()) - 1), "_QMPIGEN_COMPLETE": "bash_complete"}
+        proc = run_cli(env=env)
         assert proc.returncode == 0, proc.stderr
         return [line.split(",", 1)[1] for line in proc.stdout.splitlines()]
 

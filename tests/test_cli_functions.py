@@ -1,4 +1,6 @@
-"""`qmpigen functions` as a user runs it (a separate process), on the fixture header.
+"""`qmpigen functions` on the fixture header, through the console script's entry point
+(qmpigen.cli.main) in this process; the last tests run it as a separate process, as a
+user does.
 
 The listing, the JSON manifest and the -d dump are what people read to see what will be
 intercepted; every user error is one line on stderr and exit code 2.
@@ -9,12 +11,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
+import sys
 
 import pytest
 
-from conftest import FIXTURES, qmpigen
+from conftest import FIXTURES, qmpigen, run_cli
 from qmpigen.header import HeaderRequest, read_header
-from qmpigen.parse import parse_header
 from qmpigen.select import enumerate_functions
 
 QUIRKS = FIXTURES / "quirks_mpi.h"
@@ -24,12 +27,12 @@ pytestmark = pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C co
 
 
 @pytest.fixture(scope="module")
-def api():
-    return parse_header(read_header(HeaderRequest(str(QUIRKS), "cc")))
+def api(quirks_api):
+    return quirks_api  # read and parsed once per session (conftest)
 
 
-def run_ok(*args, env=None):
-    proc = qmpigen("functions", *FIXTURE_ARGS, *args, env=env)
+def run_ok(*args):
+    proc = run_cli("functions", *FIXTURE_ARGS, *args)
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr == ""
     return proc.stdout
@@ -136,20 +139,10 @@ def test_cflag_reaches_the_preprocessor(tmp_path):
         "int MPI_First(void); int PMPI_First(void);\n"
     )
     base = ("functions", "--mpi-header", str(header), "--mpicc", "cc", "--json")
-    plain = json.loads(qmpigen(*base).stdout)
-    flagged = json.loads(qmpigen(*base, "--cflag", "-DWITH_SECOND").stdout)
+    plain = json.loads(run_cli(*base).stdout)
+    flagged = json.loads(run_cli(*base, "--cflag", "-DWITH_SECOND").stdout)
     assert [f["name"] for f in plain["functions"]] == ["MPI_First"]
     assert [f["name"] for f in flagged["functions"]] == ["MPI_First", "MPI_Second"]
-
-
-def test_output_is_byte_identical_across_runs():
-    """Reproducible output: two runs (with different hash seeds, so any reliance on set
-    or dict iteration order shows) print the same bytes."""
-    outputs = []
-    for seed in ("1", "2"):
-        env = dict(os.environ, PYTHONHASHSEED=seed)
-        outputs.append((run_ok("--json", "--mpix", env=env), run_ok(env=env), run_ok("-d", env=env)))
-    assert outputs[0] == outputs[1]
 
 
 # -- the -d dump -------------------------------------------------------------------------------
@@ -192,17 +185,17 @@ def assert_one_line_error(proc, *fragments):
 def test_error_no_driver_on_path():
     if shutil.which("mpicc", path="/usr/bin:/bin"):
         pytest.skip("this machine has an mpicc in /usr/bin")
-    proc = qmpigen("functions", "--mpi-header", "auto", env=dict(os.environ, PATH="/usr/bin:/bin"))
+    proc = run_cli("functions", "--mpi-header", "auto", env={"PATH": "/usr/bin:/bin"})
     assert_one_line_error(proc, "no MPI compiler driver 'mpicc' on PATH", "--mpicc")
 
 
 def test_error_driver_does_not_exist():
-    proc = qmpigen("functions", "--mpicc", "/nonexistent/bin/mpicc")
+    proc = run_cli("functions", "--mpicc", "/nonexistent/bin/mpicc")
     assert_one_line_error(proc, "compiler driver '/nonexistent/bin/mpicc' not found")
 
 
 def test_error_header_missing(tmp_path):
-    proc = qmpigen("functions", "--mpi-header", str(tmp_path / "nope" / "mpi.h"), "--mpicc", "cc")
+    proc = run_cli("functions", "--mpi-header", str(tmp_path / "nope" / "mpi.h"), "--mpicc", "cc")
     assert_one_line_error(proc, "MPI header not found", "nope/mpi.h")
 
 
@@ -212,14 +205,14 @@ def test_error_binary_header_is_one_line(tmp_path, command):
     binary = tmp_path / "mpi.h"
     binary.write_bytes(bytes(range(256)) * 4)
     extra = ("-o", str(tmp_path / "core")) if command == "build-core" else ()
-    proc = qmpigen(command, "--mpi-header", str(binary), "--mpicc", "cc", *extra)
+    proc = run_cli(command, "--mpi-header", str(binary), "--mpicc", "cc", *extra)
     assert_one_line_error(proc, str(binary), "is not a C header")
     assert not (tmp_path / "core").exists()
 
 
 def test_error_preprocessor_failure_shows_its_stderr():
     header = FIXTURES / "missing_include_mpi.h"
-    proc = qmpigen("functions", "--mpi-header", str(header), "--mpicc", "cc")
+    proc = run_cli("functions", "--mpi-header", str(header), "--mpicc", "cc")
     assert_one_line_error(
         proc,
         "preprocessing",
@@ -233,7 +226,7 @@ def test_error_parse_failure_names_header_line_and_preprocessed_line():
     broken = FIXTURES / "broken_mpi.h"
     text = read_header(HeaderRequest(str(broken), "cc")).text.splitlines()
     pre_line = 1 + next(i for i, line in enumerate(text) if "MPI_Comm_size(MPI_Comm comm int" in line)
-    proc = qmpigen("functions", "--mpi-header", str(broken), "--mpicc", "cc")
+    proc = run_cli("functions", "--mpi-header", str(broken), "--mpicc", "cc")
     assert_one_line_error(
         proc, f"qmpigen: error: {broken}:5:", "cannot parse the MPI header", f"(preprocessed output line {pre_line})"
     )
@@ -249,8 +242,66 @@ def test_error_parse_failure_names_header_line_and_preprocessed_line():
     ],
 )
 def test_error_usage(args, fragments):
-    assert_one_line_error(qmpigen("functions", *FIXTURE_ARGS, *args), *fragments)
+    assert_one_line_error(run_cli("functions", *FIXTURE_ARGS, *args), *fragments)
 
 
 def test_error_unknown_command():
-    assert_one_line_error(qmpigen("no-such-command"), "No such command")
+    assert_one_line_error(run_cli("no-such-command"), "No such command")
+
+
+# -- as a separate process, as a user runs it ------------------------------------------------------
+
+
+def test_the_process_reports_an_error_in_one_line():
+    broken = FIXTURES / "broken_mpi.h"
+    assert_one_line_error(qmpigen("functions", "--mpi-header", str(broken), "--mpicc", "cc"), f"{broken}:5:")
+
+
+SPEC = "tool t; context { int n; } intercept all except MPI_Wtime { before %{ $ctx->n++; %} } on init %{ %}"
+GENERATE = [
+    [*args, *FIXTURE_ARGS]
+    for args in (
+        ["functions", "--json", "--mpix"], ["functions"], ["functions", "-d"], ["groups"], ["build-core", "-o", "core"],
+        ["scaffold-tool", "t.qmpi", "-o", "tool"], ["scaffold-tool", "t.qmpi", "--interface", "callback", "-o", "cbtool"],
+    )
+]
+# `python -m qmpigen ARGS` for each ARGS in turn, in one process (one start, not seven),
+# after its hash of a string.
+GENERATE_THERE = """
+import json, runpy, sys
+
+print(hash("qmpigen"), flush=True)
+for args in json.loads(sys.argv[1]):
+    sys.argv = ["qmpigen", *args]
+    try:
+        runpy.run_module("qmpigen", run_name="__main__", alter_sys=True)
+    except SystemExit as exc:
+        if exc.code != 0:
+            raise
+"""
+
+
+def test_the_process_generates_what_this_one_does_whatever_the_hash_seed(tmp_path):
+    """`python -m qmpigen` in another process, with another hash seed (so that any
+    reliance on set or dict iteration order shows), prints and writes the same bytes as
+    the entry point in this one. The two run side by side."""
+    here, there = tmp_path / "here", tmp_path / "there"
+    for directory in (here, there):
+        directory.mkdir()
+        (directory / "t.qmpi").write_text(SPEC)
+    seed = "2" if os.environ.get("PYTHONHASHSEED") == "1" else "1"
+    child = subprocess.Popen(
+        [sys.executable, "-c", GENERATE_THERE, json.dumps(GENERATE)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=there, env=dict(os.environ, PYTHONHASHSEED=seed),
+    )
+    runs = [run_cli(*args, cwd=here) for args in GENERATE]
+    stdout, stderr = child.communicate(timeout=300)
+    assert child.returncode == 0, stderr
+    child_hash, child_stdout = stdout.split("\n", 1)
+    assert child_hash != str(hash("qmpigen"))  # the seeds differ indeed
+    assert [run.returncode for run in runs] == [0] * len(GENERATE), [run.stderr for run in runs]
+    assert child_stdout == "".join(run.stdout for run in runs)
+    assert stderr == "".join(run.stderr for run in runs)  # build-core's line naming the MPI read
+    written = [{p.relative_to(d).as_posix(): p.read_bytes() for p in d.rglob("*") if p.is_file()} for d in (here, there)]
+    assert len(written[0]) == 1 + 10 + 2 + 2  # the spec, the core, two tools
+    assert written[0] == written[1]

@@ -1,6 +1,7 @@
 """scaffold-tool --interface callback: skeletons for the MPI Forum / MPICH callback
 interface (constructor registration, per-instance storage, next pointers cached at
-init), compiled with -Wall -Wextra -Werror and run stacked on real MPIs."""
+init), compiled with -Wall -Wextra -Werror and run stacked on real MPIs. The fixture-header
+tests run the command in this process (conftest.run_cli)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import textwrap
 
 import pytest
 
-from conftest import APPS, FIXTURES, SAMPLE_TOOLS, make, qmpigen
+from conftest import APPS, FIXTURES, SAMPLE_TOOLS, make, qmpigen, run_cli
 
 SPEC = textwrap.dedent(
     """\
@@ -43,7 +44,7 @@ FIXTURE_ARGS = ["--mpi-header", str(FIXTURES / "quirks_mpi.h"), "--mpicc", "cc"]
 
 
 def test_callback_skeleton_registers_caches_and_has_no_thesis_table(tmp_path):
-    proc = qmpigen("scaffold-tool", "--interface", "callback", "--name", "cbq", "--intercept", "MPI_Send,MPI_Wtime",
+    proc = run_cli("scaffold-tool", "--interface", "callback", "--name", "cbq", "--intercept", "MPI_Send,MPI_Wtime",
                    *FIXTURE_ARGS, "-o", str(tmp_path / "cbq"))
     assert proc.returncode == 0, proc.stderr
     text = (tmp_path / "cbq" / "cbq.c").read_text()
@@ -66,7 +67,7 @@ def test_callback_skeleton_registers_caches_and_has_no_thesis_table(tmp_path):
 )
 def test_callback_only_errors(tmp_path, spec, message):
     (tmp_path / "t.qmpi").write_text(spec)
-    proc = qmpigen("scaffold-tool", "--interface", "callback", str(tmp_path / "t.qmpi"), *FIXTURE_ARGS, "-o",
+    proc = run_cli("scaffold-tool", "--interface", "callback", str(tmp_path / "t.qmpi"), *FIXTURE_ARGS, "-o",
                    str(tmp_path / "out"))
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
     assert message in proc.stderr, proc.stderr
@@ -75,7 +76,7 @@ def test_callback_only_errors(tmp_path, spec, message):
 
 def test_callback_skeleton_takes_every_registrable_function_of_a_glob(tmp_path):
     """A glob or group skips what the MPI's enum lacks (MPICH's *_c2f macros) instead of failing."""
-    proc = qmpigen("scaffold-tool", "--interface", "callback", "--name", "all", "--intercept", "MPI_*",
+    proc = run_cli("scaffold-tool", "--interface", "callback", "--name", "all", "--intercept", "MPI_*",
                    *FIXTURE_ARGS, "-o", str(tmp_path / "all"))
     assert proc.returncode == 0, proc.stderr
     text = (tmp_path / "all" / "all.c").read_text()
