@@ -1,6 +1,7 @@
 """templates/, grammars/, docs/, sample_tools/ and the LICENSE ship inside the wheel and
 are found from an installed (not editable) package: build the wheel, install it into a
-plain directory, and generate (and write the examples out) from there."""
+plain directory, and generate (and write the examples out) from there. Slow (building a
+wheel takes seconds): `make test` runs it, `make test-fast` does not."""
 
 from __future__ import annotations
 
@@ -9,7 +10,11 @@ import subprocess
 import sys
 import zipfile
 
+import pytest
+
 from conftest import FIXTURES, REPO, SAMPLE_TOOLS
+
+pytestmark = pytest.mark.slow
 
 
 def test_wheel_carries_templates_and_grammars_and_works_installed(tmp_path):
