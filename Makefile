@@ -98,7 +98,7 @@ test-debian: $(MPICH_STAMP)
 	command -v mpicc.mpich >/dev/null && command -v mpicc.openmpi >/dev/null || \
 		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends libmpich-dev libopenmpi-dev; }
 	QMPIGEN_DEBIAN_MPIS=1 QMPIGEN_REQUIRE_MPIS=debian-mpich,debian-openmpi \
-		$(MPICH)/bin/python -m pytest -q -p no:cacheprovider -m mpi tests
+		$(MPICH)/bin/python -m pytest -q -p no:cacheprovider -m "mpi and not trace" tests
 
 # The compile-and-run tests with the core, tools and applications built with ASan+UBSan;
 # any report fails, leaks only inside the MPI libraries are suppressed (tests/sanitize/lsan.supp).
