@@ -651,6 +651,16 @@ _EXTERN_C_ int TR_Finalize(int level, vector *v)
     return ret;
 }
 
+/* What every point-to-point record holds: communicator, count, bytes, datatype, and
+ * the peer (in MPI_COMM_WORLD terms) and tag. */
+static void set_message(struct traced *t, MPI_Comm comm, int count, MPI_Datatype datatype, int peer, int tag)
+{
+    set_comm(t, comm);
+    set_data(t, count, datatype);
+    t->r.peer = world_rank(t->comm, peer);
+    t->r.tag = tag;
+}
+
 /* Point-to-point sends: peer, tag, count, bytes, datatype, communicator. */
 #define SEND_WRAPPER(Name, CODE)                                                                   \
     _EXTERN_C_ int TR_##Name(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,  \
@@ -661,10 +671,7 @@ _EXTERN_C_ int TR_Finalize(int level, vector *v)
         if (!begin(&t, level, CODE))                                                               \
             return QMPI_Next_##Name(buf, count, datatype, dest, tag, comm, level, v);              \
         ret = QMPI_Next_##Name(buf, count, datatype, dest, tag, comm, level, v);                   \
-        set_comm(&t, comm);                                                                        \
-        set_data(&t, count, datatype);                                                             \
-        t.r.peer = world_rank(t.comm, dest);                                                       \
-        t.r.tag = tag;                                                                             \
+        set_message(&t, comm, count, datatype, dest, tag);                                         \
         end(&t, ret);                                                                              \
         return ret;                                                                                \
     }
@@ -682,11 +689,9 @@ _EXTERN_C_ int TR_Recv(void *buf, int count, MPI_Datatype datatype, int source, 
     if (status == MPI_STATUS_IGNORE)
         status = &own;
     ret = QMPI_Next_Recv(buf, count, datatype, source, tag, comm, status, level, v);
-    set_comm(&t, comm);
-    set_data(&t, count, datatype);
     /* what arrived, not what was asked for (MPI_ANY_SOURCE, MPI_ANY_TAG, shorter) */
-    t.r.peer = world_rank(t.comm, ret == MPI_SUCCESS ? status->MPI_SOURCE : source);
-    t.r.tag = ret == MPI_SUCCESS ? status->MPI_TAG : tag;
+    set_message(&t, comm, count, datatype, ret == MPI_SUCCESS ? status->MPI_SOURCE : source,
+                ret == MPI_SUCCESS ? status->MPI_TAG : tag);
     if (ret == MPI_SUCCESS && PMPI_Get_count(status, MPI_BYTE, &bytes) == MPI_SUCCESS)
         t.r.bytes = bytes;
     end(&t, ret);
@@ -701,10 +706,7 @@ _EXTERN_C_ int TR_Isend(const void *buf, int count, MPI_Datatype datatype, int d
     if (!begin(&t, level, TF_ISEND))
         return QMPI_Next_Isend(buf, count, datatype, dest, tag, comm, request, level, v);
     ret = QMPI_Next_Isend(buf, count, datatype, dest, tag, comm, request, level, v);
-    set_comm(&t, comm);
-    set_data(&t, count, datatype);
-    t.r.peer = world_rank(t.comm, dest);
-    t.r.tag = tag;
+    set_message(&t, comm, count, datatype, dest, tag);
     set_request(&t, request);
     end(&t, ret);
     return ret;
@@ -718,10 +720,7 @@ _EXTERN_C_ int TR_Irecv(void *buf, int count, MPI_Datatype datatype, int source,
     if (!begin(&t, level, TF_IRECV))
         return QMPI_Next_Irecv(buf, count, datatype, source, tag, comm, request, level, v);
     ret = QMPI_Next_Irecv(buf, count, datatype, source, tag, comm, request, level, v);
-    set_comm(&t, comm);
-    set_data(&t, count, datatype);
-    t.r.peer = world_rank(t.comm, source);
-    t.r.tag = tag;
+    set_message(&t, comm, count, datatype, source, tag);
     set_request(&t, request);
     end(&t, ret);
     return ret;
