@@ -14,8 +14,22 @@ from . import __version__
 from .errors import QmpigenError
 from .groups import GROUPS
 from .header import HeaderRequest, PreprocessedHeader, read_header
-from .listing import dump_api, group_members, groups_listing, groups_table, manifest, named_groups, source_line
-from .model import MpiApi
+from .fortran import FortranPlan, plan_fortran
+from .fortran_libs import FortranRequest, find_fortran
+from .listing import (
+    dump_api,
+    fortran_line,
+    fortran_listing,
+    fortran_manifest,
+    group_members,
+    groups_listing,
+    groups_table,
+    manifest,
+    named_groups,
+    source_line,
+)
+from .model import Enumeration, MpiApi
+from .quirks import FORTRAN
 from .parse import parse_header
 from .render import GeneratorInfo, render_core
 from .select import Selection, enumerate_functions
@@ -50,6 +64,30 @@ def header_options(func):
     for option in reversed(options):
         func = option(func)
     return func
+
+
+def fortran_option(func):
+    return click.option(
+        "--fortran",
+        "fortran_mode",
+        default="auto",
+        show_default=True,
+        metavar="auto|none|DRIVER",
+        help="Fortran entry points: 'auto' reads the Fortran driver beside mpicc (mpif90), "
+        "'none' generates none, or name the driver (mpif90.mpich).",
+    )(func)
+
+
+def load_fortran(
+    source: PreprocessedHeader, api: MpiApi, enumeration: Enumeration, mode: str
+) -> Optional[FortranPlan]:
+    """The Fortran entries for this MPI (qmpigen.fortran_libs, qmpigen.fortran)."""
+    quirks = FORTRAN.get(api.facts.implementation)
+    if quirks is None and mode not in ("auto", "none"):
+        raise QmpigenError(f"no Fortran facts for {api.facts.title} in qmpigen's quirks table (try --fortran none)")
+    return plan_fortran(
+        enumeration, api, find_fortran(FortranRequest(mode), source.driver, quirks), source.function_macros
+    )
 
 
 def selection_options(func):
@@ -131,7 +169,8 @@ def cli() -> None:
     shell_complete=complete_group,
     help="Only functions of a built-in group ('qmpigen groups' lists them); repeatable.",
 )
-def functions(mpi_header, mpicc, cflags, include, exclude, mpix, as_json, dump, group_names) -> None:
+@fortran_option
+def functions(mpi_header, mpicc, cflags, include, exclude, mpix, as_json, dump, group_names, fortran_mode) -> None:
     """List the MPI function enumeration: index, enum name, return type, signature.
 
     \b
@@ -140,14 +179,20 @@ def functions(mpi_header, mpicc, cflags, include, exclude, mpix, as_json, dump, 
       qmpigen functions --mpicc /opt/mpich/bin/mpicc --group io
       qmpigen functions --json > manifest.json   # for CI: diff when the MPI changes
       qmpigen functions -d                       # everything parsed from mpi.h
+      qmpigen functions --mpicc mpicc.openmpi    # with its Fortran routes (mpif90.openmpi)
+
+    Where the MPI has Fortran bindings, a last section tells per function whether its
+    Fortran routines (mpif.h / use mpi, use mpi_f08) go through the core's entries and
+    the chain, or stay with the MPI's own binding, and why.
     """
-    api = load_api(mpi_header, mpicc, cflags)
+    source, api = load_source(mpi_header, mpicc, cflags)
     if dump:
         click.echo(dump_api(api), nl=False)
         return
     enumeration = enumerate_functions(api, Selection(tuple(include), tuple(exclude), mpix))
+    fortran = load_fortran(source, api, enumeration, fortran_mode)
     if as_json:
-        click.echo(json.dumps(manifest(enumeration), indent=1))
+        click.echo(json.dumps(dict(manifest(enumeration), fortran=fortran_manifest(fortran)), indent=1))
         return
     selected = None
     if group_names:
@@ -161,6 +206,8 @@ def functions(mpi_header, mpicc, cflags, include, exclude, mpix, as_json, dump, 
                 f"{index:4d}  {function.enum:<{width}}  {function.return_type:<{rwidth}}  "
                 f"{function.name}({function.params_c})"
             )
+    if fortran is not None:
+        click.echo(fortran_listing(fortran, selected), nl=False)
 
 
 @cli.command()
@@ -188,8 +235,9 @@ def groups(names, mpi_header, mpicc, cflags, include, exclude, mpix) -> None:
 @selection_options
 @click.option("-o", "--output", required=True, metavar="DIR", help="Directory for the core's sources and Makefile.")
 @click.option("--check", is_flag=True, help="Write nothing; exit 1 naming the files that would change.")
+@fortran_option
 @click.pass_context
-def build_core(ctx, mpi_header, mpicc, cflags, include, exclude, mpix, output, check) -> None:
+def build_core(ctx, mpi_header, mpicc, cflags, include, exclude, mpix, output, check, fortran_mode) -> None:
     """Generate the QMPI core (qmpi.h, C sources, Makefile) for the installed MPI.
 
     Prints on stderr which MPI it read (implementation, version, number of functions)
@@ -205,8 +253,11 @@ def build_core(ctx, mpi_header, mpicc, cflags, include, exclude, mpix, output, c
     """
     source, api = load_source(mpi_header, mpicc, cflags)
     enumeration = enumerate_functions(api, Selection(tuple(include), tuple(exclude), mpix))
-    files = render_core(enumeration, GeneratorInfo.for_enumeration(enumeration, regeneration_command(ctx)))
+    fortran = load_fortran(source, api, enumeration, fortran_mode)
+    files = render_core(enumeration, GeneratorInfo.for_enumeration(enumeration, regeneration_command(ctx)), fortran)
     click.echo(source_line(source, enumeration), err=True)
+    if fortran is not None or fortran_mode != "auto":
+        click.echo(fortran_line(fortran, fortran_mode), err=True)
     report_writes(output, write_outputs(output, files, check=check), check)
 
 

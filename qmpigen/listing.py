@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import os
 import shutil
-from typing import List, Sequence
+from typing import Dict, List, Optional, Sequence, Set
 
 from .errors import QmpigenError
+from .fortran import FortranEntry, FortranPlan
 from .groups import BY_NAME, GROUPS, Group
 from .header import PreprocessedHeader
 from .model import Enumeration, MpiApi
@@ -116,4 +117,76 @@ def groups_listing(names: Sequence[str], enumeration: Enumeration) -> str:
         members = group_members(group, enumeration)
         lines.append(f"# {group.name}: {len(members)} functions of {enumeration.facts.title}: {group.description}")
         lines.extend(members)
+    return "\n".join(lines) + "\n"
+
+
+# -- Fortran entries -------------------------------------------------------------------------
+
+
+def fortran_line(plan: Optional[FortranPlan], request_mode: str) -> str:
+    """build-core's line on stderr about the Fortran entries."""
+    if plan is None:
+        why = "turned off (--fortran none)" if request_mode == "none" else "this MPI has no Fortran bindings qmpigen can use"
+        return f"qmpigen: Fortran entries: none, {why}"
+    total, routed, seen = plan.f77_coverage()
+    return (
+        f"qmpigen: Fortran entries for {len(plan.routed)} of {len(plan.entries)} functions with Fortran routines "
+        f"({', '.join(plan.libraries.libraries)}; {plan.libraries.compiler}): mpif.h/use mpi "
+        f"{_share(routed, total)} through core entries, {_share(seen, total)} seen by tools"
+    )
+
+
+def _share(part: int, whole: int) -> str:
+    return f"{part}/{whole} ({100.0 * part / whole:.1f} %)" if whole else "0/0"
+
+
+def fortran_routes(plan: FortranPlan, entry: FortranEntry) -> Dict[str, object]:
+    """One function's Fortran routes: per entry family, through the chain or not, and why."""
+    if entry.routed:
+        f77 = "chain" if entry.f77_names else None
+    else:
+        f77 = ("binding reaches C" if plan.quirks.f77_reaches_c else "bypasses the chain") if entry.f77_names else None
+    return {
+        "f77": {"route": f77, "symbols": list(entry.f77_names)} if entry.f77_names else None,
+        "f08": [
+            {"symbol": name, "route": plan.f08_route(entry, name, defined)} for name, defined in entry.f08_names
+        ],
+        "reason": entry.reason or None,
+    }
+
+
+def fortran_manifest(plan: Optional[FortranPlan]) -> Optional[dict]:
+    if plan is None:
+        return None
+    total, routed, seen = plan.f77_coverage()
+    f08_total, f08_routed, f08_seen = plan.f08_coverage()
+    return {
+        "libraries": list(plan.libraries.libraries),
+        "compiler": plan.libraries.compiler,
+        "coverage": {
+            "f77": {"functions": total, "core_entries": routed, "seen_by_tools": seen},
+            "f08": {"functions": f08_total, "core_entries": f08_routed, "seen_by_tools": f08_seen},
+        },
+        "functions": {e.function.name: fortran_routes(plan, e) for e in plan.entries},
+    }
+
+
+def fortran_listing(plan: FortranPlan, names: Optional[Set[str]] = None) -> str:
+    """The text form: coverage, then every function with a Fortran routine."""
+    total, routed, seen = plan.f77_coverage()
+    f08_total, f08_routed, f08_seen = plan.f08_coverage()
+    lines = [
+        f"# Fortran ({', '.join(plan.libraries.libraries)}; {plan.libraries.compiler})",
+        f"# mpif.h / use mpi: {_share(routed, total)} through core entries, {_share(seen, total)} seen by tools",
+        f"# use mpi_f08: {_share(f08_routed, f08_total)} through core entries, {_share(f08_seen, f08_total)} seen by tools",
+    ]
+    width = max((len(e.function.name) for e in plan.entries), default=0)
+    for entry in plan.entries:
+        if names is not None and entry.function.name not in names:
+            continue
+        routes = fortran_routes(plan, entry)
+        f77 = routes["f77"]["route"] if routes["f77"] else "-"
+        f08 = ", ".join(f"{r['symbol']}: {r['route']}" for r in routes["f08"]) or "-"
+        why = f"  # {entry.reason}" if entry.reason else ""
+        lines.append(f"{entry.function.name:<{width}}  f77: {f77}; f08: {f08}{why}")
     return "\n".join(lines) + "\n"

@@ -18,6 +18,7 @@ import jinja2
 from . import __version__
 from .checksum import checksum_line, stamp
 from .cnames import C_NAMES
+from .fortran import FortranPlan
 from .model import Enumeration, MpiFunction
 from .resources import templates_dir
 from .spec import SPEC_SUFFIX
@@ -30,6 +31,7 @@ CORE_PLAN: Tuple[Tuple[str, str], ...] = (
     ("core/qmpi_core.c.j2", "qmpi_core.c"),
     ("core/qmpi_entry.c.j2", "qmpi_entry.c"),
     ("core/qmpi_exec.c.j2", "qmpi_exec.c"),
+    ("core/qmpi_fortran.c.j2", "qmpi_fortran.c"),  # only where the MPI has Fortran bindings
     ("core/Makefile.j2", "Makefile"),
     ("core/qmpi.pc.j2", "qmpi.pc"),
     ("core/QMPIConfig.cmake.j2", "QMPIConfig.cmake"),
@@ -125,9 +127,15 @@ def render_plan(
     return {output: finish(text, output) if finish else text for output, text in files.items()}
 
 
-def render_core(enumeration: Enumeration, gen: GeneratorInfo) -> Dict[str, str]:
-    sources = [output for _, output in CORE_PLAN if output.endswith(".c")]
-    return render_plan(CORE_PLAN, {"enumeration": enumeration, "gen": gen, "sources": sources})
+def core_plan(fortran: Optional[FortranPlan]) -> Tuple[Tuple[str, str], ...]:
+    """What build-core writes for this MPI: Fortran entries only where it has Fortran."""
+    return tuple((t, o) for t, o in CORE_PLAN if fortran is not None or o != "qmpi_fortran.c")
+
+
+def render_core(enumeration: Enumeration, gen: GeneratorInfo, fortran: Optional[FortranPlan] = None) -> Dict[str, str]:
+    plan = core_plan(fortran)
+    sources = [output for _, output in plan if output.endswith(".c")]
+    return render_plan(plan, {"enumeration": enumeration, "gen": gen, "sources": sources, "fortran": fortran})
 
 
 # -- tools (scaffold-tool) ---------------------------------------------------------------

@@ -75,7 +75,8 @@ def test_json_manifest_shape(api):
     """Exactly these keys: the manifest is read by scripts and tools' build systems."""
     enumeration = enumerate_functions(api)
     data = json.loads(run_ok("--json"))
-    assert list(data) == ["mpi", "functions"]
+    assert list(data) == ["mpi", "functions", "fortran"]
+    assert data["fortran"] is None  # a bare header read with cc: no Fortran bindings
     assert data["mpi"] == {
         "implementation": "MPICH",
         "version": "9.9.9",

@@ -769,8 +769,8 @@ QMPI_HIDDEN const int qmpi_forum_slot[MPI_LAST_FUNC_T] = {
 
 /* The chained path of the entry wrappers, out of line: it needs a frame (more
  * arguments than registers, a chain to build on the first call), the fast path
- * must not pay for it. */
-static __attribute__((noinline)) int qmpi_chained_Abort(MPI_Comm comm, int errorcode)
+ * must not pay for it. Hidden, not static: the Fortran entries share it. */
+QMPI_HIDDEN __attribute__((noinline)) int qmpi_chained_Abort(MPI_Comm comm, int errorcode)
 {
     const cell *qmpi_link;
 
@@ -780,7 +780,7 @@ static __attribute__((noinline)) int qmpi_chained_Abort(MPI_Comm comm, int error
     return ((QMPI_Abort_wrapper_t)qmpi_link->func_ptr)(comm, errorcode, qmpi_link->level, &qmpi_chain);
 }
 
-static __attribute__((noinline)) MPI_Aint qmpi_chained_Aint_add(MPI_Aint base, MPI_Aint disp)
+QMPI_HIDDEN __attribute__((noinline)) MPI_Aint qmpi_chained_Aint_add(MPI_Aint base, MPI_Aint disp)
 {
     const cell *qmpi_link;
 
@@ -790,7 +790,7 @@ static __attribute__((noinline)) MPI_Aint qmpi_chained_Aint_add(MPI_Aint base, M
     return ((QMPI_Aint_add_wrapper_t)qmpi_link->func_ptr)(base, disp, qmpi_link->level, &qmpi_chain);
 }
 
-static __attribute__((noinline)) int qmpi_chained_Attr_get(MPI_Comm comm, int keyval, void *attribute_val, int *flag)
+QMPI_HIDDEN __attribute__((noinline)) int qmpi_chained_Attr_get(MPI_Comm comm, int keyval, void *attribute_val, int *flag)
 {
     const cell *qmpi_link;
 
@@ -800,7 +800,7 @@ static __attribute__((noinline)) int qmpi_chained_Attr_get(MPI_Comm comm, int ke
     return ((QMPI_Attr_get_wrapper_t)qmpi_link->func_ptr)(comm, keyval, attribute_val, flag, qmpi_link->level, &qmpi_chain);
 }
 
-static __attribute__((noinline)) int qmpi_chained_Comm_rank(MPI_Comm arg0, int *arg1)
+QMPI_HIDDEN __attribute__((noinline)) int qmpi_chained_Comm_rank(MPI_Comm arg0, int *arg1)
 {
     const cell *qmpi_link;
 
@@ -810,7 +810,7 @@ static __attribute__((noinline)) int qmpi_chained_Comm_rank(MPI_Comm arg0, int *
     return ((QMPI_Comm_rank_wrapper_t)qmpi_link->func_ptr)(arg0, arg1, qmpi_link->level, &qmpi_chain);
 }
 
-static __attribute__((noinline)) int qmpi_chained_Comm_set_handler(MPI_Comm comm, MPI_Fixture_handler_ptr handler)
+QMPI_HIDDEN __attribute__((noinline)) int qmpi_chained_Comm_set_handler(MPI_Comm comm, MPI_Fixture_handler_ptr handler)
 {
     const cell *qmpi_link;
 
@@ -820,7 +820,7 @@ static __attribute__((noinline)) int qmpi_chained_Comm_set_handler(MPI_Comm comm
     return ((QMPI_Comm_set_handler_wrapper_t)qmpi_link->func_ptr)(comm, handler, qmpi_link->level, &qmpi_chain);
 }
 
-static __attribute__((noinline)) int qmpi_chained_Fixture_scalars(char c, unsigned char uc, short s, float f, double d, MPI_Fixture_short fs, int i, char *name)
+QMPI_HIDDEN __attribute__((noinline)) int qmpi_chained_Fixture_scalars(char c, unsigned char uc, short s, float f, double d, MPI_Fixture_short fs, int i, char *name)
 {
     const cell *qmpi_link;
 
@@ -830,7 +830,7 @@ static __attribute__((noinline)) int qmpi_chained_Fixture_scalars(char c, unsign
     return ((QMPI_Fixture_scalars_wrapper_t)qmpi_link->func_ptr)(c, uc, s, f, d, fs, i, name, qmpi_link->level, &qmpi_chain);
 }
 
-static __attribute__((noinline)) int qmpi_chained_Group_range_incl(MPI_Group group, int n, int ranges[][3], MPI_Group *newgroup)
+QMPI_HIDDEN __attribute__((noinline)) int qmpi_chained_Group_range_incl(MPI_Group group, int n, int ranges[][3], MPI_Group *newgroup)
 {
     const cell *qmpi_link;
 
@@ -840,7 +840,7 @@ static __attribute__((noinline)) int qmpi_chained_Group_range_incl(MPI_Group gro
     return ((QMPI_Group_range_incl_wrapper_t)qmpi_link->func_ptr)(group, n, ranges, newgroup, qmpi_link->level, &qmpi_chain);
 }
 
-static __attribute__((noinline)) int qmpi_chained_Info_dup(MPI_Info info, MPI_Info *newinfo)
+QMPI_HIDDEN __attribute__((noinline)) int qmpi_chained_Info_dup(MPI_Info info, MPI_Info *newinfo)
 {
     const cell *qmpi_link;
 
@@ -850,7 +850,7 @@ static __attribute__((noinline)) int qmpi_chained_Info_dup(MPI_Info info, MPI_In
     return ((QMPI_Info_dup_wrapper_t)qmpi_link->func_ptr)(info, newinfo, qmpi_link->level, &qmpi_chain);
 }
 
-static __attribute__((noinline)) int qmpi_chained_Op_create(MPI_User_function *user_fn, int commute, MPI_Op *op)
+QMPI_HIDDEN __attribute__((noinline)) int qmpi_chained_Op_create(MPI_User_function *user_fn, int commute, MPI_Op *op)
 {
     const cell *qmpi_link;
 
@@ -860,7 +860,7 @@ static __attribute__((noinline)) int qmpi_chained_Op_create(MPI_User_function *u
     return ((QMPI_Op_create_wrapper_t)qmpi_link->func_ptr)(user_fn, commute, op, qmpi_link->level, &qmpi_chain);
 }
 
-static __attribute__((noinline)) int qmpi_chained_Pready_list(int length, const int array_of_partitions[], MPI_Request request)
+QMPI_HIDDEN __attribute__((noinline)) int qmpi_chained_Pready_list(int length, const int array_of_partitions[], MPI_Request request)
 {
     const cell *qmpi_link;
 
@@ -870,7 +870,7 @@ static __attribute__((noinline)) int qmpi_chained_Pready_list(int length, const 
     return ((QMPI_Pready_list_wrapper_t)qmpi_link->func_ptr)(length, array_of_partitions, request, qmpi_link->level, &qmpi_chain);
 }
 
-static __attribute__((noinline)) int qmpi_chained_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
+QMPI_HIDDEN __attribute__((noinline)) int qmpi_chained_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
 {
     const cell *qmpi_link;
 
@@ -880,7 +880,7 @@ static __attribute__((noinline)) int qmpi_chained_Send(const void *buf, int coun
     return ((QMPI_Send_wrapper_t)qmpi_link->func_ptr)(buf, count, datatype, dest, tag, comm, qmpi_link->level, &qmpi_chain);
 }
 
-static __attribute__((noinline)) int qmpi_chained_Send_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
+QMPI_HIDDEN __attribute__((noinline)) int qmpi_chained_Send_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
 {
     const cell *qmpi_link;
 
@@ -890,7 +890,7 @@ static __attribute__((noinline)) int qmpi_chained_Send_c(const void *buf, MPI_Co
     return ((QMPI_Send_c_wrapper_t)qmpi_link->func_ptr)(buf, count, datatype, dest, tag, comm, qmpi_link->level, &qmpi_chain);
 }
 
-static __attribute__((noinline)) int qmpi_chained_Session_init(MPI_Info info, MPI_Errhandler errhandler, MPI_Session *session)
+QMPI_HIDDEN __attribute__((noinline)) int qmpi_chained_Session_init(MPI_Info info, MPI_Errhandler errhandler, MPI_Session *session)
 {
     const cell *qmpi_link;
 
@@ -900,7 +900,7 @@ static __attribute__((noinline)) int qmpi_chained_Session_init(MPI_Info info, MP
     return ((QMPI_Session_init_wrapper_t)qmpi_link->func_ptr)(info, errhandler, session, qmpi_link->level, &qmpi_chain);
 }
 
-static __attribute__((noinline)) int qmpi_chained_T_event_handle_free(MPI_T_event_registration event_registration, void *user_data, MPI_T_event_free_cb_function free_cb_function)
+QMPI_HIDDEN __attribute__((noinline)) int qmpi_chained_T_event_handle_free(MPI_T_event_registration event_registration, void *user_data, MPI_T_event_free_cb_function free_cb_function)
 {
     const cell *qmpi_link;
 
@@ -910,7 +910,7 @@ static __attribute__((noinline)) int qmpi_chained_T_event_handle_free(MPI_T_even
     return ((QMPI_T_event_handle_free_wrapper_t)qmpi_link->func_ptr)(event_registration, user_data, free_cb_function, qmpi_link->level, &qmpi_chain);
 }
 
-static __attribute__((noinline)) int qmpi_chained_Test(MPI_Request *request, int *flag, MPI_Status *status)
+QMPI_HIDDEN __attribute__((noinline)) int qmpi_chained_Test(MPI_Request *request, int *flag, MPI_Status *status)
 {
     const cell *qmpi_link;
 
@@ -920,7 +920,7 @@ static __attribute__((noinline)) int qmpi_chained_Test(MPI_Request *request, int
     return ((QMPI_Test_wrapper_t)qmpi_link->func_ptr)(request, flag, status, qmpi_link->level, &qmpi_chain);
 }
 
-static __attribute__((noinline)) double qmpi_chained_Wtick(void)
+QMPI_HIDDEN __attribute__((noinline)) double qmpi_chained_Wtick(void)
 {
     const cell *qmpi_link;
 
@@ -930,7 +930,7 @@ static __attribute__((noinline)) double qmpi_chained_Wtick(void)
     return ((QMPI_Wtick_wrapper_t)qmpi_link->func_ptr)(qmpi_link->level, &qmpi_chain);
 }
 
-static __attribute__((noinline)) double qmpi_chained_Wtime(void)
+QMPI_HIDDEN __attribute__((noinline)) double qmpi_chained_Wtime(void)
 {
     const cell *qmpi_link;
 
