@@ -27,7 +27,7 @@ MPI_ENV := PATH=$(MPI_PREFIX)/bin:$$PATH OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN
 MPIEXEC := $(MPI_PREFIX)/bin/mpiexec $(if $(filter openmpi,$(MPI)),--oversubscribe,)
 DEMO := $(abspath $(OUT))/demo-$(MPI)
 
-.PHONY: all demo test test-trace test-fast test-intelmpi test-debian test-threads test-sanitize test-sanitize-mpich test-sanitize-openmpi bench venv clean distclean
+.PHONY: all demo test test-trace test-fast test-intelmpi test-debian test-fortran test-threads test-sanitize test-sanitize-mpich test-sanitize-openmpi bench venv clean distclean
 
 all: demo
 
@@ -93,12 +93,21 @@ test-threads: $(MPICH_STAMP) $(OPENMPI_STAMP)
 		QMPIGEN_THREAD_REPEAT=10 QMPIGEN_TSAN=1 \
 		$(MPICH)/bin/python -m pytest -q -p no:cacheprovider tests/test_threads.py
 
-# The compile-and-run tests on Debian's MPICH and Open MPI (installs them with apt-get).
+# The compile-and-run tests on Debian's MPICH and Open MPI, Fortran programs included
+# (installs the MPIs and gfortran with apt-get: the wheels have no Fortran bindings).
+DEBIAN_MPIS_INSTALLED = command -v mpif90.mpich >/dev/null && command -v mpif90.openmpi >/dev/null && command -v gfortran >/dev/null || \
+	{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends libmpich-dev libopenmpi-dev gfortran; }
+DEBIAN_TEST = QMPIGEN_DEBIAN_MPIS=1 QMPIGEN_REQUIRE_MPIS=debian-mpich,debian-openmpi QMPIGEN_REQUIRE_FORTRAN=1 \
+	$(MPICH)/bin/python -m pytest -q -p no:cacheprovider
+
 test-debian: $(MPICH_STAMP)
-	command -v mpicc.mpich >/dev/null && command -v mpicc.openmpi >/dev/null || \
-		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends libmpich-dev libopenmpi-dev; }
-	QMPIGEN_DEBIAN_MPIS=1 QMPIGEN_REQUIRE_MPIS=debian-mpich,debian-openmpi \
-		$(MPICH)/bin/python -m pytest -q -p no:cacheprovider -m "mpi and not trace" tests
+	$(DEBIAN_MPIS_INSTALLED)
+	$(DEBIAN_TEST) -m "mpi and not trace" tests
+
+# The Fortran programs alone (use mpi, mpif.h, use mpi_f08) on Debian's MPIs.
+test-fortran: $(MPICH_STAMP)
+	$(DEBIAN_MPIS_INSTALLED)
+	$(DEBIAN_TEST) -m fortran tests
 
 # The compile-and-run tests with the core, tools and applications built with ASan+UBSan;
 # any report fails, leaks only inside the MPI libraries are suppressed (tests/sanitize/lsan.supp).

@@ -97,6 +97,12 @@ class Mpi:
         return str(self.bin / f"mpicc{self.suffix}")
 
     @property
+    def mpif90(self) -> Optional[str]:
+        """The Fortran driver beside mpicc, if this MPI has one that works (wheels: none)."""
+        path = self.bin / f"mpif90{self.suffix}"
+        return str(path) if path.exists() and shutil.which("gfortran") else None
+
+    @property
     def mpiexec(self) -> str:
         return str(self.bin / f"mpiexec{self.suffix}")
 
