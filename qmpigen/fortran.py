@@ -18,8 +18,12 @@ from .model import Enumeration, MpiApi, MpiFunction, Param
 from .quirks import (
     FORTRAN,
     FORTRAN_ABSENT,
+    FORTRAN_ADDRESS_RESULTS,
     FORTRAN_ARRAY_LENGTHS,
+    FORTRAN_DROPPED_ADDRESSES,
+    FORTRAN_ERRHANDLER_FUNCTIONS,
     FORTRAN_HANDLE_STEMS,
+    FORTRAN_IMPLIED_LENGTHS,
     FORTRAN_LOGICALS,
     FORTRAN_MANGLINGS,
     FORTRAN_NO_IERROR,
@@ -57,6 +61,8 @@ class Conv(str, Enum):
     STATUS_ARRAY = "status_array"  # `length` statuses, MPI_STATUSES_IGNORE
     STRING_IN = "string_in"  # CHARACTER(*) with hidden length -> trimmed C string
     STRING_OUT = "string_out"  # C string -> blank-padded CHARACTER(*)
+    ERRHANDLER_FN = "errhandler_fn"  # Fortran error handler -> the core's C handler calling it
+    DROPPED_ADDRESS = "dropped_address"  # mpif.h: an address it cannot hold, into a local; mpi_f08: TYPE(C_PTR)
     ABSENT = "absent"  # no Fortran argument: NULL
 
     @property
@@ -71,7 +77,14 @@ class FortranParam:
     length: str = ""  # C parameter with the array's length
     f2c: str = ""  # handle conversion functions
     c2f: str = ""
-    handle_type: str = ""
+    handle_type: str = ""  # converted handles; for ERRHANDLER_FN the handle type it handles
+    implied_length: str = ""  # C expression of a length no argument gives (FORTRAN_IMPLIED_LENGTHS)
+    partner: str = ""  # ERRHANDLER_FN: the parameter that returns the new MPI_Errhandler
+
+    @property
+    def count(self) -> str:
+        """C expression of an array's length."""
+        return self.implied_length or f"*{self.length}"
 
     @property
     def name(self) -> str:
@@ -95,6 +108,8 @@ class FortranParam:
             return f"const char *{self.name}"
         if self.conv is Conv.STRING_OUT:
             return f"char *{self.name}"
+        if self.conv is Conv.ERRHANDLER_FN:
+            return f"qmpi_f_errhandler_fn *{self.name}"
         return self.param.declaration  # same representation: the C parameter itself
 
     @property
@@ -183,6 +198,8 @@ class FortranPlan:
     entries: Tuple[FortranEntry, ...]
     status_f2c: str  # MPI_Status_f2c / c2f as the header declares them (PMPI_ names)
     status_c2f: str
+    # (handle type, its get_errhandler, its c2f) for the C handlers that call Fortran ones
+    errhandler_kinds: Tuple[Tuple[str, str, str], ...] = ()
     string_bounds: Tuple[str, ...] = FORTRAN_STRING_BOUNDS
 
     def __iter__(self) -> Iterator[FortranEntry]:
@@ -240,6 +257,11 @@ def plan_fortran(
         return None
     conversions = _handle_conversions(api, enumeration, macros)
     status_f2c, status_c2f = (_called(api.get(f"MPI_Status_{way}")) for way in ("f2c", "c2f"))
+    errhandler_kinds = {
+        handle: (handle, _called(api.get(f"MPI_{handle[len('MPI_'):]}_get_errhandler")), conversions[handle][1])
+        for handle in sorted(set(FORTRAN_ERRHANDLER_FUNCTIONS.values()))
+        if handle in conversions and api.get(f"MPI_{handle[len('MPI_'):]}_get_errhandler") is not None
+    }
     entries = []
     for function in enumeration:
         f77 = tuple(
@@ -254,13 +276,22 @@ def plan_fortran(
         )
         if not f77 and not f08:
             continue
-        params, reason = _classify(function, conversions, quirks)
+        params, reason = _classify(function, conversions, quirks, errhandler_kinds)
         if not reason and not (status_f2c and status_c2f) and any(p.conv in (Conv.STATUS, Conv.STATUS_ARRAY) for p in params):
             reason = "mpi.h declares no MPI_Status_f2c/MPI_Status_c2f"
         families = {f.suffix: f for f in quirks.f08_entries}
         f08_names = tuple((n, not reason and families[_suffix(n, quirks)].bypasses_c) for n in f08)
         entries.append(FortranEntry(function, f77, f08_names, params, reason))
-    return FortranPlan(enumeration.facts.implementation, libraries, quirks, tuple(entries), status_f2c, status_c2f)
+    used_kinds = {p.handle_type for e in entries if e.routed for p in e.params if p.conv is Conv.ERRHANDLER_FN}
+    return FortranPlan(
+        enumeration.facts.implementation,
+        libraries,
+        quirks,
+        tuple(entries),
+        status_f2c,
+        status_c2f,
+        tuple(errhandler_kinds[k] for k in sorted(used_kinds)),
+    )
 
 
 def _called(function: Optional[MpiFunction]) -> str:
@@ -293,7 +324,7 @@ def _handle_conversions(api: MpiApi, enumeration: Enumeration, macros: FrozenSet
 
 
 def _classify(
-    function: MpiFunction, conversions: Dict[str, Tuple[str, str]], quirks: FortranQuirks
+    function: MpiFunction, conversions: Dict[str, Tuple[str, str]], quirks: FortranQuirks, errhandler_kinds
 ) -> Tuple[Tuple[FortranParam, ...], str]:
     """(conversions, "") when every argument converts; ((), reason) otherwise."""
     if function.is_macro:
@@ -313,6 +344,12 @@ def _classify(
         if p.name in absent:
             out.append(FortranParam(p, Conv.ABSENT))
             continue
+        handled = FORTRAN_ERRHANDLER_FUNCTIONS.get(p.base_type)
+        if p.is_function_pointer and handled in errhandler_kinds:
+            partner = next((q.name for q in function.params if q.base_type == "MPI_Errhandler" and q.is_pointer), "")
+            if partner:
+                out.append(FortranParam(p, Conv.ERRHANDLER_FN, handle_type=handled, partner=partner))
+                continue
         if p.is_function_pointer:
             return (), f"{p.name}: a user callback (the MPI's binding adapts Fortran procedures)"
         if p.name in FORTRAN_PASS_THROUGH_PARAMS:
@@ -321,16 +358,20 @@ def _classify(
         if one_based is not None:
             out.append(FortranParam(p, Conv.INDEX_ARRAY if one_based else Conv.INDEX_REF, one_based))
             continue
-        converted = _convert(p, names, conversions, quirks)
+        converted = _convert(function, p, names, conversions, quirks)
         if isinstance(converted, str):
             return (), f"{p.name}: {converted}"
         out.append(converted)
     return tuple(out), ""
 
 
-def _convert(p: Param, names, conversions: Dict[str, Tuple[str, str]], quirks: FortranQuirks):
+def _convert(function: MpiFunction, p: Param, names, conversions: Dict[str, Tuple[str, str]], quirks: FortranQuirks):
     """The conversion of one parameter, or why there is none (a string)."""
     base = p.base_type
+    if p.name in FORTRAN_ADDRESS_RESULTS and p.is_pointer:
+        return FortranParam(p, Conv.DIRECT)
+    if (function.name, p.name) in FORTRAN_DROPPED_ADDRESSES:
+        return FortranParam(p, Conv.DROPPED_ADDRESS)
     array = p.is_array or p.name.startswith("array_of_")
     logical_same = (quirks.logical_true, quirks.logical_false) == (1, 0)
     if base in conversions:
@@ -339,9 +380,10 @@ def _convert(p: Param, names, conversions: Dict[str, Tuple[str, str]], quirks: F
             return FortranParam(p, Conv.HANDLE, f2c=f2c, c2f=c2f, handle_type=base)
         if array:
             length = _array_length(p, names)
-            if not length:
+            implied = _implied_length(function, p, conversions)
+            if not length and not implied:
                 return f"an array of {base} whose length is no argument (the MPI's binding computes it)"
-            return FortranParam(p, Conv.HANDLE_ARRAY, length, f2c, c2f, base)
+            return FortranParam(p, Conv.HANDLE_ARRAY, length, f2c, c2f, base, implied_length=implied)
         return FortranParam(p, Conv.HANDLE_REF, f2c=f2c, c2f=c2f, handle_type=base)
     if base.startswith("MPI_") and base not in SAME_REPRESENTATION and base != "MPI_Status":
         return f"no Fortran conversion for {base}"
@@ -374,3 +416,13 @@ def _convert(p: Param, names, conversions: Dict[str, Tuple[str, str]], quirks: F
 
 def _array_length(p: Param, names) -> str:
     return next((n for n in FORTRAN_ARRAY_LENGTHS.get(p.name, ()) if n in names), "")
+
+
+def _implied_length(function: MpiFunction, p: Param, conversions: Dict[str, Tuple[str, str]]) -> str:
+    """The C expression of an array length the call implies (its communicator's size or
+    degree, asked with PMPI_ calls that tools do not see), or ""."""
+    way = FORTRAN_IMPLIED_LENGTHS.get((function.name, p.name))
+    comm = next((q.name for q in function.params if q.base_type == "MPI_Comm" and not q.is_pointer), "")
+    if not way or not comm or "MPI_Comm" not in conversions:
+        return ""
+    return f"qmpi_f_{way}({conversions['MPI_Comm'][0]}(*{comm}))"

@@ -184,7 +184,19 @@ FORTRAN_DRIVER_NAMES: Tuple[str, ...] = ("mpif90", "mpifort")
 # The Fortran 77 manglings in use ({lower}: "mpi_send", {upper}: "MPI_SEND"): gfortran's
 # (trailing underscore), g77's (double for names with an underscore), none (xlf), upper
 # case (Cray, Intel on Windows). Only those the MPI's library exports are defined.
-FORTRAN_MANGLINGS: Tuple[str, ...] = ("{lower}_", "{lower}__", "{lower}", "{upper}")
+FORTRAN_MANGLINGS: Tuple[str, ...] = (
+    "{lower}_",
+    "{lower}__",
+    "{lower}",
+    "{upper}",
+    # Open MPI (4.1) names the TYPE(C_PTR) overloads of `use mpi` (MPI_Alloc_mem,
+    # MPI_Win_allocate, ...) so: the pointer arrives by reference as with INTEGER(KIND=
+    # MPI_ADDRESS_KIND), so one entry serves both.
+    "{lower}_cptr_",
+    "{lower}_cptr__",
+    "{lower}_cptr",
+    "{upper}_CPTR",
+)
 
 
 @dataclass(frozen=True)
@@ -338,14 +350,59 @@ FORTRAN_NO_IERROR: FrozenSet[str] = frozenset({"MPI_Pcontrol"})
 # Why a function's Fortran entry stays with the MPI's own binding, by parameter name
 # (checked after the regular rules): what the Fortran argument means is not the C one.
 FORTRAN_PASS_THROUGH_PARAMS: Dict[str, str] = {
-    "attribute_val": "the attribute value is an INTEGER(ADDRESS_KIND) in Fortran, a pointer in C",
-    "attr_val": "the attribute value is an INTEGER(ADDRESS_KIND) in Fortran, a pointer in C",
-    "baseptr": "the base address is an INTEGER(ADDRESS_KIND) or TYPE(C_PTR) in Fortran",
-    "buffer_addr": "the detached buffer's address is returned differently in Fortran",
+    # C reads an attribute that Fortran set as a pointer to its value, Fortran reads a C
+    # one as the address (MPI standard, attributes across languages): only the MPI's own
+    # binding records which language set it.
+    "attribute_val": "an attribute set from Fortran is a pointer to its value in C; only the MPI's binding records the language",
+    "attr_val": "an attribute set from Fortran is a pointer to its value in C; only the MPI's binding records the language",
     "argv": "argument vectors are blank-padded CHARACTER arrays in Fortran",
     "array_of_argv": "argument vectors are blank-padded CHARACTER arrays in Fortran",
     "array_of_commands": "command arrays are blank-padded CHARACTER arrays in Fortran",
     "array_of_errcodes": "MPI_ERRCODES_IGNORE and the error-code array stay with the MPI's binding",
+}
+
+# `void *` results that C declares as any pointer's address: the MPI stores a pointer
+# where the argument points, and Fortran's INTEGER(KIND=MPI_ADDRESS_KIND) or TYPE(C_PTR)
+# holds it just as C's void * (MPI_Alloc_mem, MPI_Win_allocate(_shared), MPI_Win_shared_query).
+FORTRAN_ADDRESS_RESULTS: FrozenSet[str] = frozenset({"baseptr"})
+
+# Addresses C returns that mpif.h / use mpi have no way to hold (MPI standard: there
+# MPI_BUFFER_DETACH's BUFFER_ADDR is a choice buffer, not written; mpi_f08's is a
+# TYPE(C_PTR) that is): (function, parameter) whose C argument is a local the address
+# is dropped into for mpif.h, as the MPIs' own bindings do.
+FORTRAN_DROPPED_ADDRESSES: FrozenSet[Tuple[str, str]] = frozenset(
+    {
+        ("MPI_Buffer_detach", "buffer"),  # Open MPI's name
+        ("MPI_Buffer_detach", "buffer_addr"),  # MPICH's
+        ("MPI_Comm_detach_buffer", "buffer_addr"),  # MPI 4.1
+        ("MPI_Session_detach_buffer", "buffer_addr"),
+    }
+)
+
+# Arrays of handles whose length the call implies instead of naming (MPI standard):
+# (function, parameter) -> "peers" (the communicator's size, its remote group's for an
+# intercommunicator), "in_neighbors" / "out_neighbors" (its topology's degrees).
+FORTRAN_IMPLIED_LENGTHS: Dict[Tuple[str, str], str] = {
+    **{(f, p): "peers" for f in ("MPI_Alltoallw", "MPI_Ialltoallw", "MPI_Alltoallw_init") for p in ("sendtypes", "recvtypes")},
+    **{
+        (f, p): way
+        for f in ("MPI_Neighbor_alltoallw", "MPI_Ineighbor_alltoallw", "MPI_Neighbor_alltoallw_init")
+        for p, way in (("sendtypes", "out_neighbors"), ("recvtypes", "in_neighbors"))
+    },
+}
+
+# Error-handler procedures (MPI standard typedefs, and MPICH's older *_fn spellings) ->
+# the handle type whose errors they handle. A Fortran handler gets that handle as an
+# INTEGER: the core registers a C handler that converts it and calls the Fortran one.
+FORTRAN_ERRHANDLER_FUNCTIONS: Dict[str, str] = {
+    "MPI_Comm_errhandler_function": "MPI_Comm",
+    "MPI_Comm_errhandler_fn": "MPI_Comm",
+    "MPI_Handler_function": "MPI_Comm",
+    "MPI_File_errhandler_function": "MPI_File",
+    "MPI_File_errhandler_fn": "MPI_File",
+    "MPI_Win_errhandler_function": "MPI_Win",
+    "MPI_Win_errhandler_fn": "MPI_Win",
+    "MPI_Session_errhandler_function": "MPI_Session",
 }
 
 # Functions whose Fortran argument semantics differ from C in ways no parameter type shows.

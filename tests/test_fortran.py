@@ -20,7 +20,7 @@ from typing import Dict, List, Optional
 
 import pytest
 
-from conftest import APPS, RUN_TIMEOUT_S, Mpi, qmpigen, run_cli
+from conftest import APPS, RUN_TIMEOUT_S, Mpi, make, qmpigen, run_cli
 
 pytestmark = [pytest.mark.mpi, pytest.mark.fortran]
 
@@ -62,7 +62,8 @@ def fortran_build(mpi: Mpi, source: Path, output: Path, core: Optional[Path]) ->
     # must be the library that defines them, or the linker drops it.
     link = ["-Wl,--as-needed", f"-L{core}", "-lqmpi", f"-Wl,-rpath,{core}"] if core else []
     cmd = [mpi.mpif90, "-O2", str(source), "-o", str(output), *link]
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=mpi.env(), timeout=RUN_TIMEOUT_S)
+    # In the output's directory: gfortran writes the modules a program defines (.mod) there.
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=mpi.env(), timeout=RUN_TIMEOUT_S, cwd=output.parent)
     assert proc.returncode == 0, f"{' '.join(cmd)}\n{proc.stdout}{proc.stderr}"
     return output
 
@@ -158,6 +159,42 @@ def test_ld_preload_without_linking_the_core(fortran_mpi, core, fortran_apps, cb
         assert counts.pop("bad") == 0 and counts == expected_calls("")
 
 
+EXTRAS = ("extras", "extras_f08")
+
+
+@pytest.fixture(scope="session")
+def fcount(fortran_mpi: Mpi, core: Path, tmp_path_factory) -> Path:
+    """tests/apps/fortran/fcount.qmpi: counts every function, checks converted arrays and handlers."""
+    out = tmp_path_factory.mktemp(f"fcount-{fortran_mpi.name}")
+    proc = qmpigen("scaffold-tool", str(FORTRAN_APPS / "fcount.qmpi"), "--mpicc", fortran_mpi.mpicc, "-o", str(out),
+                   env=fortran_mpi.env())
+    assert proc.returncode == 0, proc.stderr
+    make(out, f"QMPI_CORE={core}", f"MPICC={fortran_mpi.mpicc}", env=fortran_mpi.env())
+    return out / "libfcount.so"
+
+
+def calls_file(name: str) -> Dict[str, int]:
+    return {line.split()[0]: int(line.split()[1]) for line in (FORTRAN_APPS / name).read_text().splitlines()}
+
+
+@pytest.mark.parametrize("program", EXTRAS)
+def test_implied_lengths_addresses_and_error_handlers(fortran_mpi, core, fcount, tmp_path, program):
+    """MPI_Alltoallw / MPI_Neighbor_alltoallw (handle arrays as long as the communicator
+    or its topology), MPI_UNWEIGHTED, MPI_Alloc_mem / MPI_Win_allocate (an address in
+    INTEGER(KIND=MPI_ADDRESS_KIND) or TYPE(C_PTR)) and Fortran error handlers called
+    through the core's C handler: results unchanged under two fcount instances, which
+    see every call once with C datatypes and a C handler."""
+    app = fortran_build(fortran_mpi, FORTRAN_APPS / f"{program}.f90", tmp_path / program, core)
+    baseline = results(run_ok(fortran_mpi, app, "").stdout)
+    proc = run_ok(fortran_mpi, app, "", {"TOOLS": f"{fcount}:{fcount}"})
+    assert results(proc.stdout) == baseline
+    seen = reports(proc.stdout, "fcount")
+    assert sorted(seen) == [(level, rank) for level in (1, 2) for rank in range(RANKS)], proc.stdout
+    for counts in seen.values():
+        assert counts.pop("bad") == 0, proc.stdout
+        assert counts == calls_file("extras_calls.txt")
+
+
 def functions_json(mpi: Mpi) -> dict:
     proc = qmpigen("functions", "--mpicc", mpi.mpicc, "--json", env=mpi.env())
     assert proc.returncode == 0, proc.stderr
@@ -173,7 +210,11 @@ def test_functions_reports_fortran_routes_and_coverage(fortran_mpi):
     assert routes["MPI_Op_create"]["f77"]["route"] != "chain"
     assert "callback" in routes["MPI_Op_create"]["reason"]
     f77 = fortran["coverage"]["f77"]
-    assert f77["core_entries"] / f77["functions"] >= 0.9, f77
+    assert f77["core_entries"] / f77["functions"] >= 0.95, f77  # issue 9's target, both Debian MPIs
+    # Routed although the argument is no plain conversion: implied array lengths,
+    # addresses in INTEGER(KIND=MPI_ADDRESS_KIND), Fortran error handlers.
+    for name in ("MPI_Alltoallw", "MPI_Neighbor_alltoallw", "MPI_Alloc_mem", "MPI_Win_allocate", "MPI_Comm_create_errhandler"):
+        assert routes[name]["f77"]["route"] == "chain", (name, routes[name])
     text = qmpigen("functions", "--mpicc", fortran_mpi.mpicc, env=fortran_mpi.env()).stdout
     assert re.search(r"^# mpif.h / use mpi: \d+/\d+ \([\d.]+ %\) through core entries", text, re.M)
     assert re.search(r"^MPI_Op_create +f77: .*# \w+: a user callback", text, re.M)
