@@ -19,6 +19,7 @@ TARGET_BYTES_PER_FUNCTION = 24
 DESIGNED_BYTES_PER_FUNCTION = 16  # one cell (function pointer + level) per function
 TARGET_CODEGEN_S = 2.0
 TARGET_COMPILE_S = 45.0
+TARGET_FORTRAN_OVER_OWN_NS = 2.0  # issue 9: core's Fortran entry, 0 tools, vs the MPI's own binding
 
 
 def quartiles(samples: Sequence[float]) -> Tuple[float, float]:
@@ -52,8 +53,36 @@ def verdict(ok: Optional[bool]) -> str:
     return "—" if ok is None else ("PASS" if ok else "FAIL")
 
 
+def median_difference(a: Optional[Sequence[float]], b: Optional[Sequence[float]]) -> Optional[float]:
+    """Median of sample-by-sample differences a - b (samples taken in turn in one process)."""
+    if not a or not b or len(a) != len(b):
+        return None
+    return statistics.median(x - y for x, y in zip(a, b))
+
+
+def fortran_summary(rows: Dict[str, dict], status: Optional[dict]) -> Optional[dict]:
+    """The Fortran rows (bench_rank.f90) against the MPI's own Fortran binding; None when
+    the run did not look for Fortran (results from before it existed)."""
+    if status is None:
+        return None
+
+    def med(key: str) -> Optional[float]:
+        return rows[key]["median_ns"] if key in rows else None
+
+    own, core0, core1 = med("fortran/own"), med("fortran/core+0"), med("fortran/core+1typed")
+    return {
+        **status,
+        "own_ns": own, "core0_ns": core0, "core1typed_ns": core1,
+        "core0_minus_own_linked_ns": core0 - own if core0 is not None and own is not None else None,
+        "core0_minus_own_ns": median_difference(rows.get("fentry/core", {}).get("samples_ns"),
+                                                rows.get("fentry/own", {}).get("samples_ns")),
+        "entry_ns": {"own": med("fentry/own"), "core": med("fentry/core")},
+        "one_tool_layer_ns": core1 - core0 if core1 is not None and core0 is not None else None,
+    }
+
+
 def summarise(args, name: str, nfuncs: int, configs: List[Config], codegen: List[float], compile_s: float,
-              cpu: Optional[int], header_stages: Optional[str]) -> dict:
+              cpu: Optional[int], header_stages: Optional[str], fortran_status: Optional[dict] = None) -> dict:
     rows: Dict[str, dict] = {}
     failures: Dict[str, List[str]] = {}
     for config in configs:
@@ -85,11 +114,8 @@ def summarise(args, name: str, nfuncs: int, configs: List[Config], codegen: List
                           if floors["core0_ns"] is not None and floors["interposer_ns"] is not None else None)
 
     def paired(a: str, b: str) -> Optional[float]:
-        """Median of sample-by-sample differences a - b (taken in turn in one process)."""
-        sa, sb = rows.get(f"entry/{a}", {}).get("samples_ns"), rows.get(f"entry/{b}", {}).get("samples_ns")
-        if not sa or not sb or len(sa) != len(sb):
-            return None
-        return statistics.median(x - y for x, y in zip(sa, sb))
+        return median_difference(rows.get(f"entry/{a}", {}).get("samples_ns"),
+                                 rows.get(f"entry/{b}", {}).get("samples_ns"))
 
     entry = {label: med(f"entry/{label}") for label in ENTRY_LABELS}
     entry_deltas = {
@@ -165,6 +191,13 @@ def summarise(args, name: str, nfuncs: int, configs: List[Config], codegen: List
            f"{fmt(core0_delta)} ns (linked-in rows: {fmt(core0_delta_linked)} ns)",
            f"<= +{TARGET_CORE0_OVER_INTERPOSER_NS} ns",
            None if core0_delta is None else core0_delta <= TARGET_CORE0_OVER_INTERPOSER_NS)
+    fortran = fortran_summary(rows, fortran_status)
+    if fortran and fortran.get("driver"):
+        delta = fortran["core0_minus_own_ns"]
+        target("Fortran MPI_COMM_RANK, core with 0 tools vs the MPI's own Fortran binding, paired in one process",
+               f"{fmt(delta)} ns (linked-in rows: {fmt(fortran['core0_minus_own_linked_ns'])} ns; "
+               f"own {fmt(fortran['own_ns'])} ns, core {fmt(fortran['core0_ns'])} ns)",
+               f"<= +{TARGET_FORTRAN_OVER_OWN_NS} ns", None if delta is None else delta <= TARGET_FORTRAN_OVER_OWN_NS)
     for variant, bound in TARGET_RATIO.items():
         r = variants[variant]["ratio_to_floor"]
         target(f"per layer, {VARIANTS[variant]}",
@@ -224,6 +257,6 @@ def summarise(args, name: str, nfuncs: int, configs: List[Config], codegen: List
         "reference": ref, "variants": variants, "pingpong_ns": pingpong,
         "memory": {"designed_bytes_per_instance": designed, "bound_bytes_per_instance": bound_bytes},
         "codegen_s": codegen, "codegen_median_s": cg, "compile_s": compile_s, "header_stages": header_stages,
-        "targets": targets, "failures": failures, "rows": rows,
+        "targets": targets, "failures": failures, "rows": rows, "fortran": fortran,
         "seconds_per_config": {c.key: round(c.seconds, 2) for c in configs},
     }

@@ -8,7 +8,9 @@ For one MPI implementation (its mpicc and mpiexec):
   3. runs, for several rounds, every configuration in one rank pinned to one CPU:
      direct PMPI, the interposer (with and without -fno-plt), the reference chain, the core
      with 0 tools and with N empty tools via exec_func, the typed next call and the
-     callback interface, plus 2-rank ping-pong with 0 and 8 tools;
+     callback interface, plus 2-rank ping-pong with 0 and 8 tools; where the MPI has a
+     Fortran driver (mpif90.mpich beside mpicc.mpich, ...), MPI_COMM_RANK from Fortran
+     through the MPI's own binding and through the core's Fortran entry (bench_rank.f90);
   4. writes results.json, results.md (medians, ratios to the floors, PASS/FAIL per target)
      and ns_per_call.png into the output directory.
 
@@ -44,12 +46,14 @@ from measure import (
     build_configs,
     entry_alignment,
     find_qmpigen,
+    fortran_configs,
     library_name,
     loadavg,
     log,
     make_env,
     must,
     pick_cpu,
+    prepare_fortran,
     provenance,
     run,
     run_config,
@@ -77,6 +81,8 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
                     help=f"tool counts (default {','.join(map(str, TOOL_COUNTS))})")
     ap.add_argument("--cpu", type=int, default=None, help="CPU for single-rank runs (default: the last one allowed)")
     ap.add_argument("--codegen-repeats", type=int, default=5, help="timed `qmpigen build-core` runs (default 5)")
+    ap.add_argument("--fortran", default="auto",
+                    help="Fortran rows: auto (the mpif90/mpifort beside --mpicc, if any), none, or a driver")
     ap.add_argument("--quick", action="store_true", help="a smoke run: 3 samples of 5 ms, one round, few tool counts")
     args = ap.parse_args(argv)
     if args.quick:
@@ -113,7 +119,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         name, nfuncs = library_name(scratch / "warm")
         if args.name == "auto":
             args.name = slug(name)
-        out = Path(args.out) if args.out else Path(args.out_root) / args.name
+        out = (Path(args.out) if args.out else Path(args.out_root) / args.name).resolve()
         out.mkdir(parents=True, exist_ok=True)
         log(f"{name}: {nfuncs} functions; results in {out}")
         codegen, codegen_cpu = [], []
@@ -147,11 +153,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if link.is_symlink() or link.exists():
             link.unlink()
         link.symlink_to(lib)
+    fortran = prepare_fortran(args.fortran, args.mpicc, core, bindir, mpi.env)
 
     # 3. the runs, interleaved over rounds
     cpu = pick_cpu(args.cpu)
     log(f"single-rank runs pinned to CPU {cpu}" if cpu is not None else "taskset not found: runs not pinned")
     configs = build_configs(args.counts, bindir, core)
+    if fortran["driver"]:
+        configs += fortran_configs(core)
     for r in range(args.rounds):
         t0 = time.perf_counter()
         for config in configs:
@@ -164,7 +173,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             log(f"FAILED {config.key}: {failure}")
 
     # 4. results
-    results = summarise(args, name, nfuncs, configs, codegen, compile_s, cpu, header_stages)
+    results = summarise(args, name, nfuncs, configs, codegen, compile_s, cpu, header_stages, fortran)
     results["codegen_cpu_s"] = codegen_cpu
     results["compile_cpu_s"] = compile_cpu
     results["environment"]["loadavg_at_compile"] = compile_load

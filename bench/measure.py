@@ -157,8 +157,82 @@ def build_configs(counts: Sequence[int], bindir: Path, core: Path) -> List[Confi
     return configs
 
 
+# ---- Fortran (MPIs with a Fortran driver beside mpicc: Debian's, not the PyPI wheels) ------
+
+FORTRAN_DRIVER_NAMES = ("mpif90", "mpifort")  # as qmpigen's quirks.FORTRAN_DRIVER_NAMES
+FORTRAN_SYMBOL = "mpi_comm_rank_"  # gfortran's name of the timed routine
+FORTRAN_ENTRY_LABELS = ("own", "core")  # bench_rank.f90 entry: arg 0, 1
+FORTRAN_ROWS = (
+    ("fortran/own", "the MPI's own Fortran binding, application not linked with libqmpi (the floor)"),
+    ("fortran/core+0", "core's Fortran entry, 0 tools"),
+    ("fortran/core+1typed", "core's Fortran entry, 1 empty typed tool"),
+)
+
+
+def fortran_driver(mpicc: str) -> Optional[str]:
+    """mpicc -> mpif90 (or mpifort) in the same directory, keeping a suffix (mpicc.mpich ->
+    mpif90.mpich): the driver qmpigen build-core also looks for."""
+    path = shutil.which(mpicc)
+    if not path:
+        return None
+    directory, name = os.path.split(path)
+    if "mpicc" not in name:
+        return None
+    for fortran_name in FORTRAN_DRIVER_NAMES:
+        candidate = os.path.join(directory, name.replace("mpicc", fortran_name, 1))
+        if os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
+def exports(lib: Path, symbol: str) -> Optional[bool]:
+    """Whether a shared library defines a dynamic symbol; None without nm."""
+    if shutil.which("nm") is None:
+        return None
+    proc = subprocess.run(["nm", "-D", "--defined-only", str(lib)], capture_output=True, text=True, timeout=60)
+    if proc.returncode != 0:
+        return None
+    return any(line.split()[-1] == symbol for line in proc.stdout.splitlines() if line.strip())
+
+
+def prepare_fortran(request: str, mpicc: str, core: Path, bindir: Path, env: Dict[str, str]) -> dict:
+    """Builds bench_rank.f90 both ways when the MPI has a Fortran driver and the core
+    Fortran entries. {"driver": ...} or {"skipped": why}; says which on the log."""
+    status: dict = {"driver": None}
+    driver = None if request == "none" else (fortran_driver(mpicc) if request == "auto" else request)
+    if driver is None:
+        status["skipped"] = ("--fortran none" if request == "none" else
+                             f"no Fortran driver beside {mpicc} ({' or '.join(FORTRAN_DRIVER_NAMES)})")
+    elif exports(core / "libqmpi.so", FORTRAN_SYMBOL) is False:
+        status["skipped"] = f"the core defines no {FORTRAN_SYMBOL} (generated without Fortran entries)"
+    else:
+        version = run([driver, "--version"], env)
+        if version.returncode == 0 and version.stdout.strip():
+            status["compiler"] = version.stdout.strip().splitlines()[0]
+        proc = run(["make", "-C", str(BENCH_DIR), "fortran", f"CORE={core}", f"OUT={bindir}", f"MPICC={mpicc}",
+                    f"MPIF90={driver}"], env)
+        if proc.returncode != 0:
+            status["skipped"] = f"building bench_rank.f90 with {driver} failed (exit {proc.returncode})"
+        else:
+            status["driver"] = driver
+    log(f"Fortran rows with {driver} ({status.get('compiler', '?')})" if status["driver"] else
+        f"Fortran rows skipped: {status['skipped']}")
+    return status
+
+
+def fortran_configs(core: Path) -> List[Config]:
+    return [
+        Config("fortran-entry", "bench_f_direct", ["entry", "--libs", str(core / "libqmpi.so")], repeats_factor=2),
+        Config("fortran/own", "bench_f_direct", ["rank"]),
+        Config("fortran/core+0", "bench_f_core", ["rank"]),
+        Config("fortran/core+1typed", "bench_f_core", ["rank"], {"TOOLS": "./t.so"}),
+    ]
+
+
 def measurement_key(config: Config, record: dict) -> str:
     kind = record["kind"]
+    if kind == "fentry":
+        return f"fentry/{FORTRAN_ENTRY_LABELS[record['arg']]}"
     if kind == "ref":
         return f"ref-{record['layout']}/{record['arg']}"
     if kind == "pair-ref":

@@ -13,7 +13,7 @@ from typing import List, Optional, Sequence
 import jinja2
 
 from analysis import DESIGNED_BYTES_PER_FUNCTION, fmt
-from measure import BENCH_DIR, EXTRA_VARIANTS, PINGPONG_SIZES, REF_EXTRA_LEVELS, VARIANTS, log
+from measure import BENCH_DIR, EXTRA_VARIANTS, FORTRAN_ROWS, PINGPONG_SIZES, REF_EXTRA_LEVELS, VARIANTS, log
 
 LABELS = {**VARIANTS, **EXTRA_VARIANTS}
 ZERO_TOOL_ROWS = (
@@ -68,6 +68,7 @@ def markdown(res: dict, brief: bool = False) -> str:
         brief=brief,
         labels=LABELS,
         zero_tool_rows=ZERO_TOOL_ROWS,
+        fortran_rows=FORTRAN_ROWS,
         tool_columns=TOOL_COLUMNS,
         tool_counts=sorted({0, *counts, *(m for m in REF_EXTRA_LEVELS if m < max(counts))}),
         pingpong_sizes=PINGPONG_SIZES,
@@ -80,10 +81,16 @@ def markdown(res: dict, brief: bool = False) -> str:
 def combine(paths: Sequence[str]) -> str:
     """Side-by-side markdown of several results.json (for docs/performance.md)."""
     results = [json.loads(Path(p).read_text()) for p in paths]
-    targets = []
-    for i, t in enumerate(results[0]["targets"]):
-        found = [r["targets"][i] if i < len(r["targets"]) else None for r in results]
-        targets.append((t, found, len({f["bound"] for f in found if f}) == 1))
+    # The C targets side by side by position (their names carry the tool count); the
+    # Fortran one by name, after the first: runs on MPIs without Fortran lack it.
+    split = [([t for t in r["targets"] if not t["target"].startswith("Fortran")],
+              [t for t in r["targets"] if t["target"].startswith("Fortran")]) for r in results]
+    rows = [(t, [c[i] if i < len(c) else None for c, _ in split]) for i, t in enumerate(split[0][0])]
+    fortran_targets = {t["target"]: t for _, f in split for t in f}
+    rows[1:1] = [(t, [next((x for x in f if x["target"] == name), None) for _, f in split])
+                 for name, t in fortran_targets.items()]
+    targets = [(t, found, len({f["bound"] for f in found if f}) == 1) for t, found in rows]
+    fortran = [r.get("fortran") or {} for r in results]
     return _environment().get_template("combine.md.j2").render(
         names=[r["mpi"].split(" (")[0] for r in results],
         results=results,
@@ -93,6 +100,8 @@ def combine(paths: Sequence[str]) -> str:
         labels=LABELS,
         pingpong_sizes=PINGPONG_SIZES,
         pingpong_configs=_by_length({k.split("/")[1] for r in results for k in r["rows"] if k.startswith("pingpong/")}),
+        fortran=fortran if any(f.get("driver") for f in fortran) else None,
+        fortran_rows=FORTRAN_ROWS,
     )
 
 
