@@ -27,7 +27,7 @@ MPI_ENV := PATH=$(MPI_PREFIX)/bin:$$PATH OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN
 MPIEXEC := $(MPI_PREFIX)/bin/mpiexec $(if $(filter openmpi,$(MPI)),--oversubscribe,)
 DEMO := $(abspath $(OUT))/demo-$(MPI)
 
-.PHONY: all demo test test-trace test-fast test-intelmpi test-debian test-fortran test-threads test-sanitize test-sanitize-mpich test-sanitize-openmpi bench venv clean distclean
+.PHONY: all demo test test-trace test-fast test-intelmpi test-debian test-fortran bench-fortran test-threads test-sanitize test-sanitize-mpich test-sanitize-openmpi bench venv clean distclean
 
 all: demo
 
@@ -140,6 +140,20 @@ bench: $(MPICH_STAMP) $(if $(BENCH_OWN_MPI),,$(MPI_STAMP))
 		$(MPICH)/bin/pip install --quiet --disable-pip-version-check matplotlib
 	$(MPICH)/bin/python bench/bench.py --mpicc '$(BENCH_MPICC)' --mpiexec '$(BENCH_MPIEXEC)' \
 		--qmpigen $(QMPIGEN) --name $(if $(BENCH_OWN_MPI),auto,$(MPI)) --out-root $(abspath $(OUT))/bench $(BENCH_FLAGS)
+
+# Fortran rows (issue 9) on Debian's MPICH and Open MPI (the wheels have no Fortran):
+# MPI_COMM_RANK from `use mpi` through the MPI's own binding and the core's entry, beside
+# every C row; installs the MPIs and gfortran with apt-get when missing.
+bench-fortran: $(MPICH_STAMP)
+	$(DEBIAN_MPIS_INSTALLED)
+	$(MPICH)/bin/python -c 'import matplotlib' 2>/dev/null || \
+		$(MPICH)/bin/pip install --quiet --disable-pip-version-check matplotlib
+	$(MPICH)/bin/python bench/bench.py --mpicc /usr/bin/mpicc.mpich --mpiexec /usr/bin/mpiexec.mpich \
+		--qmpigen $(QMPIGEN) --name debian-mpich --out-root $(abspath $(OUT))/bench $(BENCH_FLAGS)
+	$(MPICH)/bin/python bench/bench.py --mpicc /usr/bin/mpicc.openmpi --mpiexec /usr/bin/mpiexec.openmpi \
+		--qmpigen $(QMPIGEN) --name debian-openmpi --out-root $(abspath $(OUT))/bench $(BENCH_FLAGS)
+	$(MPICH)/bin/python bench/bench.py combine $(abspath $(OUT))/bench/debian-mpich/results.json \
+		$(abspath $(OUT))/bench/debian-openmpi/results.json
 
 clean:
 	rm -rf $(OUT)
