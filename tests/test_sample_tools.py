@@ -2,7 +2,8 @@
 the spec tools with qmpigen scaffold-tool) and run, on every MPI, so samples cannot rot.
 
 Spec tools: empty.qmpi (pass-through, every function), counter.qmpi (the build-core
-issue's counter, now generated), profiler.qmpi (mpiP-like). Hand-written: printer.c,
+issue's counter, now generated), profiler.qmpi (mpiP-like), virtual.qmpi (MPI
+virtualization: tests/test_virtual.py). Hand-written: printer.c,
 tbcast.c, trace.c (its rank files go to tmp_path). The profiler around TBcast reproduces the thesis's figures 4.8-4.9.
 """
 
@@ -34,7 +35,7 @@ def chain(tools, *names):
 
 
 def test_the_samples_are_the_ones_we_know():
-    assert SAMPLES == ["counter", "empty", "profiler", "printer", "tbcast", "trace"]
+    assert SAMPLES == ["counter", "empty", "profiler", "virtual", "printer", "tbcast", "trace"]
 
 
 @pytest.mark.parametrize("name", SAMPLES)
@@ -44,6 +45,10 @@ def test_every_sample_tool_is_built_and_runs_alone(mpi, demo_app, sample_tools, 
     proc = mpi.run(2, [demo_app], env={"TOOLS": chain(sample_tools, name), "QMPI_TRACE_DIR": str(tmp_path / "trace")},
                    cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
+    if name == "virtual":  # it keeps the last rank for itself (tests/test_virtual.py)
+        assert app_lines(proc.stdout) == expected_app(1)
+        assert re.search(r"^virtual@1 server 1: 1 application ranks, \d+ MPI calls$", proc.stdout, re.M), proc.stdout
+        return
     assert app_lines(proc.stdout) == expected_app(2)
     if name == "trace":
         assert sorted(p.name.split("_")[-2] for p in (tmp_path / "trace").glob("*.L1.qtr")) == ["0", "1"]
