@@ -401,6 +401,38 @@ int QMPI_Get_variadic_args(QMPI_Context context, va_list **args);
 int QMPI_Get_variadic_args(QMPI_Context context, va_list **args) __attribute__((weak));
 #endif
 
+/* ---- Services between tools, and the current call (qmpigen extension) ---------------
+ * PnMPI's services (seed 003 section 4): a tool instance registers named functions
+ * with a signature string (compared as text: "int(void *, MPI_Request, int *)") and
+ * named values; another finds them by name, from the instance at `provider` (its
+ * level, or QMPI_ANY_PROVIDER: the registering instance nearest the application).
+ * `level` is the registering instance's level (thesis-style) or tool id (callback).
+ * Look up once (at init or first use) and keep the pointer: lookups take a lock.
+ * Missing names return QMPI_SERVICE_NOT_FOUND; a signature mismatch or a second
+ * registration of a name by one instance stops the job with one line. */
+#define QMPI_SERVICE_OK 0
+#define QMPI_SERVICE_NOT_FOUND 1
+#define QMPI_ANY_PROVIDER (-1)
+typedef void (*QMPI_Service_function)(void);
+int QMPI_Service_register(int level, const char *name, const char *signature, QMPI_Service_function function,
+                          void *data);
+int QMPI_Service_get(const char *name, const char *signature, int provider, QMPI_Service_function *function,
+                     void **data);
+int QMPI_Global_register(int level, const char *name, void *value);
+int QMPI_Global_get(const char *name, int provider, void **value);
+
+/* The call that entered the chain at its top on this thread (an application's call,
+ * or a tool's MPI_<Name> call): the return address into its caller; and, once any tool
+ * has called QMPI_Record_calls (at init), its enumeration index (-1 outside a call)
+ * and the address of each of its arguments by position (NULL past the last).
+ * Recording costs the chained path one predictable branch while off.
+ * QMPI_Stack_name: the stack the call runs on ("default": there is one). */
+void QMPI_Record_calls(void);
+int QMPI_Call_function(void);
+void *QMPI_Call_site(void);
+void *QMPI_Call_argument(int position);
+const char *QMPI_Stack_name(void);
+
 /* The seed's MPI_-named spellings (MPI Forum draft), where the MPI does not have them. */
 typedef QMPI_Context MPI_Context;
 typedef void MPI_Tool_init_function(int tool_id);

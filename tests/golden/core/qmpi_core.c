@@ -23,6 +23,8 @@ QMPI_HIDDEN struct qmpi_level *qmpi_levels;
 QMPI_HIDDEN void **qmpi_storage;
 QMPI_HIDDEN __thread void *qmpi_call_site __attribute__((tls_model("initial-exec")));
 QMPI_HIDDEN __thread va_list *qmpi_variadic_tail __attribute__((tls_model("initial-exec")));
+QMPI_HIDDEN __thread const struct qmpi_call *qmpi_current_call __attribute__((tls_model("initial-exec")));
+QMPI_HIDDEN int qmpi_recording;
 
 static void qmpi_set_context(vector *v, int index, const void *cntxt, size_t size);
 static void *qmpi_init_context(vector *v, int index, const void *cntxt, size_t size);
@@ -324,6 +326,157 @@ int QMPI_Get_variadic_args(QMPI_Context context, va_list **args)
         return MPI_ERR_ARG;
     *args = qmpi_variadic_tail;
     return MPI_SUCCESS;
+}
+
+/* ---- services between tools, and the current call ------------------------------------ */
+
+/* One registered service (a function) or global (a value), per instance and name. */
+struct qmpi_service {
+    int level;
+    char *name;
+    char *signature; /* NULL for a global */
+    QMPI_Service_function function;
+    void *data;      /* the function's data, or the global's value */
+};
+
+static struct qmpi_service *qmpi_service_list;
+static size_t qmpi_service_count, qmpi_service_capacity;
+static pthread_mutex_t qmpi_service_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static char *qmpi_service_copy(const char *text)
+{
+    char *copy = strdup(text);
+    if (copy == NULL)
+        qmpi_fatal("QMPI: out of memory registering a service");
+    return copy;
+}
+
+static void qmpi_service_add(int level, const char *name, const char *signature, QMPI_Service_function function, void *data)
+{
+    size_t i;
+
+    if (name == NULL || *name == '\0')
+        qmpi_fatalf("level %d registered a %s without a name", level, signature ? "service" : "global");
+    pthread_mutex_lock(&qmpi_service_lock);
+    for (i = 0; i < qmpi_service_count; i++)
+        if (qmpi_service_list[i].level == level && strcmp(qmpi_service_list[i].name, name) == 0
+            && (qmpi_service_list[i].signature == NULL) == (signature == NULL))
+            qmpi_fatalf("level %d registered the %s '%s' twice", level, signature ? "service" : "global", name);
+    if (qmpi_service_count == qmpi_service_capacity) {
+        size_t capacity = qmpi_service_capacity ? 2 * qmpi_service_capacity : 16;
+        struct qmpi_service *grown = realloc(qmpi_service_list, capacity * sizeof *grown);
+        if (grown == NULL)
+            qmpi_fatal("QMPI: out of memory registering a service");
+        qmpi_service_list = grown;
+        qmpi_service_capacity = capacity;
+    }
+    qmpi_service_list[qmpi_service_count].level = level;
+    qmpi_service_list[qmpi_service_count].name = qmpi_service_copy(name);
+    qmpi_service_list[qmpi_service_count].signature = signature ? qmpi_service_copy(signature) : NULL;
+    qmpi_service_list[qmpi_service_count].function = function;
+    qmpi_service_list[qmpi_service_count].data = data;
+    qmpi_service_count++;
+    pthread_mutex_unlock(&qmpi_service_lock);
+}
+
+/* The entry for `name` from `provider` (QMPI_ANY_PROVIDER: the lowest level that has
+ * it, the instance nearest the application), or NULL. */
+static const struct qmpi_service *qmpi_service_find(const char *name, int globals, int provider)
+{
+    const struct qmpi_service *found = NULL;
+    size_t i;
+
+    for (i = 0; name != NULL && i < qmpi_service_count; i++) {
+        const struct qmpi_service *s = &qmpi_service_list[i];
+        if ((s->signature == NULL) != globals || strcmp(s->name, name) != 0)
+            continue;
+        if (provider != QMPI_ANY_PROVIDER ? s->level == provider : found == NULL || s->level < found->level)
+            found = s;
+    }
+    return found;
+}
+
+int QMPI_Service_register(int level, const char *name, const char *signature, QMPI_Service_function function, void *data)
+{
+    if (signature == NULL || function == NULL)
+        qmpi_fatalf("level %d registered the service '%s' without a %s", level, name ? name : "(null)",
+                    signature == NULL ? "signature" : "function");
+    qmpi_service_add(level, name, signature, function, data);
+    return QMPI_SERVICE_OK;
+}
+
+int QMPI_Service_get(const char *name, const char *signature, int provider, QMPI_Service_function *function, void **data)
+{
+    const struct qmpi_service *s;
+    QMPI_Service_function found_function = NULL;
+    void *found_data = NULL;
+    int rc = QMPI_SERVICE_NOT_FOUND;
+
+    pthread_mutex_lock(&qmpi_service_lock);
+    s = qmpi_service_find(name, 0, provider);
+    if (s != NULL && (signature == NULL || strcmp(s->signature, signature) != 0)) {
+        char *has = qmpi_service_copy(s->signature);
+        int level = s->level;
+        pthread_mutex_unlock(&qmpi_service_lock);
+        qmpi_fatalf("service '%s' of level %d has the signature '%s', asked for as '%s'", name, level, has,
+                    signature ? signature : "(null)");
+    }
+    if (s != NULL) {
+        found_function = s->function;
+        found_data = s->data;
+        rc = QMPI_SERVICE_OK;
+    }
+    pthread_mutex_unlock(&qmpi_service_lock);
+    if (function != NULL)
+        *function = found_function;
+    if (data != NULL)
+        *data = found_data;
+    return rc;
+}
+
+int QMPI_Global_register(int level, const char *name, void *value)
+{
+    qmpi_service_add(level, name, NULL, NULL, value);
+    return QMPI_SERVICE_OK;
+}
+
+int QMPI_Global_get(const char *name, int provider, void **value)
+{
+    const struct qmpi_service *s;
+
+    pthread_mutex_lock(&qmpi_service_lock);
+    s = qmpi_service_find(name, 1, provider);
+    if (value != NULL)
+        *value = s != NULL ? s->data : NULL;
+    pthread_mutex_unlock(&qmpi_service_lock);
+    return s != NULL ? QMPI_SERVICE_OK : QMPI_SERVICE_NOT_FOUND;
+}
+
+void QMPI_Record_calls(void)
+{
+    __atomic_store_n(&qmpi_recording, 1, __ATOMIC_RELAXED);
+}
+
+int QMPI_Call_function(void)
+{
+    return qmpi_current_call != NULL ? qmpi_current_call->function : -1;
+}
+
+void *QMPI_Call_site(void)
+{
+    return qmpi_call_site;
+}
+
+void *QMPI_Call_argument(int position)
+{
+    const struct qmpi_call *call = qmpi_current_call;
+    return call != NULL && position >= 0 && position < call->count ? call->arguments[position] : NULL;
+}
+
+/* One stack for now: every call runs on it. */
+const char *QMPI_Stack_name(void)
+{
+    return "default";
 }
 
 /* ---- loading tools ------------------------------------------------------------------ */

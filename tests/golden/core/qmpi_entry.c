@@ -767,6 +767,211 @@ QMPI_HIDDEN const int qmpi_forum_slot[MPI_LAST_FUNC_T] = {
     [MPI_WTIME_T] = 20,
 };
 
+/* The chained path with the call recorded for QMPI_Call_argument (a tool asked for it
+ * with QMPI_Record_calls): out of line, so the usual path keeps its tail call and
+ * never takes its arguments' addresses. */
+static __attribute__((noinline)) int qmpi_recorded_Abort(const cell *qmpi_link, MPI_Comm comm, int errorcode)
+{
+    void *const qmpi_arguments[] = { (void *)&comm, (void *)&errorcode };
+    struct qmpi_call qmpi_call = { _MPI_Abort, 2, qmpi_arguments, qmpi_call_site, qmpi_current_call };
+    int qmpi_rc;
+
+    qmpi_current_call = &qmpi_call;
+    qmpi_rc = ((QMPI_Abort_wrapper_t)qmpi_link->func_ptr)(comm, errorcode, qmpi_link->level, &qmpi_chain);
+    qmpi_current_call = qmpi_call.outer;
+    return qmpi_rc;
+}
+
+static __attribute__((noinline)) MPI_Aint qmpi_recorded_Aint_add(const cell *qmpi_link, MPI_Aint base, MPI_Aint disp)
+{
+    void *const qmpi_arguments[] = { (void *)&base, (void *)&disp };
+    struct qmpi_call qmpi_call = { _MPI_Aint_add, 2, qmpi_arguments, qmpi_call_site, qmpi_current_call };
+    MPI_Aint qmpi_rc;
+
+    qmpi_current_call = &qmpi_call;
+    qmpi_rc = ((QMPI_Aint_add_wrapper_t)qmpi_link->func_ptr)(base, disp, qmpi_link->level, &qmpi_chain);
+    qmpi_current_call = qmpi_call.outer;
+    return qmpi_rc;
+}
+
+static __attribute__((noinline)) int qmpi_recorded_Attr_get(const cell *qmpi_link, MPI_Comm comm, int keyval, void *attribute_val, int *flag)
+{
+    void *const qmpi_arguments[] = { (void *)&comm, (void *)&keyval, (void *)&attribute_val, (void *)&flag };
+    struct qmpi_call qmpi_call = { _MPI_Attr_get, 4, qmpi_arguments, qmpi_call_site, qmpi_current_call };
+    int qmpi_rc;
+
+    qmpi_current_call = &qmpi_call;
+    qmpi_rc = ((QMPI_Attr_get_wrapper_t)qmpi_link->func_ptr)(comm, keyval, attribute_val, flag, qmpi_link->level, &qmpi_chain);
+    qmpi_current_call = qmpi_call.outer;
+    return qmpi_rc;
+}
+
+static __attribute__((noinline)) int qmpi_recorded_Comm_rank(const cell *qmpi_link, MPI_Comm arg0, int *arg1)
+{
+    void *const qmpi_arguments[] = { (void *)&arg0, (void *)&arg1 };
+    struct qmpi_call qmpi_call = { _MPI_Comm_rank, 2, qmpi_arguments, qmpi_call_site, qmpi_current_call };
+    int qmpi_rc;
+
+    qmpi_current_call = &qmpi_call;
+    qmpi_rc = ((QMPI_Comm_rank_wrapper_t)qmpi_link->func_ptr)(arg0, arg1, qmpi_link->level, &qmpi_chain);
+    qmpi_current_call = qmpi_call.outer;
+    return qmpi_rc;
+}
+
+static __attribute__((noinline)) int qmpi_recorded_Comm_set_handler(const cell *qmpi_link, MPI_Comm comm, MPI_Fixture_handler_ptr handler)
+{
+    void *const qmpi_arguments[] = { (void *)&comm, (void *)&handler };
+    struct qmpi_call qmpi_call = { _MPI_Comm_set_handler, 2, qmpi_arguments, qmpi_call_site, qmpi_current_call };
+    int qmpi_rc;
+
+    qmpi_current_call = &qmpi_call;
+    qmpi_rc = ((QMPI_Comm_set_handler_wrapper_t)qmpi_link->func_ptr)(comm, handler, qmpi_link->level, &qmpi_chain);
+    qmpi_current_call = qmpi_call.outer;
+    return qmpi_rc;
+}
+
+static __attribute__((noinline)) int qmpi_recorded_Fixture_scalars(const cell *qmpi_link, char c, unsigned char uc, short s, float f, double d, MPI_Fixture_short fs, int i, char *name)
+{
+    void *const qmpi_arguments[] = { (void *)&c, (void *)&uc, (void *)&s, (void *)&f, (void *)&d, (void *)&fs, (void *)&i, (void *)&name };
+    struct qmpi_call qmpi_call = { _MPI_Fixture_scalars, 8, qmpi_arguments, qmpi_call_site, qmpi_current_call };
+    int qmpi_rc;
+
+    qmpi_current_call = &qmpi_call;
+    qmpi_rc = ((QMPI_Fixture_scalars_wrapper_t)qmpi_link->func_ptr)(c, uc, s, f, d, fs, i, name, qmpi_link->level, &qmpi_chain);
+    qmpi_current_call = qmpi_call.outer;
+    return qmpi_rc;
+}
+
+static __attribute__((noinline)) int qmpi_recorded_Group_range_incl(const cell *qmpi_link, MPI_Group group, int n, int ranges[][3], MPI_Group *newgroup)
+{
+    void *const qmpi_arguments[] = { (void *)&group, (void *)&n, (void *)&ranges, (void *)&newgroup };
+    struct qmpi_call qmpi_call = { _MPI_Group_range_incl, 4, qmpi_arguments, qmpi_call_site, qmpi_current_call };
+    int qmpi_rc;
+
+    qmpi_current_call = &qmpi_call;
+    qmpi_rc = ((QMPI_Group_range_incl_wrapper_t)qmpi_link->func_ptr)(group, n, ranges, newgroup, qmpi_link->level, &qmpi_chain);
+    qmpi_current_call = qmpi_call.outer;
+    return qmpi_rc;
+}
+
+static __attribute__((noinline)) int qmpi_recorded_Info_dup(const cell *qmpi_link, MPI_Info info, MPI_Info *newinfo)
+{
+    void *const qmpi_arguments[] = { (void *)&info, (void *)&newinfo };
+    struct qmpi_call qmpi_call = { _MPI_Info_dup, 2, qmpi_arguments, qmpi_call_site, qmpi_current_call };
+    int qmpi_rc;
+
+    qmpi_current_call = &qmpi_call;
+    qmpi_rc = ((QMPI_Info_dup_wrapper_t)qmpi_link->func_ptr)(info, newinfo, qmpi_link->level, &qmpi_chain);
+    qmpi_current_call = qmpi_call.outer;
+    return qmpi_rc;
+}
+
+static __attribute__((noinline)) int qmpi_recorded_Op_create(const cell *qmpi_link, MPI_User_function *user_fn, int commute, MPI_Op *op)
+{
+    void *const qmpi_arguments[] = { (void *)&user_fn, (void *)&commute, (void *)&op };
+    struct qmpi_call qmpi_call = { _MPI_Op_create, 3, qmpi_arguments, qmpi_call_site, qmpi_current_call };
+    int qmpi_rc;
+
+    qmpi_current_call = &qmpi_call;
+    qmpi_rc = ((QMPI_Op_create_wrapper_t)qmpi_link->func_ptr)(user_fn, commute, op, qmpi_link->level, &qmpi_chain);
+    qmpi_current_call = qmpi_call.outer;
+    return qmpi_rc;
+}
+
+static __attribute__((noinline)) int qmpi_recorded_Pready_list(const cell *qmpi_link, int length, const int array_of_partitions[], MPI_Request request)
+{
+    void *const qmpi_arguments[] = { (void *)&length, (void *)&array_of_partitions, (void *)&request };
+    struct qmpi_call qmpi_call = { _MPI_Pready_list, 3, qmpi_arguments, qmpi_call_site, qmpi_current_call };
+    int qmpi_rc;
+
+    qmpi_current_call = &qmpi_call;
+    qmpi_rc = ((QMPI_Pready_list_wrapper_t)qmpi_link->func_ptr)(length, array_of_partitions, request, qmpi_link->level, &qmpi_chain);
+    qmpi_current_call = qmpi_call.outer;
+    return qmpi_rc;
+}
+
+static __attribute__((noinline)) int qmpi_recorded_Send(const cell *qmpi_link, const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
+{
+    void *const qmpi_arguments[] = { (void *)&buf, (void *)&count, (void *)&datatype, (void *)&dest, (void *)&tag, (void *)&comm };
+    struct qmpi_call qmpi_call = { _MPI_Send, 6, qmpi_arguments, qmpi_call_site, qmpi_current_call };
+    int qmpi_rc;
+
+    qmpi_current_call = &qmpi_call;
+    qmpi_rc = ((QMPI_Send_wrapper_t)qmpi_link->func_ptr)(buf, count, datatype, dest, tag, comm, qmpi_link->level, &qmpi_chain);
+    qmpi_current_call = qmpi_call.outer;
+    return qmpi_rc;
+}
+
+static __attribute__((noinline)) int qmpi_recorded_Send_c(const cell *qmpi_link, const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
+{
+    void *const qmpi_arguments[] = { (void *)&buf, (void *)&count, (void *)&datatype, (void *)&dest, (void *)&tag, (void *)&comm };
+    struct qmpi_call qmpi_call = { _MPI_Send_c, 6, qmpi_arguments, qmpi_call_site, qmpi_current_call };
+    int qmpi_rc;
+
+    qmpi_current_call = &qmpi_call;
+    qmpi_rc = ((QMPI_Send_c_wrapper_t)qmpi_link->func_ptr)(buf, count, datatype, dest, tag, comm, qmpi_link->level, &qmpi_chain);
+    qmpi_current_call = qmpi_call.outer;
+    return qmpi_rc;
+}
+
+static __attribute__((noinline)) int qmpi_recorded_Session_init(const cell *qmpi_link, MPI_Info info, MPI_Errhandler errhandler, MPI_Session *session)
+{
+    void *const qmpi_arguments[] = { (void *)&info, (void *)&errhandler, (void *)&session };
+    struct qmpi_call qmpi_call = { _MPI_Session_init, 3, qmpi_arguments, qmpi_call_site, qmpi_current_call };
+    int qmpi_rc;
+
+    qmpi_current_call = &qmpi_call;
+    qmpi_rc = ((QMPI_Session_init_wrapper_t)qmpi_link->func_ptr)(info, errhandler, session, qmpi_link->level, &qmpi_chain);
+    qmpi_current_call = qmpi_call.outer;
+    return qmpi_rc;
+}
+
+static __attribute__((noinline)) int qmpi_recorded_T_event_handle_free(const cell *qmpi_link, MPI_T_event_registration event_registration, void *user_data, MPI_T_event_free_cb_function free_cb_function)
+{
+    void *const qmpi_arguments[] = { (void *)&event_registration, (void *)&user_data, (void *)&free_cb_function };
+    struct qmpi_call qmpi_call = { _MPI_T_event_handle_free, 3, qmpi_arguments, qmpi_call_site, qmpi_current_call };
+    int qmpi_rc;
+
+    qmpi_current_call = &qmpi_call;
+    qmpi_rc = ((QMPI_T_event_handle_free_wrapper_t)qmpi_link->func_ptr)(event_registration, user_data, free_cb_function, qmpi_link->level, &qmpi_chain);
+    qmpi_current_call = qmpi_call.outer;
+    return qmpi_rc;
+}
+
+static __attribute__((noinline)) int qmpi_recorded_Test(const cell *qmpi_link, MPI_Request *request, int *flag, MPI_Status *status)
+{
+    void *const qmpi_arguments[] = { (void *)&request, (void *)&flag, (void *)&status };
+    struct qmpi_call qmpi_call = { _MPI_Test, 3, qmpi_arguments, qmpi_call_site, qmpi_current_call };
+    int qmpi_rc;
+
+    qmpi_current_call = &qmpi_call;
+    qmpi_rc = ((QMPI_Test_wrapper_t)qmpi_link->func_ptr)(request, flag, status, qmpi_link->level, &qmpi_chain);
+    qmpi_current_call = qmpi_call.outer;
+    return qmpi_rc;
+}
+
+static __attribute__((noinline)) double qmpi_recorded_Wtick(const cell *qmpi_link)
+{
+    struct qmpi_call qmpi_call = { _MPI_Wtick, 0, NULL, qmpi_call_site, qmpi_current_call };
+    double qmpi_rc;
+
+    qmpi_current_call = &qmpi_call;
+    qmpi_rc = ((QMPI_Wtick_wrapper_t)qmpi_link->func_ptr)(qmpi_link->level, &qmpi_chain);
+    qmpi_current_call = qmpi_call.outer;
+    return qmpi_rc;
+}
+
+static __attribute__((noinline)) double qmpi_recorded_Wtime(const cell *qmpi_link)
+{
+    struct qmpi_call qmpi_call = { _MPI_Wtime, 0, NULL, qmpi_call_site, qmpi_current_call };
+    double qmpi_rc;
+
+    qmpi_current_call = &qmpi_call;
+    qmpi_rc = ((QMPI_Wtime_wrapper_t)qmpi_link->func_ptr)(qmpi_link->level, &qmpi_chain);
+    qmpi_current_call = qmpi_call.outer;
+    return qmpi_rc;
+}
+
 /* The chained path of the entry wrappers, out of line: it needs a frame (more
  * arguments than registers, a chain to build on the first call), the fast path
  * must not pay for it. Hidden, not static: the Fortran entries share it. */
@@ -777,6 +982,8 @@ QMPI_HIDDEN __attribute__((noinline)) int qmpi_chained_Abort(MPI_Comm comm, int 
     if (qmpi_current_state() == QMPI_UNBUILT && qmpi_build_chain() == QMPI_DIRECT)
         return PMPI_Abort(comm, errorcode);
     qmpi_link = &qmpi_top[_MPI_Abort];
+    if (QMPI_UNLIKELY(__atomic_load_n(&qmpi_recording, __ATOMIC_RELAXED)))
+        return qmpi_recorded_Abort(qmpi_link, comm, errorcode);
     return ((QMPI_Abort_wrapper_t)qmpi_link->func_ptr)(comm, errorcode, qmpi_link->level, &qmpi_chain);
 }
 
@@ -787,6 +994,8 @@ QMPI_HIDDEN __attribute__((noinline)) MPI_Aint qmpi_chained_Aint_add(MPI_Aint ba
     if (qmpi_current_state() == QMPI_UNBUILT && qmpi_build_chain() == QMPI_DIRECT)
         return PMPI_Aint_add(base, disp);
     qmpi_link = &qmpi_top[_MPI_Aint_add];
+    if (QMPI_UNLIKELY(__atomic_load_n(&qmpi_recording, __ATOMIC_RELAXED)))
+        return qmpi_recorded_Aint_add(qmpi_link, base, disp);
     return ((QMPI_Aint_add_wrapper_t)qmpi_link->func_ptr)(base, disp, qmpi_link->level, &qmpi_chain);
 }
 
@@ -797,6 +1006,8 @@ QMPI_HIDDEN __attribute__((noinline)) int qmpi_chained_Attr_get(MPI_Comm comm, i
     if (qmpi_current_state() == QMPI_UNBUILT && qmpi_build_chain() == QMPI_DIRECT)
         return PMPI_Attr_get(comm, keyval, attribute_val, flag);
     qmpi_link = &qmpi_top[_MPI_Attr_get];
+    if (QMPI_UNLIKELY(__atomic_load_n(&qmpi_recording, __ATOMIC_RELAXED)))
+        return qmpi_recorded_Attr_get(qmpi_link, comm, keyval, attribute_val, flag);
     return ((QMPI_Attr_get_wrapper_t)qmpi_link->func_ptr)(comm, keyval, attribute_val, flag, qmpi_link->level, &qmpi_chain);
 }
 
@@ -807,6 +1018,8 @@ QMPI_HIDDEN __attribute__((noinline)) int qmpi_chained_Comm_rank(MPI_Comm arg0, 
     if (qmpi_current_state() == QMPI_UNBUILT && qmpi_build_chain() == QMPI_DIRECT)
         return PMPI_Comm_rank(arg0, arg1);
     qmpi_link = &qmpi_top[_MPI_Comm_rank];
+    if (QMPI_UNLIKELY(__atomic_load_n(&qmpi_recording, __ATOMIC_RELAXED)))
+        return qmpi_recorded_Comm_rank(qmpi_link, arg0, arg1);
     return ((QMPI_Comm_rank_wrapper_t)qmpi_link->func_ptr)(arg0, arg1, qmpi_link->level, &qmpi_chain);
 }
 
@@ -817,6 +1030,8 @@ QMPI_HIDDEN __attribute__((noinline)) int qmpi_chained_Comm_set_handler(MPI_Comm
     if (qmpi_current_state() == QMPI_UNBUILT && qmpi_build_chain() == QMPI_DIRECT)
         return PMPI_Comm_set_handler(comm, handler);
     qmpi_link = &qmpi_top[_MPI_Comm_set_handler];
+    if (QMPI_UNLIKELY(__atomic_load_n(&qmpi_recording, __ATOMIC_RELAXED)))
+        return qmpi_recorded_Comm_set_handler(qmpi_link, comm, handler);
     return ((QMPI_Comm_set_handler_wrapper_t)qmpi_link->func_ptr)(comm, handler, qmpi_link->level, &qmpi_chain);
 }
 
@@ -827,6 +1042,8 @@ QMPI_HIDDEN __attribute__((noinline)) int qmpi_chained_Fixture_scalars(char c, u
     if (qmpi_current_state() == QMPI_UNBUILT && qmpi_build_chain() == QMPI_DIRECT)
         return PMPI_Fixture_scalars(c, uc, s, f, d, fs, i, name);
     qmpi_link = &qmpi_top[_MPI_Fixture_scalars];
+    if (QMPI_UNLIKELY(__atomic_load_n(&qmpi_recording, __ATOMIC_RELAXED)))
+        return qmpi_recorded_Fixture_scalars(qmpi_link, c, uc, s, f, d, fs, i, name);
     return ((QMPI_Fixture_scalars_wrapper_t)qmpi_link->func_ptr)(c, uc, s, f, d, fs, i, name, qmpi_link->level, &qmpi_chain);
 }
 
@@ -837,6 +1054,8 @@ QMPI_HIDDEN __attribute__((noinline)) int qmpi_chained_Group_range_incl(MPI_Grou
     if (qmpi_current_state() == QMPI_UNBUILT && qmpi_build_chain() == QMPI_DIRECT)
         return PMPI_Group_range_incl(group, n, ranges, newgroup);
     qmpi_link = &qmpi_top[_MPI_Group_range_incl];
+    if (QMPI_UNLIKELY(__atomic_load_n(&qmpi_recording, __ATOMIC_RELAXED)))
+        return qmpi_recorded_Group_range_incl(qmpi_link, group, n, ranges, newgroup);
     return ((QMPI_Group_range_incl_wrapper_t)qmpi_link->func_ptr)(group, n, ranges, newgroup, qmpi_link->level, &qmpi_chain);
 }
 
@@ -847,6 +1066,8 @@ QMPI_HIDDEN __attribute__((noinline)) int qmpi_chained_Info_dup(MPI_Info info, M
     if (qmpi_current_state() == QMPI_UNBUILT && qmpi_build_chain() == QMPI_DIRECT)
         return PMPI_Info_dup(info, newinfo);
     qmpi_link = &qmpi_top[_MPI_Info_dup];
+    if (QMPI_UNLIKELY(__atomic_load_n(&qmpi_recording, __ATOMIC_RELAXED)))
+        return qmpi_recorded_Info_dup(qmpi_link, info, newinfo);
     return ((QMPI_Info_dup_wrapper_t)qmpi_link->func_ptr)(info, newinfo, qmpi_link->level, &qmpi_chain);
 }
 
@@ -857,6 +1078,8 @@ QMPI_HIDDEN __attribute__((noinline)) int qmpi_chained_Op_create(MPI_User_functi
     if (qmpi_current_state() == QMPI_UNBUILT && qmpi_build_chain() == QMPI_DIRECT)
         return PMPI_Op_create(user_fn, commute, op);
     qmpi_link = &qmpi_top[_MPI_Op_create];
+    if (QMPI_UNLIKELY(__atomic_load_n(&qmpi_recording, __ATOMIC_RELAXED)))
+        return qmpi_recorded_Op_create(qmpi_link, user_fn, commute, op);
     return ((QMPI_Op_create_wrapper_t)qmpi_link->func_ptr)(user_fn, commute, op, qmpi_link->level, &qmpi_chain);
 }
 
@@ -867,6 +1090,8 @@ QMPI_HIDDEN __attribute__((noinline)) int qmpi_chained_Pready_list(int length, c
     if (qmpi_current_state() == QMPI_UNBUILT && qmpi_build_chain() == QMPI_DIRECT)
         return PMPI_Pready_list(length, array_of_partitions, request);
     qmpi_link = &qmpi_top[_MPI_Pready_list];
+    if (QMPI_UNLIKELY(__atomic_load_n(&qmpi_recording, __ATOMIC_RELAXED)))
+        return qmpi_recorded_Pready_list(qmpi_link, length, array_of_partitions, request);
     return ((QMPI_Pready_list_wrapper_t)qmpi_link->func_ptr)(length, array_of_partitions, request, qmpi_link->level, &qmpi_chain);
 }
 
@@ -877,6 +1102,8 @@ QMPI_HIDDEN __attribute__((noinline)) int qmpi_chained_Send(const void *buf, int
     if (qmpi_current_state() == QMPI_UNBUILT && qmpi_build_chain() == QMPI_DIRECT)
         return PMPI_Send(buf, count, datatype, dest, tag, comm);
     qmpi_link = &qmpi_top[_MPI_Send];
+    if (QMPI_UNLIKELY(__atomic_load_n(&qmpi_recording, __ATOMIC_RELAXED)))
+        return qmpi_recorded_Send(qmpi_link, buf, count, datatype, dest, tag, comm);
     return ((QMPI_Send_wrapper_t)qmpi_link->func_ptr)(buf, count, datatype, dest, tag, comm, qmpi_link->level, &qmpi_chain);
 }
 
@@ -887,6 +1114,8 @@ QMPI_HIDDEN __attribute__((noinline)) int qmpi_chained_Send_c(const void *buf, M
     if (qmpi_current_state() == QMPI_UNBUILT && qmpi_build_chain() == QMPI_DIRECT)
         return PMPI_Send_c(buf, count, datatype, dest, tag, comm);
     qmpi_link = &qmpi_top[_MPI_Send_c];
+    if (QMPI_UNLIKELY(__atomic_load_n(&qmpi_recording, __ATOMIC_RELAXED)))
+        return qmpi_recorded_Send_c(qmpi_link, buf, count, datatype, dest, tag, comm);
     return ((QMPI_Send_c_wrapper_t)qmpi_link->func_ptr)(buf, count, datatype, dest, tag, comm, qmpi_link->level, &qmpi_chain);
 }
 
@@ -897,6 +1126,8 @@ QMPI_HIDDEN __attribute__((noinline)) int qmpi_chained_Session_init(MPI_Info inf
     if (qmpi_current_state() == QMPI_UNBUILT && qmpi_build_chain() == QMPI_DIRECT)
         return PMPI_Session_init(info, errhandler, session);
     qmpi_link = &qmpi_top[_MPI_Session_init];
+    if (QMPI_UNLIKELY(__atomic_load_n(&qmpi_recording, __ATOMIC_RELAXED)))
+        return qmpi_recorded_Session_init(qmpi_link, info, errhandler, session);
     return ((QMPI_Session_init_wrapper_t)qmpi_link->func_ptr)(info, errhandler, session, qmpi_link->level, &qmpi_chain);
 }
 
@@ -907,6 +1138,8 @@ QMPI_HIDDEN __attribute__((noinline)) int qmpi_chained_T_event_handle_free(MPI_T
     if (qmpi_current_state() == QMPI_UNBUILT && qmpi_build_chain() == QMPI_DIRECT)
         return PMPI_T_event_handle_free(event_registration, user_data, free_cb_function);
     qmpi_link = &qmpi_top[_MPI_T_event_handle_free];
+    if (QMPI_UNLIKELY(__atomic_load_n(&qmpi_recording, __ATOMIC_RELAXED)))
+        return qmpi_recorded_T_event_handle_free(qmpi_link, event_registration, user_data, free_cb_function);
     return ((QMPI_T_event_handle_free_wrapper_t)qmpi_link->func_ptr)(event_registration, user_data, free_cb_function, qmpi_link->level, &qmpi_chain);
 }
 
@@ -917,6 +1150,8 @@ QMPI_HIDDEN __attribute__((noinline)) int qmpi_chained_Test(MPI_Request *request
     if (qmpi_current_state() == QMPI_UNBUILT && qmpi_build_chain() == QMPI_DIRECT)
         return PMPI_Test(request, flag, status);
     qmpi_link = &qmpi_top[_MPI_Test];
+    if (QMPI_UNLIKELY(__atomic_load_n(&qmpi_recording, __ATOMIC_RELAXED)))
+        return qmpi_recorded_Test(qmpi_link, request, flag, status);
     return ((QMPI_Test_wrapper_t)qmpi_link->func_ptr)(request, flag, status, qmpi_link->level, &qmpi_chain);
 }
 
@@ -927,6 +1162,8 @@ QMPI_HIDDEN __attribute__((noinline)) double qmpi_chained_Wtick(void)
     if (qmpi_current_state() == QMPI_UNBUILT && qmpi_build_chain() == QMPI_DIRECT)
         return PMPI_Wtick();
     qmpi_link = &qmpi_top[_MPI_Wtick];
+    if (QMPI_UNLIKELY(__atomic_load_n(&qmpi_recording, __ATOMIC_RELAXED)))
+        return qmpi_recorded_Wtick(qmpi_link);
     return ((QMPI_Wtick_wrapper_t)qmpi_link->func_ptr)(qmpi_link->level, &qmpi_chain);
 }
 
@@ -937,6 +1174,8 @@ QMPI_HIDDEN __attribute__((noinline)) double qmpi_chained_Wtime(void)
     if (qmpi_current_state() == QMPI_UNBUILT && qmpi_build_chain() == QMPI_DIRECT)
         return PMPI_Wtime();
     qmpi_link = &qmpi_top[_MPI_Wtime];
+    if (QMPI_UNLIKELY(__atomic_load_n(&qmpi_recording, __ATOMIC_RELAXED)))
+        return qmpi_recorded_Wtime(qmpi_link);
     return ((QMPI_Wtime_wrapper_t)qmpi_link->func_ptr)(qmpi_link->level, &qmpi_chain);
 }
 

@@ -40,6 +40,18 @@ QMPI_HIDDEN extern cell *qmpi_top;  /* the core's own table (level 0) */
 QMPI_HIDDEN extern struct qmpi_level *qmpi_levels;
 QMPI_HIDDEN extern void **qmpi_storage; /* callback tools' storage, by tool id (= level) */
 QMPI_HIDDEN extern __thread void *qmpi_call_site __attribute__((tls_model("initial-exec")));
+
+/* The call that entered the chain at its top (QMPI_Call_*), kept while
+ * QMPI_Record_calls is on: nested calls of tools link to the outer one. */
+struct qmpi_call {
+    int function;
+    int count;
+    void *const *arguments; /* addresses of the arguments */
+    void *site;
+    const struct qmpi_call *outer;
+};
+QMPI_HIDDEN extern __thread const struct qmpi_call *qmpi_current_call __attribute__((tls_model("initial-exec")));
+QMPI_HIDDEN extern int qmpi_recording;
 QMPI_HIDDEN extern void *const qmpi_end_links[NUM_MPI_FUNCS];
 QMPI_HIDDEN extern void *const qmpi_callback_end_links[NUM_MPI_FUNCS];
 QMPI_HIDDEN extern void *const qmpi_callback_as_thesis[NUM_MPI_FUNCS];
