@@ -62,6 +62,10 @@ LIFECYCLE: Dict[str, Lifecycle] = {
     "MPI_Session_finalize": Lifecycle.SESSION_FINALIZE,
 }
 
+# Functions that ask MPI for a thread level and return the one provided (MPI 5.0 11.2.1):
+# the positions of those two parameters. The core caps them at what the stack supports.
+THREAD_LEVEL_PARAMS: Dict[str, Tuple[int, int]] = {"MPI_Init_thread": (2, 3)}
+
 
 @dataclass(frozen=True)
 class Param:
@@ -99,6 +103,12 @@ class MpiFunction:
     def lifecycle(self) -> Optional[Lifecycle]:
         """Whether it starts or ends MPI (then tools may hook it), else None."""
         return LIFECYCLE.get(self.name)
+
+    @property
+    def thread_level_params(self) -> Optional[Tuple[str, str]]:
+        """(required, provided): the names of a thread-level request and its result."""
+        positions = THREAD_LEVEL_PARAMS.get(self.name)
+        return (self.params[positions[0]].name, self.params[positions[1]].name) if positions else None
 
     @property
     def is_fan_out(self) -> bool:

@@ -4,7 +4,8 @@ the spec tools with qmpigen scaffold-tool) and run, on every MPI, so samples can
 Spec tools: empty.qmpi (pass-through, every function), counter.qmpi (the build-core
 issue's counter, now generated), profiler.qmpi (mpiP-like), virtual.qmpi (MPI
 virtualization: tests/test_virtual.py), reqtrack.qmpi and reqcheck.qmpi (services
-between tools: tests/test_services.py). Hand-written: printer.c,
+between tools: tests/test_services.py), limit_threading.qmpi (the stack's thread level:
+tests/test_thread_limit.py). Hand-written: printer.c,
 tbcast.c, trace.c (its rank files go to tmp_path). The profiler around TBcast reproduces the thesis's figures 4.8-4.9.
 """
 
@@ -36,7 +37,8 @@ def chain(tools, *names):
 
 
 def test_the_samples_are_the_ones_we_know():
-    assert SAMPLES == ["counter", "empty", "profiler", "reqcheck", "reqtrack", "virtual", "printer", "tbcast", "trace"]
+    assert SAMPLES == ["counter", "empty", "limit_threading", "profiler", "reqcheck", "reqtrack", "virtual", "printer", "tbcast",
+                       "trace"]
 
 
 @pytest.mark.parametrize("name", SAMPLES)

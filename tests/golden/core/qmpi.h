@@ -433,6 +433,16 @@ void *QMPI_Call_site(void);
 void *QMPI_Call_argument(int position);
 const char *QMPI_Stack_name(void);
 
+/* The thread level a tool supports, if not every level (PnMPI's
+ * PNMPI_SupportedThreadingLevel): MPI_Init_thread then asks MPI for at most the lowest
+ * level the stack supports and returns at most that. A thesis-style tool writes
+ * QMPI_THREAD_LEVEL(MPI_THREAD_FUNNELED) at file scope (it exports qmpi_thread_level,
+ * read when the tool is loaded; a constructor may still change it); any tool may call
+ * QMPI_Set_thread_level(level or tool_id, MPI_THREAD_...) before MPI_Init_thread, a
+ * callback tool from its init function. */
+#define QMPI_THREAD_LEVEL(thread_level) __attribute__((visibility("default"))) int qmpi_thread_level = (thread_level)
+int QMPI_Set_thread_level(int level, int thread_level);
+
 /* The seed's MPI_-named spellings (MPI Forum draft), where the MPI does not have them. */
 typedef QMPI_Context MPI_Context;
 typedef void MPI_Tool_init_function(int tool_id);

@@ -479,6 +479,69 @@ const char *QMPI_Stack_name(void)
     return "default";
 }
 
+/* ---- the thread level the stack supports ---------------------------------------------- */
+
+/* Tools that are not thread-safe say which level they support (PnMPI's
+ * PNMPI_SupportedThreadingLevel): a thesis-style tool by exporting qmpi_thread_level
+ * (QMPI_THREAD_LEVEL in qmpi.h), read when it is loaded; any tool by calling
+ * QMPI_Set_thread_level, a callback tool from its init function. MPI_Init_thread's end
+ * link then asks MPI for at most the lowest level and returns at most that as
+ * `provided`; tools that say nothing support every level. */
+static int qmpi_thread_cap = MPI_THREAD_MULTIPLE;
+static int qmpi_thread_cap_level; /* the level that declared it, 0 for none */
+static int qmpi_thread_asked = -1; /* what the application asked for, for QMPI_VERBOSE */
+
+static const char *qmpi_thread_level_name(int thread_level)
+{
+    switch (thread_level) {
+    case MPI_THREAD_SINGLE: return "MPI_THREAD_SINGLE";
+    case MPI_THREAD_FUNNELED: return "MPI_THREAD_FUNNELED";
+    case MPI_THREAD_SERIALIZED: return "MPI_THREAD_SERIALIZED";
+    case MPI_THREAD_MULTIPLE: return "MPI_THREAD_MULTIPLE";
+    default: return NULL;
+    }
+}
+
+int QMPI_Set_thread_level(int level, int thread_level)
+{
+    if (qmpi_thread_level_name(thread_level) == NULL)
+        qmpi_fatalf("level %d declared thread level %d, which is none of MPI_THREAD_SINGLE, _FUNNELED, _SERIALIZED, "
+                    "_MULTIPLE", level, thread_level);
+    pthread_mutex_lock(&qmpi_registry_lock);
+    if (thread_level < qmpi_thread_cap) {
+        qmpi_thread_cap = thread_level;
+        qmpi_thread_cap_level = level;
+    }
+    pthread_mutex_unlock(&qmpi_registry_lock);
+    return MPI_SUCCESS;
+}
+
+/* The level MPI is asked for: the application's, at most the stack's. */
+static int qmpi_capped_thread_level(int required)
+{
+    qmpi_thread_asked = required;
+    return required > qmpi_thread_cap ? qmpi_thread_cap : required;
+}
+
+static void qmpi_cap_provided(int *provided)
+{
+    if (provided != NULL && *provided > qmpi_thread_cap)
+        *provided = qmpi_thread_cap;
+}
+
+/* With QMPI_VERBOSE, world rank 0 says once when the stack lowered the level. */
+static void qmpi_report_thread_cap(int rank)
+{
+    static int reported;
+
+    if (rank != 0 || qmpi_thread_asked <= qmpi_thread_cap || __atomic_exchange_n(&reported, 1, __ATOMIC_ACQ_REL))
+        return;
+    fprintf(stderr, "qmpi: thread level: MPI_Init_thread asked for %s; level %d (%s%s) supports %s, so MPI was asked "
+            "for that\n", qmpi_thread_level_name(qmpi_thread_asked) ? qmpi_thread_level_name(qmpi_thread_asked) : "?",
+            qmpi_thread_cap_level, qmpi_levels[qmpi_thread_cap_level].kind == QMPI_CALLBACK_LEVEL ? "@" : "",
+            qmpi_chain.items[qmpi_thread_cap_level]->path, qmpi_thread_level_name(qmpi_thread_cap));
+}
+
 /* ---- loading tools ------------------------------------------------------------------ */
 
 /* What one tool library (one dlopen handle) offers; shared by its instances. */
@@ -715,22 +778,29 @@ static void qmpi_report_chain(int rank)
     free(text);
 }
 
-static void qmpi_report_chain_world(void)
+static int qmpi_world_rank(void)
 {
     int rank = -1;
-    if (PMPI_Comm_rank(MPI_COMM_WORLD, &rank) == MPI_SUCCESS)
+    PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    return rank;
+}
+
+static void qmpi_report_chain_world(void)
+{
+    int rank = qmpi_world_rank();
+    if (rank >= 0)
         qmpi_report_chain(rank);
 }
 
-/* End links that report the chain, in both calling conventions. */
+/* End links that report the chain, in both calling conventions; MPI_Init_thread's also
+ * caps the thread level at what the stack supports (threads.c.j2), so they are the end
+ * links of any chain with tools, and report only with QMPI_VERBOSE. */
 /* The end of the chain for function `i` in the convention of the level above it. */
 static void *qmpi_end_link(int i, int callback)
 {
-    if (qmpi_verbose) {
-        switch (i) {
-        default:
-            break;
-        }
+    switch (i) {
+    default:
+        break;
     }
     return callback ? qmpi_callback_end_links[i] : qmpi_end_links[i];
 }
@@ -842,6 +912,7 @@ static int qmpi_load_tools(void)
     for (level = 1; level <= count; level++) {
         struct qmpi_entry *entry = &entries[level - 1];
         struct dynamic_lib *tool = &instances[level];
+        const int *declared_thread_level;
         int d;
 
         tool->path = entry->text;
@@ -870,6 +941,9 @@ static int qmpi_load_tools(void)
         tool->mpi_interceptions = libraries[d].names;
         qmpi_levels[level].kind = QMPI_THESIS_LEVEL;
         qmpi_levels[level].native = libraries[d].wrappers;
+        declared_thread_level = (const int *)dlsym(tool->handle, "qmpi_thread_level");
+        if (declared_thread_level != NULL)
+            QMPI_Set_thread_level(level, *declared_thread_level);
     }
 
     /* Bottom-up: the table of each level from the levels below it, then (callback
