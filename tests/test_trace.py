@@ -41,6 +41,28 @@ def _app_calls(stdout: str) -> Counter:
     return Counter({(int(r), f): int(n) for r, f, n in re.findall(r"^calls (\d+) (\S+) (\d+)$", stdout, re.M) if int(n)})
 
 
+def _otf2_io(archive: Path) -> tuple:
+    """MPI-IO as OTF2 I/O: operations per (location, mode) with their bytes, and the
+    I/O handle and file definitions, as otf2-print shows them."""
+    import subprocess
+
+    proc = subprocess.run(["otf2-print", str(archive)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    begins, completes = Counter(), Counter()
+    for line in proc.stdout.splitlines():
+        m = re.match(r"IO_OPERATION_BEGIN\s+(\d+)\s+\d+\s+Handle: .*Mode: (\w+), .*Bytes Request: (\d+), Matching Id: (\d+)",
+                     line)
+        if m:
+            begins[(int(m[1]), m[2], int(m[3]))] += 1
+        m = re.match(r"IO_OPERATION_COMPLETE\s+(\d+)\s+\d+\s+Handle: .*Bytes Result: (\d+)", line)
+        if m:
+            completes[(int(m[1]), int(m[2]))] += 1
+    definitions = subprocess.run(["otf2-print", "-G", str(archive)], capture_output=True, text=True, timeout=120)
+    handles = re.findall(r'^IO_HANDLE\s+\d+\s+Name: "([^"]+)".*Communicator: "([^"]+)"', definitions.stdout, re.M)
+    files = re.findall(r'^IO_REGULAR_FILE\s+\d+\s+Name: "([^"]+)"', definitions.stdout, re.M)
+    return begins, completes, handles, files
+
+
 def _otf2_enters(archive: Path) -> tuple:
     import subprocess
 
@@ -99,6 +121,17 @@ def test_above_tbcast_counts_and_messages(traced_run):
     assert tracks == {(rank, 0) for rank in range(4)}
     assert sum(1 for e in trace["traceEvents"] if e["ph"] == "s") == 18
     assert (out / "timeline.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # MPI-IO: an I/O operation per File_write_at / File_read_at (64 bytes each, trace_app.c)
+    # on the file's I/O handle, opened collectively on MPI_COMM_WORLD (one handle for the 4 ranks)
+    begins, completes, handles, files = _otf2_io(out / "traces.otf2")
+    expected = Counter()
+    for rank in range(4):
+        expected[(rank, "WRITE", 64)] += calls[(rank, "MPI_File_write_at")]
+        expected[(rank, "READ", 64)] += calls[(rank, "MPI_File_read_at")]
+    assert begins == +expected and sum(expected.values()) == 8
+    assert completes == Counter({(rank, 64): 2 for rank in range(4)})
+    data = str(work / "data.bin")
+    assert handles == [(data, "MPI_COMM_WORLD")] and files == [data]
 
 
 def test_below_tbcast_sees_its_sends(traced_run):
@@ -113,6 +146,28 @@ def test_below_tbcast_sees_its_sends(traced_run):
         expected[(rank, "MPI_Recv")] += (0 if rank == 0 else 1) + (1 if rank < 2 else 0)
     assert Counter({k: n for k, n in enters.items() if k[1] not in ("MPI_Init", "MPI_Finalize")}) == +expected
     assert sends == receives and sum(sends.values()) == 23
+
+
+def test_merge_is_deterministic_with_and_without_the_c_loops(traced_run):
+    """The same files merged twice, and once with the C loops of qmpigen/trace/native.py
+    replaced by their Python fallback: byte-identical JSON, summary and PNG, and the same
+    OTF2 events and definitions as otf2-print shows them."""
+    import subprocess
+
+    work, _ = traced_run
+    outs = []
+    for name, extra in (("a", {}), ("b", {}), ("python", {"QMPIGEN_TRACE_NO_NATIVE": "1"})):
+        out = work / f"merged-det-{name}"
+        proc = qmpigen("trace", str(work / "run"), "--level", "1", "-o", str(out), env={**os.environ, **extra})
+        assert proc.returncode == 0, proc.stderr
+        outs.append(out)
+    for out in outs[1:]:
+        for name in ("trace.json", "summary.txt", "timeline.png"):
+            assert (out / name).read_bytes() == (outs[0] / name).read_bytes(), (out, name)
+        for flags in ([], ["-G"]):
+            shown = [subprocess.run(["otf2-print", *flags, str(o / "traces.otf2")], capture_output=True, text=True,
+                                    timeout=120).stdout for o in (outs[0], out)]
+            assert shown[0] == shown[1] and shown[0].count("\n") > 50
 
 
 def test_truncated_and_corrupt_rank_files(traced_run):
@@ -159,3 +214,42 @@ def test_thread_multiple_counts_exact(mpi, core, sample_tools, tmp_path):
         expected[function] += n
     assert totals == expected and len({loc for loc, _ in enters}) >= 2 * 4
     assert sends == receives and sum(sends.values()) == 2 * 4 * 250
+
+
+def test_nested_off_leaves_out_calls_inside_an_outer_call(mpi, core, sample_tools, tmp_path):
+    """QMPI_TRACE_NESTED=0: the inner instance no longer records TBcast's Send/Recv (made
+    while the outer instance's MPI_Bcast is open); the application's own calls stay."""
+    _need_trace_tools()
+    app = mpi.build_app(APPS / "trace_app.c", core, tmp_path / "trace_app")
+    tools = f"{sample_tools}/libtrace.so:{sample_tools}/libtbcast.so:{sample_tools}/libtrace.so"
+    proc = mpi.run(4, [app, tmp_path / "data.bin"], env={"QMPI_TOOLS": tools, "QMPI_TRACE_DIR": str(tmp_path / "run"),
+                                                         "QMPI_TRACE_NESTED": "0"}, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    calls = _app_calls(proc.stdout)
+    for level in (1, 3):
+        enters, sends, receives = _otf2_enters(_merge(tmp_path, level) / "traces.otf2")
+        expected = Counter(calls)
+        if level == 3:  # no Bcast below TBcast, and its Sends and Recvs are nested
+            for rank in range(4):
+                del expected[(rank, "MPI_Bcast")]
+        assert Counter({k: n for k, n in enters.items() if k[1] not in ("MPI_Init", "MPI_Finalize")}) == +expected
+        assert sends == receives and sum(sends.values()) == 18
+
+
+@pytest.mark.parametrize("flush", ["record", "full"])
+def test_flush_record_keeps_every_call_of_a_killed_rank(mpi, core, sample_tools, tmp_path, flush):
+    """QMPI_TRACE_FLUSH=record writes each record at once: a rank killed by SIGKILL leaves
+    all its calls; with the default (a full buffer) the same run leaves none of them."""
+    _need_trace_tools()
+    app = mpi.build_app(APPS / "trace_crash.c", core, tmp_path / "trace_crash")
+    proc = mpi.run(1, [app, "100"], env={"QMPI_TOOLS": f"{sample_tools}/libtrace.so",
+                                         "QMPI_TRACE_DIR": str(tmp_path / "run"), "QMPI_TRACE_FLUSH": flush},
+                   cwd=tmp_path)
+    assert "barriers 100" in proc.stdout, proc.stdout + proc.stderr
+    assert proc.returncode != 0  # killed
+    out = tmp_path / "merged"
+    merged = qmpigen("trace", str(tmp_path / "run"), "-o", str(out))
+    assert merged.returncode == 0, merged.stderr
+    enters, _, _ = _otf2_enters(out / "traces.otf2")
+    assert enters[(0, "MPI_Barrier")] == (100 if flush == "record" else 0)
+    assert enters[(0, "MPI_Init")] == (1 if flush == "record" else 0)

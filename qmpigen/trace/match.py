@@ -1,81 +1,76 @@
-"""Requests and messages: ties each Wait/Test completion to its Isend/Irecv, lists every
-send and receive with world ranks, and pairs them (MPI's non-overtaking order per
-sender, receiver, communicator and tag)."""
+"""Requests and messages, with numpy: ties each Wait/Test completion to its Isend/Irecv,
+and pairs sends with receives (MPI's non-overtaking order per sender, receiver,
+communicator and tag)."""
 
 from __future__ import annotations
 
-from collections import defaultdict, deque
-from dataclasses import dataclass
-from typing import Dict, List, Optional, Tuple
+from typing import Tuple
 
-from .read import CALL_HAS_REQUEST, Call
+import numpy as np
 
 SENDS = {"MPI_Send", "MPI_Ssend"}
 COLLECTIVES = {"MPI_Barrier", "MPI_Bcast", "MPI_Reduce", "MPI_Allreduce", "MPI_Comm_split", "MPI_Comm_dup",
                "MPI_Comm_free", "MPI_File_open", "MPI_File_close"}
+REQUEST_STARTS = {"MPI_Isend", "MPI_Irecv"}
+
+# One side of a message: world ranks, the merged communicator, where and when (aligned
+# ns: the send call's enter, the receive's completion).
+ENDPOINT_DTYPE = np.dtype([("sender", "<i4"), ("receiver", "<i4"), ("comm", "<i4"), ("tag", "<i4"),
+                           ("bytes", "<i8"), ("time", "<i8"), ("thread", "<i4")])
 
 
-@dataclass(frozen=True)
-class Endpoint:
-    """One side of a message: world ranks, the merged communicator, where and when."""
-
-    sender: int
-    receiver: int
-    comm: int
-    tag: int
-    bytes: int
-    time: int  # aligned ns: the send call's enter, the receive's completion (leave)
-    thread: int
-
-
-@dataclass
-class Pending:
-    """An Isend or Irecv whose completion has not been seen yet."""
-
-    call: Call
-    comm: int
-    thread: int
-
-
-class Requests:
-    """Per rank: request handle -> the Isend/Irecv that made it (handles are reused only
-    after completion, so the latest start with a handle is the one a completion ends)."""
-
-    def __init__(self) -> None:
-        self.pending: Dict[Tuple[int, int], Pending] = {}
-        self.next_id = 1
-        self.ids: Dict[int, int] = {}  # id(call) -> request id in the merged trace
-
-    def start(self, rank: int, call: Call, comm: int, thread: int) -> int:
-        self.pending[(rank, call.request)] = Pending(call, comm, thread)
-        request_id = self.next_id
-        self.next_id += 1
-        self.ids[id(call)] = request_id
-        return request_id
-
-    def finish(self, rank: int, handle: int) -> Optional[Tuple[Pending, int]]:
-        pending = self.pending.pop((rank, handle), None)
-        if pending is None:
-            return None
-        return pending, self.ids.pop(id(pending.call))
+def match_requests(start_handle: np.ndarray, start_time: np.ndarray, done_handle: np.ndarray,
+                   done_time: np.ndarray) -> np.ndarray:
+    """For each completion of one rank, the index of its start, or -1: the latest start
+    with the same handle before it, not already completed (MPI reuses a handle only after
+    it completes). Times order the rank's threads (one clock per rank)."""
+    n_start = len(start_handle)
+    handle = np.concatenate([start_handle, done_handle])
+    time = np.concatenate([start_time, done_time])
+    is_done = np.concatenate([np.zeros(n_start, bool), np.ones(len(done_handle), bool)])
+    order = np.lexsort((is_done, time, handle))  # a start before a completion at the same time
+    previous = np.empty_like(order)
+    previous[0:1] = -1
+    previous[1:] = order[:-1]
+    result = np.full(len(done_handle), -1, np.int64)
+    positions = np.flatnonzero(is_done[order])
+    for_done = order[positions] - n_start
+    prev = previous[positions]
+    ok = (prev >= 0) & (prev < n_start)
+    ok[ok] &= handle[prev[ok]] == handle[order[positions][ok]]
+    result[for_done[ok]] = prev[ok]
+    return result
 
 
-def starts_request(call: Call) -> bool:
-    return bool(call.flags & CALL_HAS_REQUEST) and call.func in ("MPI_Isend", "MPI_Irecv")
+def match(sends: np.ndarray, receives: np.ndarray) -> Tuple[np.ndarray, np.ndarray, int, int]:
+    """Pairs in order per (sender, receiver, comm, tag): the n-th send of a key with the
+    n-th receive of that key. Indices into sends and receives (pairs in send time
+    order), unmatched sends, unmatched receives."""
+    def nth(e: np.ndarray) -> np.ndarray:
+        """Each endpoint's place among those of its key, in time order."""
+        order = np.lexsort((e["time"], e["tag"], e["comm"], e["receiver"], e["sender"]))
+        key = [e[name][order] for name in ("sender", "receiver", "comm", "tag")]
+        new = np.ones(len(order), bool)
+        for column in key:
+            new[1:] &= column[1:] == column[:-1]
+        new = ~new
+        new[0:1] = True
+        index = np.arange(len(order))
+        place = np.empty(len(order), np.int64)
+        place[order] = index - np.maximum.accumulate(np.where(new, index, 0))
+        return place
 
-
-def match(sends: List[Endpoint], receives: List[Endpoint]) -> Tuple[List[Tuple[Endpoint, Endpoint]], int, int]:
-    """Pairs in order per (sender, receiver, comm, tag); returns pairs, unmatched sends,
-    unmatched receives."""
-    queues: Dict[tuple, deque] = defaultdict(deque)
-    for send in sorted(sends, key=lambda e: e.time):
-        queues[(send.sender, send.receiver, send.comm, send.tag)].append(send)
-    pairs = []
-    unmatched_receives = 0
-    for receive in sorted(receives, key=lambda e: e.time):
-        queue = queues.get((receive.sender, receive.receiver, receive.comm, receive.tag))
-        if queue:
-            pairs.append((queue.popleft(), receive))
-        else:
-            unmatched_receives += 1
-    return pairs, sum(len(q) for q in queues.values()), unmatched_receives
+    both = np.concatenate([sends, receives])
+    side = np.concatenate([np.zeros(len(sends), np.int8), np.ones(len(receives), np.int8)])
+    place = np.concatenate([nth(sends), nth(receives)])
+    order = np.lexsort((side, place, both["tag"], both["comm"], both["receiver"], both["sender"]))
+    same = np.ones(max(len(order) - 1, 0), bool)
+    for column in (both["sender"], both["receiver"], both["comm"], both["tag"], place):
+        ordered = column[order]
+        same &= ordered[1:] == ordered[:-1]
+    pair = same & (side[order][:-1] == 0) & (side[order][1:] == 1)
+    send_index = order[:-1][pair]
+    receive_index = order[1:][pair] - len(sends)
+    by_time = np.argsort(sends["time"][send_index], kind="stable")
+    send_index, receive_index = send_index[by_time], receive_index[by_time]
+    return send_index, receive_index, len(sends) - len(send_index), len(receives) - len(receive_index)

@@ -1,14 +1,25 @@
-"""The OTF2 archive, written with the otf2 package (the OTF2 library's own bindings):
-a system tree node per host, a process per rank, a location per rank and thread, a
-region per function, MPI point-to-point and collective events where OTF2 has them."""
+"""The OTF2 archive, written with the otf2 package (the OTF2 library's own bindings): a
+system tree node per host, a process per rank, a location per rank and thread, a region
+per function, MPI point-to-point and collective events where OTF2 has them, MPI-IO
+reads and writes as I/O operations on I/O handles (one per opened file and rank).
+
+Definitions go through the package's Python API. Events are many: the package's Python
+writer costs several microseconds per event, so they are written by the OTF2 library the
+package bundles, called from a small C loop (native.py's qmpi_write_events) over numpy
+arrays, one call per rank file. Without a C compiler the same loop runs in Python
+through ctypes (slower; `bulk_mode` says which ran)."""
 
 from __future__ import annotations
 
+import ctypes
 from pathlib import Path
-from typing import Dict, Tuple
+from typing import Dict, Optional, Tuple
 
+import numpy as np
 import otf2
-from otf2.enums import CollectiveOp, GroupType, LocationGroupType, LocationType, Paradigm, RegionRole
+from otf2.enums import (CollectiveOp, GroupType, IoParadigmClass, IoParadigmFlag, LocationGroupType, LocationType,
+                        Paradigm,
+                        RegionRole)
 
 COLLECTIVE_OPS = {
     "MPI_Barrier": CollectiveOp.BARRIER,
@@ -21,7 +32,44 @@ COLLECTIVE_OPS = {
     "MPI_File_open": CollectiveOp.CREATE_HANDLE,
     "MPI_File_close": CollectiveOp.DESTROY_HANDLE,
 }
-ROLES = {"MPI_Send": RegionRole.POINT2POINT, "MPI_Recv": RegionRole.POINT2POINT, "MPI_Barrier": RegionRole.BARRIER}
+ROLES = {"MPI_Send": RegionRole.POINT2POINT, "MPI_Recv": RegionRole.POINT2POINT, "MPI_Barrier": RegionRole.BARRIER,
+         "MPI_File_read_at": RegionRole.FILE_IO, "MPI_File_write_at": RegionRole.FILE_IO}
+
+from . import native
+
+# What a call adds between its Enter and Leave (the `op` array of native.C_SOURCE).
+OP_NONE, OP_SEND, OP_RECV, OP_ISEND, OP_IRECV_REQUEST, OP_COLLECTIVE, OP_IO = range(7)
+COMPLETE_ISEND, COMPLETE_IRECV = 1, 2
+IO_MODE_READ, IO_MODE_WRITE = 0, 1  # OTF2_IO_OPERATION_MODE_*
+
+
+API_FUNCTIONS = ("Enter", "Leave", "MpiSend", "MpiRecv", "MpiIsend", "MpiIrecv", "MpiIsendComplete",
+                 "MpiIrecvRequest", "MpiCollectiveBegin", "MpiCollectiveEnd", "IoOperationBegin",
+                 "IoOperationComplete")
+CALL_FIELDS = (("enter", "<u8"), ("leave", "<u8"), ("region", "<u4"), ("op", "u1"), ("peer", "<u4"),
+               ("comm", "<u4"), ("tag", "<u4"), ("bytes", "<u8"), ("request", "<u8"))
+COMPLETION_FIELDS = (("call", "<i8"), ("kind", "u1"), ("request", "<u8"), ("sender", "<u4"), ("comm", "<u4"),
+                     ("tag", "<u4"), ("bytes", "<u8"))
+
+
+class _Api(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_void_p) for name in ("enter", "leave", "send", "recv", "isend", "irecv",
+                                                     "isend_complete", "irecv_request", "coll_begin", "coll_end",
+                                                     "io_begin", "io_complete")]
+
+
+class _Calls(ctypes.Structure):
+    _fields_ = [("n", ctypes.c_int64)] + [(name, ctypes.c_void_p) for name, _ in CALL_FIELDS]
+
+
+class _Completions(ctypes.Structure):
+    _fields_ = [("n", ctypes.c_int64)] + [(name, ctypes.c_void_p) for name, _ in COMPLETION_FIELDS]
+
+
+def _otf2_library() -> ctypes.CDLL:
+    from _otf2.Config import conf
+
+    return ctypes.CDLL(conf.lib._name)
 
 
 class Otf2Writer:
@@ -30,10 +78,11 @@ class Otf2Writer:
         defs = self.writer.definitions
         machine = defs.system_tree_node("machine")
         nodes = {host: defs.system_tree_node(host, parent=machine) for host in sorted(set(hosts.values()))}
+        self.scope = {rank: nodes.get(hosts.get(rank, "unknown")) or machine for rank in range(world_size)}
         self.locations: Dict[Tuple[int, int], object] = {}
         for rank in range(world_size):
             group = defs.location_group(f"rank {rank}", location_group_type=LocationGroupType.PROCESS,
-                                        system_tree_parent=nodes.get(hosts.get(rank, "unknown")) or machine)
+                                        system_tree_parent=self.scope[rank])
             for thread in sorted(threads.get(rank, [0])):
                 self.locations[(rank, thread)] = defs.location(f"rank {rank} thread {thread}",
                                                                type=LocationType.CPU_THREAD, group=group)
@@ -43,7 +92,17 @@ class Otf2Writer:
                    members=self.rank_locations)
         self.regions: Dict[str, object] = {}
         self.comms: Dict[int, object] = {}
+        self.io_paradigm = None
+        self.io_files: Dict[Tuple[str, object], object] = {}
         self.defs = defs
+        self.lib = _otf2_library()
+        self.bulk = native.load()
+        self.bulk_mode = "C loop" if self.bulk is not None else "ctypes loop"
+        self.api = _Api(*(ctypes.cast(getattr(self.lib, f"OTF2_EvtWriter_{name}"), ctypes.c_void_p).value
+                          for name in API_FUNCTIONS))
+        self.first: Optional[int] = None
+        self.last: Optional[int] = None
+        self.events_written = 0
 
     def comm(self, comm_id: int, members: Tuple[int, ...], name: str):
         if comm_id not in self.comms:
@@ -58,8 +117,108 @@ class Otf2Writer:
                                                   region_role=ROLES.get(func, RegionRole.FUNCTION))
         return self.regions[func]
 
-    def events(self, rank: int, thread: int):
-        return self.writer.event_writer_from_location(self.locations[(rank, thread)])
+    def io_handle(self, rank: int, name: str, comm):
+        """The I/O handle of the file `name` opened on `comm` (an IoRegularFile per name and
+        host; the package gives every rank that opened it collectively the same handle)."""
+        if self.io_paradigm is None:
+            self.io_paradigm = self.defs.io_paradigm("MPI-IO", "MPI I/O", io_paradigm_class=IoParadigmClass.PARALLEL,
+                                                    io_paradigm_flags=IoParadigmFlag.NONE)
+        scope = self.scope[rank]
+        io_file = self.io_files.get((name, scope))
+        if io_file is None:
+            io_file = self.io_files[(name, scope)] = self.defs.io_regular_file(name, scope=scope)
+        return self.defs.io_handle(name, file=io_file, io_paradigm=self.io_paradigm, comm=comm)
 
-    def close(self) -> None:
+    def write_events(self, rank: int, thread: int, calls: np.ndarray, completions: np.ndarray) -> int:
+        """One location's events: `calls` with CALL_FIELDS (time order), `completions` with
+        COMPLETION_FIELDS (ordered by call)."""
+        if len(calls) == 0:
+            return 0
+        writer = self.writer.event_writer_from_location(self.locations[(rank, thread)])
+        handle = ctypes.cast(writer._handle, ctypes.c_void_p).value
+        columns = [np.ascontiguousarray(calls[name], dtype) for name, dtype in CALL_FIELDS]
+        done = [np.ascontiguousarray(completions[name], dtype) for name, dtype in COMPLETION_FIELDS]
+        if self.bulk is not None:
+            c = _Calls(len(calls), *(col.ctypes.data for col in columns))
+            k = _Completions(len(completions), *(col.ctypes.data for col in done))
+            function = self.bulk.qmpi_write_events
+            function.restype = ctypes.c_int64
+            function.argtypes = [ctypes.POINTER(_Api), ctypes.c_void_p, ctypes.POINTER(_Calls),
+                                 ctypes.POINTER(_Completions)]
+            written = function(ctypes.byref(self.api), handle, ctypes.byref(c), ctypes.byref(k))
+        else:
+            written = self._write_python(handle, columns, done)
+        if written < 0:
+            raise RuntimeError(f"the OTF2 library refused the events of call {-1 - written} of rank {rank} "
+                               f"thread {thread}")
+        first, last = int(columns[0].min()), int(columns[1].max())
+        self.first = first if self.first is None else min(self.first, first)
+        self.last = last if self.last is None else max(self.last, last)
+        self.events_written += written
+        return written
+
+    def _write_python(self, handle: int, columns, done) -> int:
+        """native.C_SOURCE's loop through ctypes, for machines without a C compiler."""
+        lib = self.lib
+        u32, u64, u8, vp = ctypes.c_uint32, ctypes.c_uint64, ctypes.c_uint8, ctypes.c_void_p
+        signatures = {"Enter": [vp, vp, u64, u32], "Leave": [vp, vp, u64, u32],
+                      "MpiSend": [vp, vp, u64, u32, u32, u32, u64], "MpiRecv": [vp, vp, u64, u32, u32, u32, u64],
+                      "MpiIsend": [vp, vp, u64, u32, u32, u32, u64, u64],
+                      "MpiIrecv": [vp, vp, u64, u32, u32, u32, u64, u64], "MpiIsendComplete": [vp, vp, u64, u64],
+                      "MpiIrecvRequest": [vp, vp, u64, u64], "MpiCollectiveBegin": [vp, vp, u64],
+                      "MpiCollectiveEnd": [vp, vp, u64, u8, u32, u32, u64, u64],
+                      "IoOperationBegin": [vp, vp, u64, u32, u8, u32, u64, u64],
+                      "IoOperationComplete": [vp, vp, u64, u32, u64, u64]}
+        f = {}
+        for name, argtypes in signatures.items():
+            function = getattr(lib, f"OTF2_EvtWriter_{name}")
+            function.argtypes, function.restype = argtypes, ctypes.c_int
+            f[name] = function
+        enter, leave, region, op, peer, comm, tag, nbytes, request = (col.tolist() for col in columns)
+        k_call, k_kind, k_request, k_sender, k_comm, k_tag, k_bytes = (col.tolist() for col in done)
+        events, j, m = 0, 0, len(k_call)
+        for i in range(len(enter)):
+            t0, t1 = enter[i], leave[i]
+            rc = f["Enter"](handle, None, t0, region[i])
+            kind = op[i]
+            if kind == OP_SEND:
+                rc |= f["MpiSend"](handle, None, t0, peer[i], comm[i], tag[i], nbytes[i])
+                events += 1
+            elif kind == OP_RECV:
+                rc |= f["MpiRecv"](handle, None, t1, peer[i], comm[i], tag[i], nbytes[i])
+                events += 1
+            elif kind == OP_ISEND:
+                rc |= f["MpiIsend"](handle, None, t0, peer[i], comm[i], tag[i], nbytes[i], request[i])
+                events += 1
+            elif kind == OP_IRECV_REQUEST:
+                rc |= f["MpiIrecvRequest"](handle, None, t0, request[i])
+                events += 1
+            elif kind == OP_COLLECTIVE:
+                rc |= f["MpiCollectiveBegin"](handle, None, t0)
+                rc |= f["MpiCollectiveEnd"](handle, None, t1, tag[i], comm[i], peer[i], nbytes[i], nbytes[i])
+                events += 2
+            elif kind == OP_IO:
+                rc |= f["IoOperationBegin"](handle, None, t0, comm[i], tag[i], 0, nbytes[i], request[i])
+                rc |= f["IoOperationComplete"](handle, None, t1, comm[i], nbytes[i], request[i])
+                events += 2
+            while j < m and k_call[j] == i:
+                if k_kind[j] == COMPLETE_ISEND:
+                    rc |= f["MpiIsendComplete"](handle, None, t1, k_request[j])
+                else:
+                    rc |= f["MpiIrecv"](handle, None, t1, k_sender[j], k_comm[j], k_tag[j], k_bytes[j], k_request[j])
+                events += 1
+                j += 1
+            rc |= f["Leave"](handle, None, t1, region[i])
+            events += 2
+            if rc:
+                return -1 - i
+        return events
+
+    def close(self, realtime_s: float) -> None:
+        """`realtime_s`: CLOCK_REALTIME at the first MPI_Init (the archive's clock
+        properties: from the trace, not from when the merge ran)."""
+        if self.first is not None:
+            self.writer._update_timestamps(self.first)
+            self.writer._update_timestamps(self.last)
+            self.writer._realtime_timestamp = realtime_s
         self.writer.close()

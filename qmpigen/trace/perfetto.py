@@ -1,41 +1,142 @@
 """Chrome trace JSON for Perfetto (ui.perfetto.dev) and chrome://tracing: a process per
 rank, a track per thread, a slice per call, a flow arrow per matched message. Written
-as it goes: slices per rank file, arrows at the end."""
+as it goes, in bulk: the slices of a rank file by native.py's C loop (or, without a C
+compiler, by groups of calls with the same function and arguments present, one
+%-template each), arrows at the end. Times are microseconds with three decimals (exact
+ns)."""
 
 from __future__ import annotations
 
+import ctypes
 import json
-from typing import IO, Dict
+from typing import IO, Dict, Sequence
+
+import numpy as np
+
+from . import native
+
+ARG_FIELDS = ("comm", "peer", "tag", "root", "count", "bytes", "file", "offset")  # shown unless -1 or 0
+
+
+def _us(ns: np.ndarray) -> np.ndarray:
+    """ns (int64, >= 0) as JSON microseconds with three decimals (an object array of str)."""
+    whole, frac = np.divmod(ns, 1000)
+    out = np.empty(len(ns), object)
+    out[:] = [f"{w}.{f:03d}" for w, f in zip(whole.tolist(), frac.tolist())]
+    return out
+
+
+CHUNK = 1 << 16  # calls or messages formatted per C call: the text in memory stays small
 
 
 class PerfettoWriter:
-    def __init__(self, stream: IO[str]):
+    def __init__(self, stream: IO[bytes]):
         self.stream = stream
         self.first = True
-        self.stream.write('{"displayTimeUnit": "ns", "traceEvents": [\n')
+        self.stream.write(b'{"displayTimeUnit": "ns", "traceEvents": [\n')
         self.flow = 0
+        self.native = native.load()
 
-    def _emit(self, event: Dict) -> None:
-        self.stream.write(("" if self.first else ",\n") + json.dumps(event, separators=(",", ":")))
+    def _native_write(self, function: str, n: int, per_call: int, *args) -> None:
+        """Runs a C loop of native.py over n items and writes its text."""
+        cap = n * per_call + 64
+        out = np.empty(cap, np.uint8)  # not zeroed: the C loop says how much it wrote
+        c_function = getattr(self.native, function)
+        c_function.restype = ctypes.c_int64
+        size = c_function(ctypes.c_void_p(out.ctypes.data), ctypes.c_int64(cap), ctypes.c_int64(n), *args)
+        if size < 0:
+            raise RuntimeError(f"{function}: output buffer too small")
+        if not self.first:
+            self.stream.write(b",\n")
+        self.stream.write(memoryview(out[:size]))
+        self.first = False
+
+    def _write(self, lines: Sequence[str]) -> None:
+        if not lines:
+            return
+        self.stream.write((("" if self.first else ",\n") + ",\n".join(lines)).encode())
         self.first = False
 
     def track(self, rank: int, thread: int, host: str) -> None:
-        self._emit({"ph": "M", "name": "process_name", "pid": rank, "tid": thread,
-                    "args": {"name": f"rank {rank} ({host})"}})
-        self._emit({"ph": "M", "name": "process_sort_index", "pid": rank, "args": {"sort_index": rank}})
-        self._emit({"ph": "M", "name": "thread_name", "pid": rank, "tid": thread, "args": {"name": f"thread {thread}"}})
+        self._write([json.dumps(e, separators=(",", ":")) for e in (
+            {"ph": "M", "name": "process_name", "pid": rank, "tid": thread, "args": {"name": f"rank {rank} ({host})"}},
+            {"ph": "M", "name": "process_sort_index", "pid": rank, "args": {"sort_index": rank}},
+            {"ph": "M", "name": "thread_name", "pid": rank, "tid": thread, "args": {"name": f"thread {thread}"}})])
 
-    def slice(self, rank: int, thread: int, name: str, enter_ns: int, leave_ns: int, args: Dict) -> None:
-        self._emit({"ph": "X", "name": name, "cat": "mpi", "pid": rank, "tid": thread, "ts": enter_ns / 1000,
-                    "dur": (leave_ns - enter_ns) / 1000, "args": args})
+    def slices(self, rank: int, thread: int, names: Sequence[str], func: np.ndarray, enter: np.ndarray,
+               leave: np.ndarray, args: Dict[str, np.ndarray], depth: np.ndarray) -> None:
+        """One slice per call (time order): `func` indexes `names`; `args` holds ARG_FIELDS."""
+        n = len(func)
+        if n == 0:
+            return
+        if self.native is not None:
+            for at in range(0, n, CHUNK):
+                part = slice(at, at + CHUNK)
+                self._native_slices(rank, thread, names, func[part], enter[part], leave[part],
+                                    {name: args[name][part] for name in ARG_FIELDS}, depth[part])
+            return
+        mask = np.zeros(n, np.int64)
+        for bit, name in enumerate(ARG_FIELDS):
+            mask |= (~np.isin(args[name], (-1, 0))).astype(np.int64) << bit
+        mask |= (depth > 0).astype(np.int64) << len(ARG_FIELDS)
+        ts, dur = _us(enter), _us(leave - enter)
+        columns = dict(args)
+        columns["nested"] = depth
+        out = np.empty(n, object)
+        group = func.astype(np.int64) << 16 | mask
+        keys, inverse = np.unique(group, return_inverse=True)
+        order = np.argsort(inverse, kind="stable")
+        bounds = np.searchsorted(inverse[order], np.arange(len(keys) + 1))
+        for g, key in enumerate(keys.tolist()):
+            rows = order[bounds[g]:bounds[g + 1]]
+            fields = [name for bit, name in enumerate(ARG_FIELDS + ("nested",)) if (key & 0xFFFF) >> bit & 1]
+            template = ('{"ph":"X","name":' + json.dumps(names[key >> 16]).replace("%", "%%") +
+                        f',"cat":"mpi","pid":{rank},"tid":{thread},"ts":%s,"dur":%s,"args":{{' +
+                        ",".join(f'"{name}":%d' for name in fields) + "}}")
+            values = [ts[rows].tolist(), dur[rows].tolist()] + [columns[name][rows].tolist() for name in fields]
+            out[rows] = [template % row for row in zip(*values)]
+        self._write(out.tolist())
 
-    def message(self, sender, receiver) -> None:
-        """An arrow from the send call to the call that completed the receive."""
-        self.flow += 1
-        common = {"name": f"message tag {sender.tag}", "cat": "message", "id": self.flow}
-        self._emit({**common, "ph": "s", "pid": sender.sender, "tid": sender.thread, "ts": sender.time / 1000})
-        self._emit({**common, "ph": "f", "bp": "e", "pid": receiver.receiver, "tid": receiver.thread,
-                    "ts": receiver.time / 1000})
+    def _native_slices(self, rank, thread, names, func, enter, leave, args, depth) -> None:
+        encoded = [json.dumps(name).encode() for name in names]
+        c_names = (ctypes.c_char_p * len(encoded))(*encoded)
+        columns = [np.ascontiguousarray(args[name], np.int64) for name in ARG_FIELDS]
+        arg_arrays = (ctypes.c_void_p * len(columns))(*(c.ctypes.data for c in columns))
+        arg_names = (ctypes.c_char_p * len(ARG_FIELDS))(*(name.encode() for name in ARG_FIELDS))
+        func, enter, leave = (np.ascontiguousarray(a, np.int64) for a in (func, enter, leave))
+        depth = np.ascontiguousarray(depth, np.uint8)
+        self._native_write("qmpi_json_slices", len(func), 512 + max(map(len, encoded)), c_names,
+                                 ctypes.c_void_p(func.ctypes.data), ctypes.c_void_p(enter.ctypes.data),
+                                 ctypes.c_void_p(leave.ctypes.data), arg_arrays, arg_names,
+                                 ctypes.c_int(len(columns)), ctypes.c_void_p(depth.ctypes.data), ctypes.c_int(rank),
+                                 ctypes.c_int(thread))
+
+    def messages(self, senders: np.ndarray, receivers: np.ndarray) -> None:
+        """An arrow per pair (ENDPOINT_DTYPE arrays, pairwise): from the send call to the
+        call that completed the receive."""
+        n = len(senders)
+        if n == 0:
+            return
+        first_id = self.flow + 1
+        ids = range(self.flow + 1, self.flow + n + 1)
+        self.flow += n
+        if self.native is not None:
+            for at in range(0, n, CHUNK):
+                s, r = senders[at:at + CHUNK], receivers[at:at + CHUNK]
+                columns = [np.ascontiguousarray(a, np.int64) for a in (
+                    s["tag"], s["sender"], s["thread"], s["time"], r["receiver"], r["thread"], r["time"])]
+                self._native_write("qmpi_json_flows", len(s), 400, ctypes.c_int64(first_id + at),
+                                   *(ctypes.c_void_p(c.ctypes.data) for c in columns))
+            return
+        lines = []
+        for flow, tag, s_rank, s_thread, s_time, r_rank, r_thread, r_time in zip(
+                ids, senders["tag"].tolist(), senders["sender"].tolist(), senders["thread"].tolist(),
+                _us(senders["time"]).tolist(), receivers["receiver"].tolist(), receivers["thread"].tolist(),
+                _us(receivers["time"]).tolist()):
+            common = f'"name":"message tag {tag}","cat":"message","id":{flow}'
+            lines.append(f'{{{common},"ph":"s","pid":{s_rank},"tid":{s_thread},"ts":{s_time}}}')
+            lines.append(f'{{{common},"ph":"f","bp":"e","pid":{r_rank},"tid":{r_thread},"ts":{r_time}}}')
+        self._write(lines)
 
     def close(self) -> None:
-        self.stream.write("\n]}\n")
+        self.stream.write(b"\n]}\n")

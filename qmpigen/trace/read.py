@@ -1,8 +1,11 @@
-"""Reading rank files (docs/trace-format.md): validated, one file at a time.
+"""Reading rank files (docs/trace-format.md): validated, one file at a time, into numpy.
 
-A file is read whole (memory is bounded by the largest rank file, not their sum). A file
-that ends inside a record, or holds a record that makes no sense, gives the records
-before the fault and a one-line reason; a file without a valid header gives nothing.
+A file is read whole into one bytes object; its call records become one structured
+array, with no Python work per call: runs of consecutive call records (the bulk of any
+file) are found and validated with numpy, and only the other records (definitions,
+completions, clocks, timers) are walked one by one. A file that ends inside a record,
+or holds a record that makes no sense, gives the records before the fault and a
+one-line reason; a file without a valid header gives nothing.
 """
 
 from __future__ import annotations
@@ -13,40 +16,32 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, Iterator, List, Optional, Tuple
 
+import numpy as np
+
 MAGIC = b"QMPITRC\0"
-VERSION = 1
+VERSIONS = (1, 2)  # 1: call times in ns; 2: in ticks, with timer records
 HEADER = struct.Struct("<8sHHIiiiiIIQQQ")
 RECORD_HEAD = struct.Struct("<HH")
-CALL = struct.Struct("<HHHBBQQiiiiiiqqqQ")
 COMPLETION = struct.Struct("<HHiQiiq")
 CLOCK = struct.Struct("<HHIQqQ")
-R_FUNCTION, R_PROCESS, R_COMM, R_TYPE, R_FILE, R_CALL, R_COMPLETION, R_CLOCK = range(1, 9)
+TIMER = struct.Struct("<HHIQQ")
+R_FUNCTION, R_PROCESS, R_COMM, R_TYPE, R_FILE, R_CALL, R_COMPLETION, R_CLOCK, R_TIMER = range(1, 10)
 CALL_HAS_REQUEST, CALL_FAILED = 1, 2
 FILE_NAME = re.compile(r"^(?P<program>.+)_(?P<host>[^_]+)_(?P<rank>\d+)_(?P<thread>\d+)\.L(?P<level>\d+)\.qtr$")
+
+CALL_DTYPE = np.dtype([("kind", "<u2"), ("size", "<u2"), ("func", "<u2"), ("depth", "u1"), ("flags", "u1"),
+                       ("enter", "<u8"), ("leave", "<u8"), ("comm", "<i4"), ("peer", "<i4"), ("tag", "<i4"),
+                       ("root", "<i4"), ("datatype", "<i4"), ("file", "<i4"), ("count", "<i8"), ("bytes", "<i8"),
+                       ("offset", "<i8"), ("request", "<u8")])
+assert CALL_DTYPE.itemsize == 80
+CALL_HEAD = R_CALL | (CALL_DTYPE.itemsize << 16)  # kind and size read as one little-endian u32
+# one completed request of a Wait/Waitall/Test: the index of its call in the file's calls
+COMPLETION_DTYPE = np.dtype([("call", "<i8"), ("request", "<u8"), ("source", "<i4"), ("tag", "<i4"),
+                             ("bytes", "<i8")])
 
 
 class TraceFileError(Exception):
     """A rank file that cannot be used at all; the message is one line."""
-
-
-@dataclass
-class Call:
-    func: str
-    depth: int
-    flags: int
-    enter: int
-    leave: int
-    comm: int
-    peer: int
-    tag: int
-    root: int
-    datatype: int
-    file: int
-    count: int
-    bytes: int
-    offset: int
-    request: int
-    completions: List[Tuple[int, int, int, int]] = field(default_factory=list)  # request, source, tag, bytes
 
 
 @dataclass
@@ -58,18 +53,45 @@ class RankFile:
     thread: int
     level: int
     world_size: int
+    version: int = 2
+    realtime_origin_ns: int = 0
     program: str = ""
     host: str = ""
+    functions: Dict[int, str] = field(default_factory=dict)  # code -> name
     comms: Dict[int, Tuple[int, ...]] = field(default_factory=dict)  # id -> world ranks
     types: Dict[int, Tuple[int, str]] = field(default_factory=dict)  # id -> (size, name or envelope)
     files: Dict[int, Tuple[str, int]] = field(default_factory=dict)  # id -> (name, initial size)
     clocks: Dict[int, Tuple[int, int]] = field(default_factory=dict)  # phase -> (local ns, offset ns)
-    calls: List[Call] = field(default_factory=list)
+    timers: List[Tuple[int, int]] = field(default_factory=list)  # (ticks, ns)
+    calls: np.ndarray = field(default_factory=lambda: np.empty(0, CALL_DTYPE))
+    completions: np.ndarray = field(default_factory=lambda: np.empty(0, COMPLETION_DTYPE))
     problem: Optional[str] = None  # why reading stopped early
+
+    def drop_events(self) -> None:
+        """Keeps the definitions only (pass 1 of the merge)."""
+        self.calls = np.empty(0, CALL_DTYPE)
+        self.completions = np.empty(0, COMPLETION_DTYPE)
 
 
 def trace_files(directory: Path) -> List[Path]:
     return sorted(p for p in directory.iterdir() if p.name.endswith(".qtr"))
+
+
+def read_header(data: bytes) -> Tuple[int, int, int, int, int, int]:
+    """version, rank, thread, level, world size, CLOCK_REALTIME ns at init; TraceFileError
+    if the header is bad."""
+    if len(data) < HEADER.size:
+        raise TraceFileError(f"{len(data)} bytes, shorter than the {HEADER.size}-byte header")
+    (magic, version, header_size, _align, rank, thread, level, world_size, _pid, _, _origin, realtime,
+     _) = HEADER.unpack_from(data)
+    if magic != MAGIC:
+        raise TraceFileError("not a qmpi trace file (bad magic)")
+    if version not in VERSIONS:
+        raise TraceFileError(f"format version {version}, this qmpigen reads versions "
+                             f"{', '.join(map(str, VERSIONS))}")
+    if header_size != HEADER.size or not (0 <= rank < world_size):
+        raise TraceFileError("corrupt header")
+    return version, rank, thread, level, world_size, realtime
 
 
 def read_rank_file(path: Path) -> RankFile:
@@ -78,71 +100,109 @@ def read_rank_file(path: Path) -> RankFile:
         data = path.read_bytes()
     except OSError as exc:
         raise TraceFileError(f"cannot read: {exc.strerror}")
-    if len(data) < HEADER.size:
-        raise TraceFileError(f"{len(data)} bytes, shorter than the {HEADER.size}-byte header")
-    magic, version, header_size, _align, rank, thread, level, world_size, *_ = HEADER.unpack_from(data)
-    if magic != MAGIC:
-        raise TraceFileError("not a qmpi trace file (bad magic)")
-    if version != VERSION:
-        raise TraceFileError(f"format version {version}, this qmpigen reads version {VERSION}")
-    if header_size != HEADER.size or not (0 <= rank < world_size):
-        raise TraceFileError("corrupt header")
-    rank_file = RankFile(path, rank, thread, level, world_size)
+    version, rank, thread, level, world_size, realtime = read_header(data)
+    rank_file = RankFile(path, rank, thread, level, world_size, version, realtime)
     rank_file.problem = _read_records(data, HEADER.size, rank_file)
     return rank_file
 
 
-def _read_records(data: bytes, pos: int, out: RankFile) -> Optional[str]:
-    functions: Dict[int, str] = {}
-    last_call: Optional[Call] = None
-    end = len(data)
-    unpack_call, unpack_head = CALL.unpack_from, RECORD_HEAD.unpack_from
+def _call_run(data: bytes, pos: int, end: int) -> int:
+    """How many call records follow each other from `pos` (at least 1: data[pos] is one)."""
+    limit = (end - pos) // CALL_DTYPE.itemsize
+    found, step = 0, 64
+    while found < limit:
+        take = min(step, limit - found)
+        heads = np.ndarray((take,), "<u4", data, pos + found * CALL_DTYPE.itemsize, (CALL_DTYPE.itemsize,))
+        other = np.flatnonzero(heads != CALL_HEAD)
+        if other.size:
+            return found + int(other[0])
+        found += take
+        step *= 4
+    return found
+
+
+def _read_records(data: bytes, pos: int, out: RankFile, end: Optional[int] = None) -> Optional[str]:
+    """Reads records from `pos` to `end`; the reason it stopped early, or None."""
+    end = len(data) if end is None else end
+    run_starts: List[int] = []
+    run_lengths: List[int] = []
+    ncalls = 0
+    completions: List[Tuple[int, int, int, int, int]] = []
+    unpack_head = RECORD_HEAD.unpack_from
+    problem = None
     while pos < end:
         if end - pos < 4:
-            return f"truncated at byte {pos} (a record header cut short)"
+            problem = f"truncated at byte {pos} (a record header cut short)"
+            break
         kind, size = unpack_head(data, pos)
         if size < 8 or size % 8:
-            return f"corrupt record at byte {pos} (size {size})"
+            problem = f"corrupt record at byte {pos} (size {size})"
+            break
         if pos + size > end:
-            return f"truncated at byte {pos} (a {size}-byte record, {end - pos} bytes left)"
-        if kind == R_CALL and size == CALL.size:
-            (_, _, func, depth, flags, enter, leave, comm, peer, tag, root, datatype, file_id, count, nbytes, offset,
-             request) = unpack_call(data, pos)
-            name = functions.get(func)
-            if name is None or leave < enter:
-                return f"corrupt call record at byte {pos}"
-            last_call = Call(name, depth, flags, enter, leave, comm, peer, tag, root, datatype, file_id, count, nbytes,
-                             offset, request)
-            out.calls.append(last_call)
-        elif kind == R_COMPLETION and size == COMPLETION.size and last_call is not None:
+            problem = f"truncated at byte {pos} (a {size}-byte record, {end - pos} bytes left)"
+            break
+        if kind == R_CALL and size == CALL_DTYPE.itemsize:
+            n = _call_run(data, pos, end)
+            run_starts.append(pos)
+            run_lengths.append(n)
+            ncalls += n
+            pos += n * CALL_DTYPE.itemsize
+            continue
+        if kind == R_COMPLETION and size == COMPLETION.size and ncalls > 0:
             _, _, source, request, tag, _, nbytes = COMPLETION.unpack_from(data, pos)
-            last_call.completions.append((request, source, tag, nbytes))
+            completions.append((ncalls - 1, request, source, tag, nbytes))
         elif kind == R_FUNCTION:
             (code,) = struct.unpack_from("<i", data, pos + 4)
-            functions[code] = _string(data, pos + 8, pos + size)
+            out.functions[code] = _string(data, pos + 8, pos + size)
         elif kind == R_PROCESS:
-            out.program, _, rest = data[pos + 8:pos + size].partition(b"\0")
-            out.program = out.program.decode(errors="replace")
+            program, _, rest = data[pos + 8:pos + size].partition(b"\0")
+            out.program = program.decode(errors="replace")
             out.host = rest.split(b"\0", 1)[0].decode(errors="replace")
         elif kind == R_COMM:
             comm_id, comm_size = struct.unpack_from("<ii", data, pos + 4)
             if comm_size < 0 or 12 + 4 * comm_size > size:
-                return f"corrupt communicator record at byte {pos}"
+                problem = f"corrupt communicator record at byte {pos}"
+                break
             out.comms[comm_id] = struct.unpack_from(f"<{comm_size}i", data, pos + 12)
         elif kind == R_TYPE:
             type_id, type_size, named, nints, naddrs, ntypes = struct.unpack_from("<6i", data, pos + 4)
             name = _string(data, pos + 28, pos + size)
-            out.types[type_id] = (type_size, name if named or name else f"derived(ints={nints},addrs={naddrs},types={ntypes})")
+            out.types[type_id] = (type_size, name if named or name else
+                                  f"derived(ints={nints},addrs={naddrs},types={ntypes})")
         elif kind == R_FILE:
             file_id, _, initial = struct.unpack_from("<iiq", data, pos + 4)
             out.files[file_id] = (_string(data, pos + 20, pos + size), initial)
         elif kind == R_CLOCK and size == CLOCK.size:
             _, _, phase, local, offset, _rtt = CLOCK.unpack_from(data, pos)
             out.clocks[phase] = (local, offset)
+        elif kind == R_TIMER and size == TIMER.size:
+            _, _, _, ticks, ns = TIMER.unpack_from(data, pos)
+            out.timers.append((ticks, ns))
         else:
-            return f"corrupt record at byte {pos} (kind {kind}, size {size})"
+            problem = f"corrupt record at byte {pos} (kind {kind}, size {size})"
+            break
         pos += size
-    return None
+    # the call records, copied run by run into one array
+    calls = np.empty(ncalls, CALL_DTYPE)
+    offsets = np.empty(ncalls, np.int64)  # where each call record starts in the file
+    done = 0
+    for start, n in zip(run_starts, run_lengths):
+        calls[done:done + n] = np.frombuffer(data, CALL_DTYPE, n, start)
+        offsets[done:done + n] = np.arange(start, start + n * CALL_DTYPE.itemsize, CALL_DTYPE.itemsize)
+        done += n
+    bad = (calls["leave"] < calls["enter"]) | ~np.isin(calls["func"], list(out.functions))
+    if bad.any():  # read again up to the first bad call, so nothing after it counts
+        at = int(offsets[int(np.argmax(bad))])
+        fresh = RankFile(out.path, out.rank, out.thread, out.level, out.world_size, out.version,
+                         out.realtime_origin_ns)
+        _read_records(data, HEADER.size, fresh, at)
+        fresh.problem = f"corrupt call record at byte {at}"
+        out.__dict__.update(fresh.__dict__)
+        return fresh.problem
+    out.calls = calls
+    if completions:
+        out.completions = np.array(completions, COMPLETION_DTYPE)
+    return problem
 
 
 def _string(data: bytes, start: int, stop: int) -> str:

@@ -1,0 +1,259 @@
+"""The merge's two loops over calls, in C: OTF2 events through the OTF2 library the otf2
+package bundles (otf2_out.py), and Chrome trace JSON text (perfetto.py). Python code per
+call costs about a microsecond a value; these loops take the calls as numpy arrays, one
+call per rank file. C_SOURCE is compiled on first use, once per machine, with the C
+compiler on PATH ($CC, cc or gcc: qmpigen's users build tools with one) into the cache
+directory ($XDG_CACHE_HOME or ~/.cache, qmpigen/), named after its hash; load() returns
+None when that is impossible, and the callers fall back to Python (slower)."""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Optional
+
+C_SOURCE = r"""
+/* qmpigen trace: the merge's loops over calls (qmpigen/trace/native.py) */
+#include <stdint.h>
+#include <string.h>
+
+/* ---- OTF2 events of one location (otf2_out.py: OP_* and COMPLETE_* codes) ---- */
+typedef int (*time_region_fn)(void *, void *, uint64_t, uint32_t);
+typedef int (*p2p_fn)(void *, void *, uint64_t, uint32_t, uint32_t, uint32_t, uint64_t);
+typedef int (*ip2p_fn)(void *, void *, uint64_t, uint32_t, uint32_t, uint32_t, uint64_t, uint64_t);
+typedef int (*request_fn)(void *, void *, uint64_t, uint64_t);
+typedef int (*time_fn)(void *, void *, uint64_t);
+typedef int (*coll_end_fn)(void *, void *, uint64_t, uint8_t, uint32_t, uint32_t, uint64_t, uint64_t);
+typedef int (*io_begin_fn)(void *, void *, uint64_t, uint32_t, uint8_t, uint32_t, uint64_t, uint64_t);
+typedef int (*io_complete_fn)(void *, void *, uint64_t, uint32_t, uint64_t, uint64_t);
+struct api {
+    time_region_fn enter, leave;
+    p2p_fn send, recv;
+    ip2p_fn isend, irecv;
+    request_fn isend_complete, irecv_request;
+    time_fn coll_begin;
+    coll_end_fn coll_end;
+    io_begin_fn io_begin;
+    io_complete_fn io_complete;
+};
+struct calls {
+    int64_t n;
+    const uint64_t *enter, *leave;
+    const uint32_t *region;
+    const uint8_t *op;
+    const uint32_t *peer, *comm, *tag;
+    const uint64_t *bytes, *request;
+};
+struct completions {
+    int64_t n;
+    const int64_t *call;
+    const uint8_t *kind;
+    const uint64_t *request;
+    const uint32_t *sender, *comm, *tag;
+    const uint64_t *bytes;
+};
+/* The number of events written, or -1 - (index of the call whose events failed). */
+int64_t qmpi_write_events(const struct api *f, void *w, const struct calls *c, const struct completions *k)
+{
+    int64_t i, j = 0, events = 0;
+    for (i = 0; i < c->n; i++) {
+        uint64_t t0 = c->enter[i], t1 = c->leave[i];
+        int rc = f->enter(w, 0, t0, c->region[i]);
+        switch (c->op[i]) {
+        case 1: rc |= f->send(w, 0, t0, c->peer[i], c->comm[i], c->tag[i], c->bytes[i]); events++; break;
+        case 2: rc |= f->recv(w, 0, t1, c->peer[i], c->comm[i], c->tag[i], c->bytes[i]); events++; break;
+        case 3: rc |= f->isend(w, 0, t0, c->peer[i], c->comm[i], c->tag[i], c->bytes[i], c->request[i]); events++; break;
+        case 4: rc |= f->irecv_request(w, 0, t0, c->request[i]); events++; break;
+        case 5:
+            rc |= f->coll_begin(w, 0, t0);
+            rc |= f->coll_end(w, 0, t1, (uint8_t)c->tag[i], c->comm[i], c->peer[i], c->bytes[i], c->bytes[i]);
+            events += 2;
+            break;
+        case 6:
+            rc |= f->io_begin(w, 0, t0, c->comm[i], (uint8_t)c->tag[i], 0, c->bytes[i], c->request[i]);
+            rc |= f->io_complete(w, 0, t1, c->comm[i], c->bytes[i], c->request[i]);
+            events += 2;
+            break;
+        }
+        for (; j < k->n && k->call[j] == i; j++) {
+            if (k->kind[j] == 1)
+                rc |= f->isend_complete(w, 0, t1, k->request[j]);
+            else
+                rc |= f->irecv(w, 0, t1, k->sender[j], k->comm[j], k->tag[j], k->bytes[j], k->request[j]);
+            events++;
+        }
+        rc |= f->leave(w, 0, t1, c->region[i]);
+        events += 2;
+        if (rc != 0)
+            return -1 - i;
+    }
+    return events;
+}
+
+/* ---- Chrome trace JSON (perfetto.py) ---- */
+
+/* Text without printf: the JSON is most of the merge's work. */
+static char *put_str(char *p, const char *s)
+{
+    size_t n = strlen(s);
+    memcpy(p, s, n);
+    return p + n;
+}
+
+static char *put_int(char *p, int64_t value)
+{
+    char digits[24];
+    int n = 0;
+    uint64_t v = value < 0 ? (uint64_t)0 - (uint64_t)value : (uint64_t)value;
+    if (value < 0)
+        *p++ = '-';
+    do
+        digits[n++] = (char)('0' + v % 10);
+    while ((v /= 10) != 0);
+    while (n > 0)
+        *p++ = digits[--n];
+    return p;
+}
+
+/* ns >= 0 as microseconds with three decimals */
+static char *put_us(char *p, int64_t ns)
+{
+    int64_t frac = ns % 1000;
+    p = put_int(p, ns / 1000);
+    *p++ = '.';
+    *p++ = (char)('0' + frac / 100);
+    *p++ = (char)('0' + frac / 10 % 10);
+    *p++ = (char)('0' + frac % 10);
+    return p;
+}
+
+/* One slice per call, lines joined by ",\n"; returns the bytes written, or -1 if `cap`
+ * could be exceeded (the caller gives n * (longest name + 512)). args: ARG_FIELDS'
+ * arrays in order, each value shown unless -1 or 0; nested: depth when > 0. */
+int64_t qmpi_json_slices(char *out, int64_t cap, int64_t n, const char *const *names, const int64_t *func,
+                         const int64_t *enter, const int64_t *leave, const int64_t *const *args,
+                         const char *const *arg_names, int nargs, const uint8_t *depth, int pid, int tid)
+{
+    char *p = out;
+    int64_t i;
+    int a;
+    for (i = 0; i < n; i++) {
+        int first = 1;
+        if (p - out + 512 + (int64_t)strlen(names[func[i]]) > cap)
+            return -1;
+        if (i > 0)
+            *p++ = ',', *p++ = '\n';
+        p = put_str(p, "{\"ph\":\"X\",\"name\":");
+        p = put_str(p, names[func[i]]);
+        p = put_str(p, ",\"cat\":\"mpi\",\"pid\":");
+        p = put_int(p, pid);
+        p = put_str(p, ",\"tid\":");
+        p = put_int(p, tid);
+        p = put_str(p, ",\"ts\":");
+        p = put_us(p, enter[i]);
+        p = put_str(p, ",\"dur\":");
+        p = put_us(p, leave[i] - enter[i]);
+        p = put_str(p, ",\"args\":{");
+        for (a = 0; a < nargs; a++) {
+            int64_t value = args[a][i];
+            if (value == -1 || value == 0)
+                continue;
+            if (!first)
+                *p++ = ',';
+            *p++ = '"';
+            p = put_str(p, arg_names[a]);
+            p = put_str(p, "\":");
+            p = put_int(p, value);
+            first = 0;
+        }
+        if (depth[i] > 0) {
+            p = put_str(p, first ? "\"nested\":" : ",\"nested\":");
+            p = put_int(p, depth[i]);
+        }
+        *p++ = '}', *p++ = '}';
+    }
+    return p - out;
+}
+
+/* A flow arrow per matched message: "s" at the send, "f" at the receive's completion. */
+int64_t qmpi_json_flows(char *out, int64_t cap, int64_t n, int64_t first_id, const int64_t *tag,
+                        const int64_t *s_rank, const int64_t *s_thread, const int64_t *s_time,
+                        const int64_t *r_rank, const int64_t *r_thread, const int64_t *r_time)
+{
+    char *p = out;
+    int64_t i;
+    for (i = 0; i < n; i++) {
+        if (p - out + 400 > cap)
+            return -1;
+        if (i > 0)
+            *p++ = ',', *p++ = '\n';
+        p = put_str(p, "{\"name\":\"message tag ");
+        p = put_int(p, tag[i]);
+        p = put_str(p, "\",\"cat\":\"message\",\"id\":");
+        p = put_int(p, first_id + i);
+        p = put_str(p, ",\"ph\":\"s\",\"pid\":");
+        p = put_int(p, s_rank[i]);
+        p = put_str(p, ",\"tid\":");
+        p = put_int(p, s_thread[i]);
+        p = put_str(p, ",\"ts\":");
+        p = put_us(p, s_time[i]);
+        p = put_str(p, "},\n{\"name\":\"message tag ");
+        p = put_int(p, tag[i]);
+        p = put_str(p, "\",\"cat\":\"message\",\"id\":");
+        p = put_int(p, first_id + i);
+        p = put_str(p, ",\"ph\":\"f\",\"bp\":\"e\",\"pid\":");
+        p = put_int(p, r_rank[i]);
+        p = put_str(p, ",\"tid\":");
+        p = put_int(p, r_thread[i]);
+        p = put_str(p, ",\"ts\":");
+        p = put_us(p, r_time[i]);
+        *p++ = '}';
+    }
+    return p - out;
+}
+"""
+
+_loaded: dict = {}
+
+
+def load() -> Optional[ctypes.CDLL]:
+    """C_SOURCE as a shared library, compiled on first use; None without a C compiler
+    (or if compiling fails)."""
+    if "lib" in _loaded:
+        return _loaded["lib"]
+    _loaded["lib"] = lib = _build()
+    return lib
+
+
+def _build() -> Optional[ctypes.CDLL]:
+    if os.environ.get("QMPIGEN_TRACE_NO_NATIVE") == "1":  # the Python fallback, for tests
+        return None
+    digest = hashlib.sha256(C_SOURCE.encode()).hexdigest()[:16]
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "qmpigen"
+    lib = cache / f"trace-native-{digest}.so"
+    if not lib.exists():
+        compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+        if compiler is None:
+            return None
+        try:
+            cache.mkdir(parents=True, exist_ok=True)
+            with tempfile.TemporaryDirectory(dir=cache) as tmp:
+                source = Path(tmp) / "trace_native.c"
+                source.write_text(C_SOURCE)
+                built = Path(tmp) / "trace_native.so"
+                proc = subprocess.run([compiler, "-O2", "-shared", "-fPIC", str(source), "-o", str(built)],
+                                      capture_output=True, timeout=120)
+                if proc.returncode != 0:
+                    return None
+                os.replace(built, lib)
+        except (OSError, subprocess.SubprocessError):
+            return None
+    try:
+        return ctypes.CDLL(str(lib))
+    except OSError:
+        return None
