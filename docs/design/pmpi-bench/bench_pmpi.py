@@ -58,7 +58,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mpi", required=True, help="the MPI's prefix (its bin/mpicc, bin/mpiexec)")
     ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--calls", type=int, default=2000000)
+    ap.add_argument("--calls", type=int, default=200000)
     ap.add_argument("--out", default="build/pmpi-bench")
     a = ap.parse_args()
     mpi = Path(a.mpi).resolve()

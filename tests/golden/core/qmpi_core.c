@@ -593,16 +593,43 @@ static const char *qmpi_elf_shared_string(const struct qmpi_elf *elf, const size
     return NULL;
 }
 
+/* The address range of the core's own loaded segments: a renamed import must resolve
+ * in it (dladdr per import would search the core's thousands of symbols each time). */
+struct qmpi_range {
+    uintptr_t inside, low, high;
+};
+
+static int qmpi_find_range(struct dl_phdr_info *info, size_t size, void *data)
+{
+    struct qmpi_range *range = (struct qmpi_range *)data;
+    uintptr_t low = UINTPTR_MAX, high = 0;
+    int k;
+
+    (void)size;
+    for (k = 0; k < info->dlpi_phnum; k++)
+        if (info->dlpi_phdr[k].p_type == PT_LOAD) {
+            uintptr_t start = info->dlpi_addr + info->dlpi_phdr[k].p_vaddr;
+            low = start < low ? start : low;
+            high = start + info->dlpi_phdr[k].p_memsz > high ? start + info->dlpi_phdr[k].p_memsz : high;
+        }
+    if (range->inside < low || range->inside >= high)
+        return 0;
+    range->low = low;
+    range->high = high;
+    return 1;
+}
+
 /* Checks what the copy will bind to: the MPI names it needs exist in this process (else
  * it was built for another MPI), and each renamed import finds this core's entry. */
 static int qmpi_pmpi_check_imports(const struct qmpi_elf *elf, int slot, size_t *patch, size_t *npatch,
                                    unsigned char *renamed, char *why)
 {
-    Dl_info core, found;
+    struct qmpi_range core = { (uintptr_t)qmpi_function_index, 0, 0 };
+    Dl_info found;
     size_t i;
 
-    if (dladdr((void *)qmpi_function_index, &core) == 0)
-        return qmpi_why(why, "cannot find the QMPI core's own file (dladdr)");
+    if (dl_iterate_phdr(qmpi_find_range, &core) == 0)
+        return qmpi_why(why, "cannot find the QMPI core's own segments (dl_iterate_phdr)");
     for (i = 1; i < elf->nsymbols; i++) {
         const ElfW(Sym) *symbol = &elf->symbols[i];
         const char *name = qmpi_elf_string(elf, symbol->st_name);
@@ -618,9 +645,10 @@ static int qmpi_pmpi_check_imports(const struct qmpi_elf *elf, int slot, size_t 
             if (address == NULL)
                 return qmpi_why(why, "the core's entry %s is not visible to the dynamic linker: PMPI tools need "
                                      "libqmpi.so linked into the program or preloaded (LD_PRELOAD), not libqmpi.a", entry);
-            if (dladdr(address, &found) == 0 || found.dli_fbase != core.dli_fbase)
-                return qmpi_why(why, "%s, the core's entry for its %s, is also defined by %s, which comes first",
-                                entry, name, found.dli_fname ? found.dli_fname : "another library");
+            if ((uintptr_t)address < core.low || (uintptr_t)address >= core.high)
+                return qmpi_why(why, "%s, the core's entry for its %s, is also defined by %s, which comes first", entry,
+                                name, dladdr(address, &found) != 0 && found.dli_fname != NULL ? found.dli_fname
+                                                                                             : "another library");
             patch[(*npatch)++] = symbol->st_name;
             renamed[i] = 1;
         } else if ((strncmp(name, "PMPI_", 5) == 0 || strncmp(name, "MPI_", 4) == 0 || strncmp(name, "ompi_", 5) == 0) &&
