@@ -12,6 +12,18 @@ from dataclasses import dataclass
 
 RESERVED_PREFIX = "qmpi_"
 
+# PMPI tools (issue 10): a private copy of the tool per TOOLS occurrence, its PMPI_X
+# imports renamed to <letter>MPI_X, the core's continuation entry of that copy's slot.
+# Letters in order of preference; build-core keeps the first PMPI_SLOTS that neither
+# quirks.PMPI_SLOT_RESERVED nor the MPI's mpi.h uses.
+PMPI_SLOT_CANDIDATES = "YZJKVWGHBCDEFILMRSTU"
+PMPI_SLOTS = 8
+
+
+def continuation(letter: str, name: str) -> str:
+    """The slot's continuation entry for MPI function `name`: Y + MPI_Send -> YMPI_Send."""
+    return letter + name
+
 
 @dataclass(frozen=True)
 class CNames:

@@ -12,7 +12,9 @@ from enum import Enum
 from typing import Dict, Iterator, Optional, Tuple
 
 from .errors import Location
-from .quirks import IMPLEMENTATION_MARKERS, Dispatch
+from .cnames import PMPI_SLOT_CANDIDATES, PMPI_SLOTS
+from .errors import QmpigenError
+from .quirks import IMPLEMENTATION_MARKERS, PMPI_SLOT_RESERVED, Dispatch
 
 
 FORUM_SENTINEL = "MPI_LAST_FUNC_T"  # last member of enum QMPI_Functions_enum (MPICH)
@@ -197,6 +199,9 @@ class HeaderFacts:
     # both, so it refuses any other MPI's mpi.h at compile time.
     identity: Tuple[Tuple[str, int], ...] = ()
     absent_markers: Tuple[str, ...] = ()
+    # Letters L for which the header declares a name starting with L + "MPI_" (QMPI_ in
+    # MPICH >= 4, OMPI_ macros in Open MPI): PMPI tool slots must not use them.
+    mpi_name_letters: Tuple[str, ...] = ()
 
     @property
     def title(self) -> str:
@@ -218,6 +223,22 @@ class HeaderFacts:
 
     def declares(self, name: str) -> bool:
         return name in self.tool_names
+
+    @property
+    def pmpi_slot_letters(self) -> Tuple[str, ...]:
+        """The first letters of the PMPI tool slots' continuation entries (YMPI_Send, ...):
+        the first cnames.PMPI_SLOTS candidates that no MPI and not this header use."""
+        free = [
+            letter
+            for letter in PMPI_SLOT_CANDIDATES
+            if letter not in PMPI_SLOT_RESERVED and letter not in self.mpi_name_letters
+        ]
+        if len(free) < PMPI_SLOTS:
+            raise QmpigenError(
+                f"{self.title}: mpi.h declares names starting with {len(self.mpi_name_letters)} different "
+                f"letters before MPI_, too many to give {PMPI_SLOTS} PMPI tool slots their own"
+            )
+        return tuple(free[:PMPI_SLOTS])
 
     @property
     def tool_functions(self) -> Tuple[str, ...]:

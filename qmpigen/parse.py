@@ -64,7 +64,10 @@ def parse_header(source: PreprocessedHeader) -> MpiApi:
         declared.add(FORUM_ENUM_NAME)
     tool_names = tuple(sorted(n for n in declared if n.startswith("QMPI_") or n in SEED_TOOL_NAMES))
     facts = _facts(source, declares_qmpi=FORUM_CONTEXT_TYPE in typedefs, forum_enum=forum_enum)
-    facts = dataclasses.replace(facts, tool_names=tool_names, tool_signatures=_tool_signatures(decls))
+    letters = tuple(sorted({n[0] for n in declared if len(n) > 4 and n[1:5] == "MPI_" and n[0].isalpha()}))
+    facts = dataclasses.replace(
+        facts, tool_names=tool_names, tool_signatures=_tool_signatures(decls), mpi_name_letters=letters
+    )
     return MpiApi(facts, tuple(functions))
 
 

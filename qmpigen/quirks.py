@@ -24,6 +24,21 @@ DISPATCH: Dict[str, Dispatch] = {
     "MPI_Pcontrol": Dispatch.FAN_OUT,
 }
 
+# First letters that PMPI tool slots must not use (qmpigen.cnames.PMPI_SLOT_CANDIDATES):
+# a PMPI tool's private copy has its PMPI_X imports renamed to <letter>MPI_X, and the
+# dynamic linker must find the core's continuation entry under that name, not one of the
+# MPI's own. Besides these, build-core drops every letter L for which the MPI's mpi.h
+# declares a name starting with L + "MPI_", and the core checks each renamed import at
+# load time against the whole process.
+PMPI_SLOT_RESERVED: Dict[str, str] = {
+    "P": "PMPI_: the profiling names of every MPI",
+    "Q": "QMPI_: MPICH >= 4 exports its callback tool interface (QMPI_Register_tool_name, ...)",
+    "O": "OMPI_: Open MPI's libmpi exports OMPI_ symbols (OMPI_C_MPI_*), its headers OMPI_ macros",
+    "A": "AMPI_: Adaptive MPI (Charm++) names its functions AMPI_",
+    "X": "XMPI_: kept for a shared continuation beyond the slots (PnMPI's XMPI_ convention)",
+    "N": "NMPI_: MPICH-derived MPIs' internal name-shifted calls (NMPI_ in older MPICH)",
+}
+
 # PMPI_ functions some MPIs declare in mpi.h without defining them in the C library.
 # MPICH 4.0 (Debian's libmpich-dev 4.0.2) declares the MPI_Status Fortran 2008
 # conversions, but libmpich defines none of them (libmpichfort has c2f08 only). The core

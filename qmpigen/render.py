@@ -31,6 +31,7 @@ CORE_PLAN: Tuple[Tuple[str, str], ...] = (
     ("core/qmpi_core.c.j2", "qmpi_core.c"),
     ("core/qmpi_entry.c.j2", "qmpi_entry.c"),
     ("core/qmpi_exec.c.j2", "qmpi_exec.c"),
+    ("core/qmpi_pmpi.c.j2", "qmpi_pmpi.c"),  # continuation entries of the PMPI tool slots
     ("core/qmpi_fortran.c.j2", "qmpi_fortran.c"),  # only where the MPI has Fortran bindings
     ("core/Makefile.j2", "Makefile"),
     ("core/qmpi.pc.j2", "qmpi.pc"),

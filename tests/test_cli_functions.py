@@ -304,5 +304,5 @@ def test_the_process_generates_what_this_one_does_whatever_the_hash_seed(tmp_pat
     assert child_stdout == "".join(run.stdout for run in runs)
     assert stderr == "".join(run.stderr for run in runs)  # build-core's line naming the MPI read
     written = [{p.relative_to(d).as_posix(): p.read_bytes() for p in d.rglob("*") if p.is_file()} for d in (here, there)]
-    assert len(written[0]) == 1 + 10 + 2 + 2  # the spec, the core, two tools
+    assert len(written[0]) == 1 + 11 + 2 + 2  # the spec, the core, two tools
     assert written[0] == written[1]

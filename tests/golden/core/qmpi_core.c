@@ -8,12 +8,19 @@
 #include "qmpi_internal.h"
 
 #include <dlfcn.h>
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <link.h>
 #include <pthread.h>
-#include <sys/mman.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/sendfile.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 QMPI_HIDDEN int qmpi_state = QMPI_UNBUILT;
@@ -542,6 +549,433 @@ static void qmpi_report_thread_cap(int rank)
             qmpi_chain.items[qmpi_thread_cap_level]->path, qmpi_thread_level_name(qmpi_thread_cap));
 }
 
+/* ---- unmodified PMPI tools: a private, renamed copy per TOOLS occurrence ------------ */
+
+/* A PMPI tool defines MPI_X, calls PMPI_X, keeps its state in globals. For each TOOLS
+ * occurrence the core:
+ *   1. reads the library's ELF file (<elf.h>) and classifies it: it defines some MPI_X
+ *      of the enumeration and no get_interceptions;
+ *   2. copies it into a memfd (an unlinked temporary file where memfd is refused): its
+ *      own file, so every occurrence gets its own globals;
+ *   3. in the copy's .dynstr, overwrites the first byte of every undefined PMPI_X name
+ *      with its slot's letter (PMPI_Send -> YMPI_Send). Only the first byte: linkers
+ *      store MPI_Send as the tail of PMPI_Send, so the tool's own definitions stay
+ *      intact; GNU hash tables cover defined symbols only, so no hash changes;
+ *   4. dlopens /proc/self/fd/N (RTLD_NOW | RTLD_LOCAL) and keeps N open for the life of
+ *      the process: a reused N would make dlopen return the first copy again. The
+ *      renamed imports bind to the core's continuation entries (qmpi_pmpi.c), the tool's
+ *      own MPI_X calls to the entry wrappers (the top of the chain, as under PMPI);
+ *   5. takes the copy's MPI_X definitions (load address + st_value: dlsym would fall
+ *      through to the MPI for names the tool does not define) as the level's wrappers. */
+#if defined(__x86_64__)
+#define QMPI_ELF_MACHINE EM_X86_64
+#elif defined(__aarch64__)
+#define QMPI_ELF_MACHINE EM_AARCH64
+#elif defined(__powerpc64__) && defined(_CALL_ELF) && _CALL_ELF == 2
+#define QMPI_ELF_MACHINE EM_PPC64
+#endif
+#define QMPI_WHY 512 /* room for a refusal's reason */
+
+enum { QMPI_REFUSED = -1, QMPI_NOT_PMPI = 0, QMPI_IS_PMPI = 1 };
+
+static void *qmpi_alloc(size_t count, size_t size); /* loading tools, below */
+static int qmpi_warnings; /* a PMPI tool binds its own MPI calls locally: the chain report says so */
+
+/* A tool's file, mapped read-only, and where its dynamic linking data are. */
+struct qmpi_elf {
+    const unsigned char *image;
+    size_t size;
+    int fd;
+    const ElfW(Ehdr) *header;
+    const ElfW(Sym) *symbols;
+    size_t nsymbols;
+    const char *strings; /* .dynstr */
+    size_t strings_offset, strings_size;
+    const ElfW(Dyn) *dynamic;
+    size_t ndynamic;
+    const ElfW(Shdr) *verneed, *verdef;
+};
+
+static int qmpi_why(char *why, const char *format, ...) __attribute__((format(printf, 2, 3)));
+static int qmpi_why(char *why, const char *format, ...)
+{
+    va_list args;
+    va_start(args, format);
+    vsnprintf(why, QMPI_WHY, format, args);
+    va_end(args);
+    return QMPI_REFUSED;
+}
+
+static int qmpi_elf_within(const struct qmpi_elf *elf, size_t offset, size_t length)
+{
+    return offset <= elf->size && length <= elf->size - offset;
+}
+
+static const char *qmpi_elf_string(const struct qmpi_elf *elf, size_t offset)
+{
+    return offset < elf->strings_size && memchr(elf->strings + offset, 0, elf->strings_size - offset)
+               ? elf->strings + offset : NULL;
+}
+
+static int qmpi_elf_defines(const ElfW(Sym) *symbol)
+{
+    int type = ELF64_ST_TYPE(symbol->st_info);
+    return symbol->st_shndx != SHN_UNDEF && ELF64_ST_BIND(symbol->st_info) != STB_LOCAL &&
+           (type == STT_FUNC || type == STT_GNU_IFUNC || type == STT_OBJECT || type == STT_NOTYPE);
+}
+
+/* Where dlopen would find `path`: itself if it has a '/', else in LD_LIBRARY_PATH.
+ * 0 if not found that way (dlopen then searches its cache and says what it finds). */
+static int qmpi_tool_file(const char *path, char *file, size_t size)
+{
+    const char *dirs = getenv("LD_LIBRARY_PATH"), *end;
+
+    if (strchr(path, '/'))
+        return snprintf(file, size, "%s", path) < (int)size;
+    for (; dirs != NULL && *dirs != '\0'; dirs = *end ? end + 1 : end) {
+        end = strchrnul(dirs, ':');
+        if ((size_t)snprintf(file, size, "%.*s%s%s", (int)(end - dirs), dirs, end > dirs ? "/" : "", path) < size &&
+            access(file, R_OK) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+static void qmpi_elf_close(struct qmpi_elf *elf)
+{
+    if (elf->image != NULL)
+        munmap((void *)elf->image, elf->size);
+    if (elf->fd >= 0)
+        close(elf->fd);
+    elf->image = NULL;
+    elf->fd = -1;
+}
+
+/* Maps `file` and checks it is a shared object for this machine; finds its tables. */
+static int qmpi_elf_open(const char *file, struct qmpi_elf *elf, char *why)
+{
+    const ElfW(Shdr) *sections;
+    struct stat st;
+    size_t i;
+
+    memset(elf, 0, sizeof *elf);
+    elf->fd = open(file, O_RDONLY | O_CLOEXEC);
+    if (elf->fd < 0)
+        return QMPI_NOT_PMPI; /* dlopen says why, as for any tool */
+    if (fstat(elf->fd, &st) != 0 || !S_ISREG(st.st_mode) || (size_t)st.st_size < sizeof(ElfW(Ehdr)))
+        return qmpi_why(why, "cannot load: not an ELF file (not a regular file of an ELF header's size)");
+    elf->size = (size_t)st.st_size;
+    elf->image = mmap(NULL, elf->size, PROT_READ, MAP_PRIVATE, elf->fd, 0);
+    if (elf->image == MAP_FAILED) {
+        elf->image = NULL;
+        return qmpi_why(why, "cannot load: cannot map it: %s", strerror(errno));
+    }
+    elf->header = (const ElfW(Ehdr) *)elf->image;
+    if (memcmp(elf->header->e_ident, ELFMAG, SELFMAG) != 0)
+        return qmpi_why(why, "cannot load: not an ELF file");
+#ifdef QMPI_ELF_MACHINE
+    if (elf->header->e_ident[EI_CLASS] != (sizeof(void *) == 8 ? ELFCLASS64 : ELFCLASS32) ||
+        elf->header->e_machine != QMPI_ELF_MACHINE)
+        return qmpi_why(why, "cannot load: built for another architecture (ELF class %d, machine %d)",
+                        elf->header->e_ident[EI_CLASS], elf->header->e_machine);
+#endif
+    if (elf->header->e_type == ET_REL)
+        return qmpi_why(why, "cannot load: an object file, not a shared object: link it with -shared");
+    if (elf->header->e_type != ET_DYN)
+        return qmpi_why(why, "cannot load: an executable, not a shared object: link it with -shared");
+    if (elf->header->e_shentsize != sizeof *sections ||
+        !qmpi_elf_within(elf, elf->header->e_shoff, (size_t)elf->header->e_shnum * sizeof *sections))
+        return QMPI_NOT_PMPI; /* no usable section headers: leave it to dlopen */
+    sections = (const ElfW(Shdr) *)(elf->image + elf->header->e_shoff);
+    for (i = 0; i < elf->header->e_shnum; i++) {
+        const ElfW(Shdr) *s = &sections[i];
+        if (!qmpi_elf_within(elf, s->sh_offset, s->sh_type == SHT_NOBITS ? 0 : s->sh_size))
+            return qmpi_why(why, "cannot load: section %zu lies outside the file", i);
+        if (s->sh_type == SHT_DYNSYM && s->sh_link < elf->header->e_shnum) {
+            const ElfW(Shdr) *t = &sections[s->sh_link];
+            if (!qmpi_elf_within(elf, t->sh_offset, t->sh_size) || t->sh_size == 0 ||
+                elf->image[t->sh_offset + t->sh_size - 1] != '\0')
+                return qmpi_why(why, "cannot load: its dynamic string table is damaged");
+            elf->symbols = (const ElfW(Sym) *)(elf->image + s->sh_offset);
+            elf->nsymbols = s->sh_size / sizeof(ElfW(Sym));
+            elf->strings = (const char *)elf->image + t->sh_offset;
+            elf->strings_offset = t->sh_offset;
+            elf->strings_size = t->sh_size;
+        } else if (s->sh_type == SHT_DYNAMIC) {
+            elf->dynamic = (const ElfW(Dyn) *)(elf->image + s->sh_offset);
+            elf->ndynamic = s->sh_size / sizeof(ElfW(Dyn));
+        } else if (s->sh_type == SHT_GNU_verneed) {
+            elf->verneed = s;
+        } else if (s->sh_type == SHT_GNU_verdef) {
+            elf->verdef = s;
+        }
+    }
+    for (i = 0; i < elf->ndynamic && elf->dynamic[i].d_tag != DT_NULL; i++)
+        if (elf->dynamic[i].d_tag == DT_FLAGS_1 && (elf->dynamic[i].d_un.d_val & DF_1_PIE))
+            return qmpi_why(why, "cannot load: a position-independent executable, not a shared object");
+    return QMPI_NOT_PMPI;
+}
+
+/* A PMPI tool: it defines an MPI_X of the enumeration, no get_interceptions, no PMPI_X
+ * (an MPI library) and is not this core. Anything else goes the thesis-style way. */
+static int qmpi_elf_kind(const struct qmpi_elf *elf, char *why)
+{
+    int mpi = 0, pmpi = 0, core = 0;
+    size_t i;
+
+    for (i = 1; i < elf->nsymbols; i++) {
+        const char *name = qmpi_elf_string(elf, elf->symbols[i].st_name);
+        if (name == NULL || !qmpi_elf_defines(&elf->symbols[i]))
+            continue;
+        if (strcmp(name, "get_interceptions") == 0)
+            return QMPI_NOT_PMPI;
+        mpi |= strncmp(name, "MPI_", 4) == 0 && qmpi_function_index(name) >= 0;
+        pmpi |= name[0] == 'P' && qmpi_function_index(name + 1) >= 0;
+        core |= strcmp(name, "QMPI_Get_calling_address") == 0;
+    }
+    if (mpi && pmpi)
+        return qmpi_why(why, "cannot load: an MPI library (it defines PMPI_ functions), not a tool");
+    if (mpi && core)
+        return qmpi_why(why, "cannot load: the QMPI core itself, not a tool");
+    if (mpi && elf->symbols != NULL && elf->dynamic != NULL) {
+#ifndef QMPI_ELF_MACHINE
+        return qmpi_why(why, "a PMPI tool, which this core loads on x86-64, AArch64 and ppc64le only");
+#endif
+        return QMPI_IS_PMPI;
+    }
+    return QMPI_NOT_PMPI;
+}
+
+/* Would overwriting the first byte of the names at `patch` change another name too?
+ * Every user of .dynstr: symbols, DT_NEEDED/SONAME/RPATH/RUNPATH, version strings. */
+static int qmpi_elf_overlaps(const struct qmpi_elf *elf, const size_t *patch, size_t npatch, size_t start, int own)
+{
+    const char *name = qmpi_elf_string(elf, start);
+    size_t length, k;
+
+    if (name == NULL)
+        return 0;
+    length = strlen(name);
+    for (k = 0; k < npatch; k++)
+        if (patch[k] >= start && patch[k] < start + length && !(own && patch[k] == start))
+            return 1;
+    return 0;
+}
+
+static const char *qmpi_elf_shared_string(const struct qmpi_elf *elf, const size_t *patch, size_t npatch,
+                                          const unsigned char *renamed)
+{
+    size_t i;
+
+    for (i = 1; i < elf->nsymbols; i++)
+        if (qmpi_elf_overlaps(elf, patch, npatch, elf->symbols[i].st_name, renamed[i]))
+            return qmpi_elf_string(elf, elf->symbols[i].st_name);
+    for (i = 0; i < elf->ndynamic && elf->dynamic[i].d_tag != DT_NULL; i++) {
+        ElfW(Sxword) tag = elf->dynamic[i].d_tag;
+        if ((tag == DT_NEEDED || tag == DT_SONAME || tag == DT_RPATH || tag == DT_RUNPATH || tag == DT_AUXILIARY ||
+             tag == DT_FILTER) && qmpi_elf_overlaps(elf, patch, npatch, elf->dynamic[i].d_un.d_val, 0))
+            return qmpi_elf_string(elf, elf->dynamic[i].d_un.d_val);
+    }
+    if (elf->verneed != NULL) { /* Verneed.vn_file, Vernaux.vna_name */
+        const unsigned char *p = elf->image + elf->verneed->sh_offset, *end = p + elf->verneed->sh_size;
+        while (p + sizeof(ElfW(Verneed)) <= end) {
+            const ElfW(Verneed) *need = (const void *)p;
+            const unsigned char *a = p + need->vn_aux;
+            int k;
+            if (qmpi_elf_overlaps(elf, patch, npatch, need->vn_file, 0))
+                return "a version requirement";
+            for (k = 0; k < need->vn_cnt && a + sizeof(ElfW(Vernaux)) <= end; k++, a += ((const ElfW(Vernaux) *)a)->vna_next)
+                if (qmpi_elf_overlaps(elf, patch, npatch, ((const ElfW(Vernaux) *)a)->vna_name, 0))
+                    return "a version name";
+            if (need->vn_next == 0)
+                break;
+            p += need->vn_next;
+        }
+    }
+    if (elf->verdef != NULL) { /* Verdaux.vda_name */
+        const unsigned char *p = elf->image + elf->verdef->sh_offset, *end = p + elf->verdef->sh_size;
+        while (p + sizeof(ElfW(Verdef)) <= end) {
+            const ElfW(Verdef) *def = (const void *)p;
+            const unsigned char *a = p + def->vd_aux;
+            int k;
+            for (k = 0; k < def->vd_cnt && a + sizeof(ElfW(Verdaux)) <= end; k++, a += ((const ElfW(Verdaux) *)a)->vda_next)
+                if (qmpi_elf_overlaps(elf, patch, npatch, ((const ElfW(Verdaux) *)a)->vda_name, 0))
+                    return "a version definition";
+            if (def->vd_next == 0)
+                break;
+            p += def->vd_next;
+        }
+    }
+    return NULL;
+}
+
+/* The address range of the core's own loaded segments: a renamed import must resolve
+ * in it (dladdr per import would search the core's thousands of symbols each time). */
+struct qmpi_range {
+    uintptr_t inside, low, high;
+};
+
+static int qmpi_find_range(struct dl_phdr_info *info, size_t size, void *data)
+{
+    struct qmpi_range *range = (struct qmpi_range *)data;
+    uintptr_t low = UINTPTR_MAX, high = 0;
+    int k;
+
+    (void)size;
+    for (k = 0; k < info->dlpi_phnum; k++)
+        if (info->dlpi_phdr[k].p_type == PT_LOAD) {
+            uintptr_t start = info->dlpi_addr + info->dlpi_phdr[k].p_vaddr;
+            low = start < low ? start : low;
+            high = start + info->dlpi_phdr[k].p_memsz > high ? start + info->dlpi_phdr[k].p_memsz : high;
+        }
+    if (range->inside < low || range->inside >= high)
+        return 0;
+    range->low = low;
+    range->high = high;
+    return 1;
+}
+
+/* Checks what the copy will bind to: the MPI names it needs exist in this process (else
+ * it was built for another MPI), and each renamed import finds this core's entry. */
+static int qmpi_pmpi_check_imports(const struct qmpi_elf *elf, int slot, size_t *patch, size_t *npatch,
+                                   unsigned char *renamed, char *why)
+{
+    struct qmpi_range core = { (uintptr_t)qmpi_function_index, 0, 0 };
+    Dl_info found;
+    size_t i;
+
+    if (dl_iterate_phdr(qmpi_find_range, &core) == 0)
+        return qmpi_why(why, "cannot find the QMPI core's own segments (dl_iterate_phdr)");
+    for (i = 1; i < elf->nsymbols; i++) {
+        const ElfW(Sym) *symbol = &elf->symbols[i];
+        const char *name = qmpi_elf_string(elf, symbol->st_name);
+        int index;
+        if (name == NULL || symbol->st_shndx != SHN_UNDEF || name[0] == '\0')
+            continue;
+        index = strncmp(name, "PMPI_", 5) == 0 ? qmpi_function_index(name + 1) : -1;
+        if (index >= 0 && qmpi_pmpi_continued[index] != 0) {
+            char entry[256];
+            void *address;
+            snprintf(entry, sizeof entry, "%c%s", qmpi_pmpi_letters[slot], name + 1);
+            address = dlsym(RTLD_DEFAULT, entry);
+            if (address == NULL)
+                return qmpi_why(why, "the core's entry %s is not visible to the dynamic linker: PMPI tools need "
+                                     "libqmpi.so linked into the program or preloaded (LD_PRELOAD), not libqmpi.a", entry);
+            if ((uintptr_t)address < core.low || (uintptr_t)address >= core.high)
+                return qmpi_why(why, "%s, the core's entry for its %s, is also defined by %s, which comes first", entry,
+                                name, dladdr(address, &found) != 0 && found.dli_fname != NULL ? found.dli_fname
+                                                                                             : "another library");
+            patch[(*npatch)++] = symbol->st_name;
+            renamed[i] = 1;
+        } else if ((strncmp(name, "PMPI_", 5) == 0 || strncmp(name, "MPI_", 4) == 0 || strncmp(name, "ompi_", 5) == 0) &&
+                   ELF64_ST_BIND(symbol->st_info) != STB_WEAK && dlsym(RTLD_DEFAULT, name) == NULL) {
+            return qmpi_why(why, "built for another MPI: it needs %s, which %s does not define; rebuild it with this "
+                                 "MPI's mpicc", name, QMPI_MPI_LIBRARY);
+        }
+    }
+    for (i = 0; i < elf->ndynamic && elf->dynamic[i].d_tag != DT_NULL; i++) {
+        const char *need = elf->dynamic[i].d_tag == DT_NEEDED ? qmpi_elf_string(elf, elf->dynamic[i].d_un.d_val) : NULL;
+        if (need != NULL && (strncmp(need, "libmpi.so", 9) == 0 || strncmp(need, "libmpich.so", 11) == 0) &&
+            dlopen(need, RTLD_LAZY | RTLD_NOLOAD) == NULL)
+            return qmpi_why(why, "built for another MPI: it is linked with %s, which this program (%s) has not "
+                                 "loaded; rebuild it with this MPI's mpicc", need, QMPI_MPI_LIBRARY);
+    }
+    return 0;
+}
+
+/* A private file holding the library: a memfd, else an unlinked temporary file. */
+static int qmpi_private_copy(const struct qmpi_elf *elf, char *name, size_t size)
+{
+    off_t offset = 0;
+    int fd = -1;
+
+#ifdef MFD_EXEC
+    fd = memfd_create("qmpi-pmpi-tool", MFD_CLOEXEC | MFD_EXEC); /* vm.memfd_noexec=2 needs MFD_EXEC */
+#endif
+    if (fd < 0)
+        fd = memfd_create("qmpi-pmpi-tool", MFD_CLOEXEC);
+    if (fd >= 0) {
+        snprintf(name, size, "/proc/self/fd/%d", fd);
+    } else {
+        const char *dir = getenv("TMPDIR");
+        snprintf(name, size, "%s/qmpi-pmpi-tool-XXXXXX", dir != NULL && *dir != '\0' ? dir : "/tmp");
+        fd = mkostemp(name, O_CLOEXEC);
+        if (fd < 0)
+            return -1;
+    }
+    while ((size_t)offset < elf->size)
+        if (sendfile(fd, elf->fd, &offset, elf->size - (size_t)offset) <= 0) {
+            close(fd);
+            return -1;
+        }
+    return fd;
+}
+
+/* Loads a private copy of the PMPI tool `elf` into `slot`; fills `copy` and the level's
+ * wrappers. 0, or QMPI_REFUSED with the reason in `why`. */
+static int qmpi_pmpi_load(const struct qmpi_elf *elf, int slot, struct qmpi_pmpi_copy *copy, void **wrappers, char *why)
+{
+    struct timespec start, end;
+    struct link_map *map;
+    size_t *patch = (size_t *)qmpi_alloc(elf->nsymbols, sizeof *patch), npatch = 0, i;
+    unsigned char *renamed = (unsigned char *)qmpi_alloc(elf->nsymbols, 1);
+    const char *shared;
+    char name[4096];
+    int rc = QMPI_REFUSED;
+
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    copy->slot = slot;
+    copy->memfd = -1;
+    if (qmpi_pmpi_check_imports(elf, slot, patch, &npatch, renamed, why) != 0)
+        goto out;
+    shared = qmpi_elf_shared_string(elf, patch, npatch, renamed);
+    if (shared != NULL) {
+        qmpi_why(why, "cannot rename its PMPI_ imports: their names share bytes with %s", shared);
+        goto out;
+    }
+    copy->memfd = qmpi_private_copy(elf, name, sizeof name);
+    if (copy->memfd < 0) {
+        qmpi_why(why, "cannot make a private copy of it: %s", strerror(errno));
+        goto out;
+    }
+    for (i = 0; i < npatch; i++)
+        if (pwrite(copy->memfd, &qmpi_pmpi_letters[slot], 1, (off_t)(elf->strings_offset + patch[i])) != 1) {
+            qmpi_why(why, "cannot rename its PMPI_ imports in the private copy: %s", strerror(errno));
+            goto out;
+        }
+    copy->handle = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+    if (strncmp(name, "/proc/", 6) != 0)
+        unlink(name);
+    if (copy->handle == NULL || dlinfo(copy->handle, RTLD_DI_LINKMAP, &map) != 0) {
+        qmpi_why(why, "cannot load its private copy: %s", dlerror());
+        goto out;
+    }
+    copy->own = (void **)qmpi_alloc(NUM_MPI_FUNCS, sizeof *copy->own);
+    for (i = 1; i < elf->nsymbols; i++) {
+        const ElfW(Sym) *symbol = &elf->symbols[i];
+        const char *symbol_name = qmpi_elf_string(elf, symbol->st_name);
+        int index = symbol_name != NULL && strncmp(symbol_name, "MPI_", 4) == 0 ? qmpi_function_index(symbol_name) : -1;
+        if (index < 0 || !qmpi_elf_defines(symbol) || ELF64_ST_TYPE(symbol->st_info) == STT_OBJECT)
+            continue;
+        copy->own[index] = ELF64_ST_TYPE(symbol->st_info) == STT_GNU_IFUNC ? dlsym(copy->handle, symbol_name)
+                                                                           : (void *)(map->l_addr + symbol->st_value);
+        wrappers[index] = qmpi_pmpi_fan_out[index] != NULL ? qmpi_pmpi_fan_out[index] : copy->own[index];
+        copy->symbolic |= ELF64_ST_VISIBILITY(symbol->st_other) == STV_PROTECTED;
+    }
+    for (i = 0; i < elf->ndynamic && elf->dynamic[i].d_tag != DT_NULL; i++)
+        copy->symbolic |= elf->dynamic[i].d_tag == DT_SYMBOLIC ||
+                          (elf->dynamic[i].d_tag == DT_FLAGS && (elf->dynamic[i].d_un.d_val & DF_SYMBOLIC));
+    rc = 0;
+out:
+    if (rc != 0 && copy->memfd >= 0)
+        close(copy->memfd);
+    free(patch);
+    free(renamed);
+    clock_gettime(CLOCK_MONOTONIC, &end);
+    copy->load_ms = (double)(end.tv_sec - start.tv_sec) * 1e3 + (double)(end.tv_nsec - start.tv_nsec) / 1e6;
+    return rc;
+}
+
 /* ---- loading tools ------------------------------------------------------------------ */
 
 /* What one tool library (one dlopen handle) offers; shared by its instances. */
@@ -598,6 +1032,75 @@ static cell *qmpi_alloc_cells(size_t count)
     return (cell *)qmpi_alloc(count, sizeof(cell));
 }
 
+/* The text of a refusal: "TOOLS entry 2 (./libt.so): <why>"; stops the job. */
+static void qmpi_refuse_entry(const struct qmpi_entry *entry, const char *why) __attribute__((noreturn));
+static void qmpi_refuse_entry(const struct qmpi_entry *entry, const char *why)
+{
+    qmpi_fatalf("%s entry %d (%s): %s", entry->where, entry->position, entry->text, why);
+}
+
+/* Loads `entry` as a PMPI tool at `level` if it is one, into the next free slot: 1 if
+ * it is one, 0 if it is anything else (a thesis-style tool, or a file dlopen will say
+ * more about). Refusals stop the job. */
+static int qmpi_load_pmpi_tool(const struct qmpi_entry *entry, int level, int *slots)
+{
+    static const cell *direct;
+    struct qmpi_pmpi_copy *copy;
+    struct qmpi_elf elf;
+    char file[4096], why[QMPI_WHY];
+    int kind, i;
+
+    if (!qmpi_tool_file(entry->text, file, sizeof file))
+        return 0;
+    kind = qmpi_elf_open(file, &elf, why);
+    if (kind == QMPI_NOT_PMPI && elf.image != NULL)
+        kind = qmpi_elf_kind(&elf, why);
+    if (kind == QMPI_IS_PMPI && *slots == QMPI_PMPI_SLOTS)
+        kind = qmpi_why(why, "a PMPI tool, but the chain has %d PMPI tool instances above it already, as many as this "
+                             "core has slots for private copies", QMPI_PMPI_SLOTS);
+    if (kind == QMPI_IS_PMPI) {
+        if (direct == NULL) { /* slot tables until the chain is built: straight to the MPI */
+            cell *cells = (cell *)qmpi_alloc(NUM_MPI_FUNCS, sizeof *cells);
+            for (i = 0; i < NUM_MPI_FUNCS; i++)
+                cells[i].func_ptr = qmpi_end_links[i];
+            direct = cells;
+        }
+        qmpi_pmpi_tables[*slots] = direct;
+        copy = (struct qmpi_pmpi_copy *)qmpi_alloc(1, sizeof *copy);
+        qmpi_levels[level].native = (void **)qmpi_alloc(NUM_MPI_FUNCS, sizeof(void *));
+        if (qmpi_pmpi_load(&elf, *slots, copy, qmpi_levels[level].native, why) != 0)
+            kind = QMPI_REFUSED;
+        qmpi_levels[level].kind = QMPI_PMPI_LEVEL;
+        qmpi_levels[level].pmpi = copy;
+        qmpi_chain.items[level]->handle = copy->handle;
+        qmpi_warnings |= copy->symbolic;
+        ++*slots;
+    }
+    qmpi_elf_close(&elf);
+    if (kind == QMPI_REFUSED)
+        qmpi_refuse_entry(entry, why);
+    return kind == QMPI_IS_PMPI;
+}
+
+/* A library that is no QMPI tool: a PMPI tool that dlopen found by its bare name (not
+ * in LD_LIBRARY_PATH) was loaded as it is; the core needs its file to copy it. */
+static void qmpi_refuse_found_pmpi_tool(void *handle, const struct qmpi_entry *entry)
+{
+    struct link_map *map;
+    struct qmpi_elf elf = { .fd = -1 };
+    char why[QMPI_WHY];
+    int kind = QMPI_NOT_PMPI;
+
+    if (dlinfo(handle, RTLD_DI_LINKMAP, &map) == 0 && qmpi_elf_open(map->l_name, &elf, why) == QMPI_NOT_PMPI &&
+        elf.image != NULL)
+        kind = qmpi_elf_kind(&elf, why);
+    qmpi_elf_close(&elf);
+    if (kind == QMPI_IS_PMPI)
+        qmpi_fatalf("%s entry %d (%s): a PMPI tool found through the system's library search (%s): name it by its "
+                    "path, or put its directory in LD_LIBRARY_PATH, so that the core can load a private copy",
+                    entry->where, entry->position, entry->text, map->l_name);
+}
+
 static void qmpi_resolve(struct qmpi_library *lib, const struct qmpi_entry *entry)
 {
     typedef char *(*get_interceptions_t)(int);
@@ -616,8 +1119,11 @@ static void qmpi_resolve(struct qmpi_library *lib, const struct qmpi_entry *entr
                     "'@%s' in TOOLS or in QMPI_TOOL_LIST, with the library linked or preloaded",
                     entry->where, entry->position, entry->text, qmpi_refused_name, qmpi_refused_name);
     if (get_interceptions == NULL)
-        qmpi_fatalf("%s entry %d (%s): not a QMPI tool: it has no get_interceptions function", entry->where, entry->position,
-                    entry->text);
+        qmpi_refuse_found_pmpi_tool(lib->handle, entry);
+    if (get_interceptions == NULL)
+        qmpi_fatalf("%s entry %d (%s): neither a QMPI tool (it has no get_interceptions function) nor a PMPI tool (it "
+                    "defines none of the %d MPI functions this core intercepts)", entry->where, entry->position,
+                    entry->text, NUM_MPI_FUNCS);
 
     lib->names = (const char **)qmpi_alloc(NUM_MPI_FUNCS, sizeof *lib->names);
     lib->wrappers = (void **)qmpi_alloc(NUM_MPI_FUNCS, sizeof *lib->wrappers);
@@ -745,6 +1251,19 @@ static int qmpi_level_functions(int level)
     return count;
 }
 
+/* How the chain report names a level's kind. */
+static void qmpi_print_kind(FILE *out, int level)
+{
+    const struct qmpi_pmpi_copy *copy = qmpi_levels[level].pmpi;
+    if (qmpi_levels[level].kind == QMPI_CALLBACK_LEVEL)
+        fputs("callback", out);
+    else if (qmpi_levels[level].kind == QMPI_PMPI_LEVEL)
+        fprintf(out, "PMPI tool, private copy, slot %d (%cMPI_, loaded in %.2f ms)", copy->slot + 1,
+                qmpi_pmpi_letters[copy->slot], copy->load_ms);
+    else
+        fputs("thesis-style", out);
+}
+
 static void qmpi_report_chain(int rank)
 {
     int tools = qmpi_chain.total - 1, level;
@@ -757,23 +1276,30 @@ static void qmpi_report_chain(int rank)
     out = open_memstream(&text, &size);
     if (out == NULL)
         return;
-    if (tools == 0)
+    if (qmpi_verbose && tools == 0)
         fprintf(out, "qmpi: chain: no tools listed in QMPI_TOOLS, TOOLS or QMPI_TOOL_LIST; %s, enumeration %s\n",
                 QMPI_MPI_LIBRARY, QMPI_ENUM_HASH);
-    else
+    else if (qmpi_verbose)
         fprintf(out, "qmpi: chain: %d tool%s from %s; %s, enumeration %s\n", tools, tools == 1 ? "" : "s",
                 qmpi_chain_sources, QMPI_MPI_LIBRARY, QMPI_ENUM_HASH);
-    for (level = 1; level <= tools; level++) {
+    for (level = 1; level <= tools && qmpi_verbose; level++) {
         const char *path = qmpi_chain.items[level]->path;
         int kind = qmpi_levels[level].kind, instance = 1, below;
         for (below = 1; below < level; below++)
             instance += qmpi_levels[below].kind == kind && strcmp(qmpi_chain.items[below]->path, path) == 0;
-        fprintf(out, "qmpi: level %d: %s%s, %s, instance %d, intercepts %d functions\n", level,
-                kind == QMPI_CALLBACK_LEVEL ? "@" : "", path,
-                kind == QMPI_CALLBACK_LEVEL ? "callback" : "thesis-style", instance, qmpi_level_functions(level));
+        fprintf(out, "qmpi: level %d: %s%s, ", level, kind == QMPI_CALLBACK_LEVEL ? "@" : "", path);
+        qmpi_print_kind(out, level);
+        fprintf(out, ", instance %d, intercepts %d functions\n", instance, qmpi_level_functions(level));
     }
-    fprintf(out, "qmpi: level %d: PMPI (%s)\n", tools + 1, QMPI_MPI_LIBRARY);
-    if (fclose(out) == 0 && write(STDERR_FILENO, text, size) < 0) /* one write: no interleaving */
+    if (qmpi_verbose)
+        fprintf(out, "qmpi: level %d: PMPI (%s)\n", tools + 1, QMPI_MPI_LIBRARY);
+    /* Said whether or not QMPI_VERBOSE is set: the tool works, but not as it would alone. */
+    for (level = 1; level <= tools; level++)
+        if (qmpi_levels[level].kind == QMPI_PMPI_LEVEL && qmpi_levels[level].pmpi->symbolic)
+            fprintf(out, "qmpi: warning: level %d (%s): a PMPI tool linked with -Bsymbolic or with protected MPI_ "
+                         "symbols: its own calls of the MPI functions it defines stay inside it and skip the %d "
+                         "level%s above it\n", level, qmpi_chain.items[level]->path, level - 1, level == 2 ? "" : "s");
+    if (fclose(out) == 0 && size > 0 && write(STDERR_FILENO, text, size) < 0) /* one write: no interleaving */
         (void)0;
     free(text);
 }
@@ -793,8 +1319,8 @@ static void qmpi_report_chain_world(void)
 }
 
 /* End links that report the chain, in both calling conventions; MPI_Init_thread's also
- * caps the thread level at what the stack supports (threads.c.j2), so they are the end
- * links of any chain with tools, and report only with QMPI_VERBOSE. */
+ * caps the thread level at what the stack supports (threads.c.j2), so it is the end
+ * link of any chain with tools, and reports only with QMPI_VERBOSE or a warning to give. */
 /* The end of the chain for function `i` in the convention of the level above it. */
 static void *qmpi_end_link(int i, int callback)
 {
@@ -849,6 +1375,16 @@ static void qmpi_init_callback_level(int level, const struct qmpi_registration *
     qmpi_levels[level].native = functions;
 }
 
+/* A PMPI tool's wrapper names, as thesis-style tools give theirs: "MPI_Send". */
+static const char **qmpi_pmpi_names(void **wrappers)
+{
+    const char **names = (const char **)qmpi_alloc(NUM_MPI_FUNCS, sizeof *names);
+    int i;
+    for (i = 0; i < NUM_MPI_FUNCS; i++)
+        names[i] = wrappers[i] != NULL ? QMPI_Function_name(i) : NULL;
+    return names;
+}
+
 static int qmpi_load_tools(void)
 {
     const char *tools_where = NULL;
@@ -862,7 +1398,7 @@ static int qmpi_load_tools(void)
     void ***shared;
     int *next;
     cell *cells;
-    int from_tools = 0, from_list = 0, count, distinct = 0, level, i;
+    int from_tools = 0, from_list = 0, count, distinct = 0, pmpi_slots = 0, level, i;
 
     if (tools != NULL && *tools != '\0')
         from_tools = qmpi_split(tools, tools_where, 0, NULL);
@@ -923,6 +1459,10 @@ static int qmpi_load_tools(void)
             qmpi_levels[level].kind = QMPI_CALLBACK_LEVEL;
             continue;
         }
+        if (qmpi_load_pmpi_tool(entry, level, &pmpi_slots)) {
+            tool->mpi_interceptions = qmpi_pmpi_names(qmpi_levels[level].native);
+            continue;
+        }
         qmpi_refused_name[0] = '\0';
         qmpi_opening_tool = 1;
         tool->handle = dlopen(tool->path, RTLD_NOW | RTLD_LOCAL);
@@ -963,6 +1503,9 @@ static int qmpi_load_tools(void)
                 next[i] = level;
     }
     qmpi_top = instances[0].table;
+    for (level = 1; level <= count; level++) /* PMPI tools' calls now continue below them */
+        if (qmpi_levels[level].kind == QMPI_PMPI_LEVEL)
+            qmpi_pmpi_tables[qmpi_levels[level].pmpi->slot] = instances[level].table;
 
     free(entries);
     free(libraries);

@@ -27,11 +27,27 @@ enum { QMPI_UNBUILT = 0, QMPI_DIRECT = 1, QMPI_CHAINED = 2 };
 /* How the tool at a level is called: the thesis's wrapper(args, level, v) or the
  * callback interface's fn(context, tool_id, args). Level 0, the core, is a thesis
  * level. A level's table holds its next links in its own calling convention. */
-enum { QMPI_THESIS_LEVEL = 0, QMPI_CALLBACK_LEVEL = 1 };
+enum { QMPI_THESIS_LEVEL = 0, QMPI_CALLBACK_LEVEL = 1, QMPI_PMPI_LEVEL = 2 };
+
+/* An unmodified PMPI tool at one level (QMPI_PMPI_LEVEL): a private copy of its library
+ * whose PMPI_X imports call slot `slot`'s continuation entries (qmpi_pmpi.c). Its own
+ * MPI_X are the level's wrappers, called in the thesis form: the extra trailing
+ * arguments (level, chain) are ignored by a function that does not declare them on the
+ * ABIs the loader accepts (x86-64, AArch64, ppc64le ELFv2: the caller pops them). */
+#define QMPI_PMPI_SLOTS 8
+struct qmpi_pmpi_copy {
+    void *handle;   /* dlopen handle of the private copy */
+    int memfd;      /* kept open for the life of the process: /proc/self/fd/N names the copy */
+    int slot;       /* 0 .. QMPI_PMPI_SLOTS-1 */
+    int symbolic;   /* -Bsymbolic or protected MPI_X: its own calls bypass the levels above */
+    double load_ms; /* time to check, copy, patch and load it */
+    void **own;     /* per function: the copy's own MPI_X, or NULL */
+};
 
 struct qmpi_level {
     int kind;
     void **native; /* per function: this level's own wrapper/callback, or NULL */
+    struct qmpi_pmpi_copy *pmpi; /* QMPI_PMPI_LEVEL only */
 };
 
 QMPI_HIDDEN extern int qmpi_state;
@@ -66,6 +82,13 @@ QMPI_HIDDEN void qmpi_fatalf(const char *format, ...) __attribute__((format(prin
 
 /* The variadic tail of the call being handed to a callback tool (QMPI_Get_variadic_args). */
 QMPI_HIDDEN extern __thread va_list *qmpi_variadic_tail __attribute__((tls_model("initial-exec")));
+
+/* PMPI tool slots (qmpi_pmpi.c). */
+QMPI_HIDDEN extern const char qmpi_pmpi_letters[QMPI_PMPI_SLOTS];
+QMPI_HIDDEN extern const cell *qmpi_pmpi_tables[QMPI_PMPI_SLOTS];
+QMPI_HIDDEN extern const unsigned char qmpi_pmpi_continued[NUM_MPI_FUNCS]; /* 1: continued, 2: fanned out */
+QMPI_HIDDEN extern void *const qmpi_pmpi_fan_out[NUM_MPI_FUNCS];
+QMPI_HIDDEN int qmpi_function_index(const char *name);
 
 /* The wrapper of `level` for `index` in the thesis's calling convention. */
 static inline void *qmpi_thesis_form(int level, int index)
