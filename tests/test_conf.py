@@ -85,7 +85,7 @@ def built(mpi, core, sample_tools, tmp_path_factory):
         # Without -rdynamic: only the generated tool (its own table) is usable statically.
         "a_plain": mpi.compile([demo, objects["counter"], objects["tbcast"]], out / "app_a_plain", ["-O2", *link_a]),
     }
-    return {"out": out, "apps": apps, "tools": sample_tools}
+    return {"out": out, "apps": apps, "tools": sample_tools, "core": core}
 
 
 def counter_reports(stdout: str):
@@ -196,7 +196,9 @@ def test_configuration_file_gives_each_instance_its_own_arguments(mpi, built, tm
         "tool = %counter\n"
         "unused = an argument no one reads\n"
     )
-    env = {"QMPI_CONF": str(conf), "LD_PRELOAD": str(out / "libargcount-callback.so"), "QMPI_VERBOSE": "1"}
+    # The core first: Open MPI's mpiexec gets LD_PRELOAD too, and the tool needs the core's symbols.
+    preload = f"{built['core'] / 'libqmpi.so'}:{out / 'libargcount-callback.so'}"
+    env = {"QMPI_CONF": str(conf), "LD_PRELOAD": preload, "QMPI_VERBOSE": "1"}
     proc = mpi.run(3, [built["apps"]["so"]], env=env)
     assert proc.returncode == 0, proc.stderr
     expected = []
