@@ -9,6 +9,8 @@ interfaces) with each MPI's mpicc and run demo_app at 1-3 ranks.
 from __future__ import annotations
 
 import re
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -82,9 +84,13 @@ def built(mpi, core, sample_tools, tmp_path_factory):
     apps = {
         "so": mpi.compile([demo, objects["counter"], objects["tbcast"]], out / "app_so", ["-O2", "-rdynamic", *link_so]),
         "a": mpi.compile([demo, objects["counter"], objects["tbcast"]], out / "app_a", ["-O2", "-rdynamic", *link_a]),
-        # Without -rdynamic: only the generated tool (its own table) is usable statically.
+        # Without -rdynamic: the generated tool brings its own table; the hand-written one is
+        # found in the program's symbol table (.symtab).
         "a_plain": mpi.compile([demo, objects["counter"], objects["tbcast"]], out / "app_a_plain", ["-O2", *link_a]),
     }
+    apps["a_stripped"] = out / "app_a_stripped"  # no .symtab: only the generated tool can be found
+    shutil.copy(apps["a_plain"], apps["a_stripped"])
+    subprocess.run(["strip", str(apps["a_stripped"])], check=True)
     return {"out": out, "apps": apps, "tools": sample_tools, "core": core}
 
 
@@ -136,10 +142,19 @@ def test_two_static_tools_and_a_dynamic_one_in_the_order_of_tools(mpi, built, ap
 
 
 @pytest.mark.mpi
-def test_a_static_tool_twice_is_two_instances_without_any_exported_symbol(mpi, built):
-    """The generated tool carries its wrapper table: no dlsym, no -rdynamic."""
+@pytest.mark.parametrize("app", ["a_plain", "a_stripped"])
+def test_a_static_tool_twice_is_two_instances_without_any_exported_symbol(mpi, built, app):
+    """The generated tool carries its wrapper table: no dlsym, no -rdynamic, even stripped."""
     tbcast = built["tools"] / "libtbcast.so"
-    proc = mpi.run(3, [built["apps"]["a_plain"]], env={"TOOLS": f"%counter:{tbcast}:%counter"})
+    proc = mpi.run(3, [built["apps"][app]], env={"TOOLS": f"%counter:{tbcast}:%counter"})
+    assert proc.returncode == 0, proc.stderr
+    assert_counter_tbcast_counter(proc.stdout, 3)
+
+
+@pytest.mark.mpi
+def test_a_hand_written_static_tool_is_found_in_the_symbol_table(mpi, built):
+    """tbcast.c, unchanged, compiled with -DQMPI_STATIC_TOOL=tbcast: no table, no -rdynamic."""
+    proc = mpi.run(3, [built["apps"]["a_plain"]], env={"TOOLS": "%counter:%tbcast:%counter"})
     assert proc.returncode == 0, proc.stderr
     assert_counter_tbcast_counter(proc.stdout, 3)
 
@@ -151,8 +166,9 @@ def test_a_static_tool_twice_is_two_instances_without_any_exported_symbol(mpi, b
         ("so", "%counter:%nope", "TOOLS entry 2 (%nope): no statically linked tool named 'nope' (linked: counter, tbcast); "
                                  "compile it with -DQMPI_STATIC_TOOL=nope and link its object files into the program"),
         ("so", "%", "TOOLS entry 1: '%' needs the name of a statically linked tool"),
-        ("a_plain", "%tbcast", "TOOLS entry 1 (%tbcast): wrapper 'TB_Bcast' for MPI_Bcast not found: the tool has no "
-                               "QMPI_STATIC_SYMBOLS entry for it and the program does not export it (link with -rdynamic)"),
+        ("a_stripped", "%tbcast", "TOOLS entry 1 (%tbcast): wrapper 'TB_Bcast' for MPI_Bcast not found: not in the tool's "
+                                  "QMPI_STATIC_SYMBOLS, not in the symbol table of /proc/self/exe (stripped?), not "
+                                  "exported (-rdynamic)"),
     ],
 )
 def test_static_tool_errors_are_one_line(mpi, built, app, tools, message):
@@ -183,6 +199,7 @@ def test_configuration_file_gives_each_instance_its_own_arguments(mpi, built, tm
         "\n"
         "[tb]\n"
         f"tool = {built['tools'] / 'libtbcast.so'}\n"
+        "unused = a hand-written tool does not say which arguments it takes: any key is fine\n"
         "; the inner instance of the same library\n"
         "[inner]\n"
         f"   tool   =   {out / 'libargcount-thesis.so'}   \n"
@@ -194,7 +211,6 @@ def test_configuration_file_gives_each_instance_its_own_arguments(mpi, built, tm
         "threshold = 0x11\n"
         "[count]\n"
         "tool = %counter\n"
-        "unused = an argument no one reads\n"
     )
     # The core first: Open MPI's mpiexec gets LD_PRELOAD too, and the tool needs the core's symbols.
     preload = f"{built['core'] / 'libqmpi.so'}:{out / 'libargcount-callback.so'}"
@@ -245,6 +261,8 @@ CONF_ERRORS = [
     ("[a]\ntool = @nobody\n", "{f}:2: QMPI_CONF entry 1: no callback tool named 'nobody' is registered"),
     ("[a]\ntool = %nobody\n", "{f}:2: QMPI_CONF entry 1 (%nobody): no statically linked tool named 'nobody'"),
     ("[a]\ntool = {lib}\nthreshold = 1M\n", "{f}:3: [a] threshold = 1M: not an integer"),
+    ("[a]\ntool = {lib}\noutput = x\nthresold = 1\n", "{f}:4: [a] unknown argument 'thresold': {lib} takes output, threshold"),
+    ("[a]\ntool = %counter\nlevel = 1\n", "{f}:3: [a] unknown argument 'level': %counter takes no arguments"),
 ]
 
 
@@ -252,12 +270,13 @@ CONF_ERRORS = [
 @pytest.mark.parametrize("text, message", CONF_ERRORS, ids=[str(i) for i in range(len(CONF_ERRORS))])
 def test_configuration_errors_are_one_line_with_file_and_line(mpi, built, tmp_path, text, message):
     conf = tmp_path / "bad.conf"
-    conf.write_text(text.format(lib=built["out"] / "libargcount-thesis.so"))
+    lib = built["out"] / "libargcount-thesis.so"
+    conf.write_text(text.format(lib=lib))
     proc = mpi.run(2, [built["apps"]["so"]], env={"QMPI_CONF": str(conf)})
     assert proc.returncode != 0
     errors = qmpi_errors(proc.stderr)
     assert errors and all(e == errors[0] for e in errors), proc.stderr
-    assert errors[0].startswith("qmpi: error: " + message.format(f=conf)), proc.stderr
+    assert errors[0].startswith("qmpi: error: " + message.format(f=conf, lib=lib)), proc.stderr
 
 
 @pytest.mark.mpi

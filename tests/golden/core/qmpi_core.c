@@ -10,8 +10,11 @@
 #include <ctype.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <link.h>
 #include <pthread.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -578,15 +581,135 @@ out:
     return rc;
 }
 
-/* A wrapper of a static tool: from its table, else among the program's exported symbols. */
-static void *qmpi_static_wrapper(const struct qmpi_static_tool *tool, const char *name)
+/* The symbol table (.symtab) of the object a static tool is linked into: hand-written
+ * tools have no QMPI_STATIC_SYMBOLS, but the linker keeps their wrapper names there
+ * unless the program is stripped. Read with <elf.h> and dl_iterate_phdr, no dlopen. */
+struct qmpi_symtab {
+    const void *inside;     /* an address in the object: the tool's get_interceptions */
+    const char *file;       /* the object's file; "/proc/self/exe" for the program */
+    ElfW(Addr) base;        /* its load bias */
+    unsigned char *map;
+    size_t size;
+    const ElfW(Sym) *symbols;
+    size_t count;
+    const char *names;
+    size_t names_size;
+    int opened;
+};
+
+static int qmpi_find_object(struct dl_phdr_info *info, size_t size, void *data)
+{
+    struct qmpi_symtab *table = (struct qmpi_symtab *)data;
+    ElfW(Addr) address = (ElfW(Addr))(uintptr_t)table->inside;
+    int i;
+
+    (void)size;
+    for (i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *segment = &info->dlpi_phdr[i];
+        ElfW(Addr) start = info->dlpi_addr + segment->p_vaddr;
+        if (segment->p_type == PT_LOAD && address >= start && address - start < segment->p_memsz) {
+            table->file = info->dlpi_name != NULL && info->dlpi_name[0] != '\0' ? info->dlpi_name : "/proc/self/exe";
+            table->base = info->dlpi_addr;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static void qmpi_symtab_open(struct qmpi_symtab *table)
+{
+    const ElfW(Ehdr) *header;
+    const ElfW(Shdr) *sections;
+    struct stat status;
+    void *map;
+    int fd, i;
+
+    table->opened = 1;
+    if (dl_iterate_phdr(qmpi_find_object, table) == 0 || table->file == NULL)
+        return;
+    fd = open(table->file, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    if (fstat(fd, &status) == 0 && (size_t)status.st_size >= sizeof(ElfW(Ehdr))) {
+        map = mmap(NULL, (size_t)status.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (map != MAP_FAILED) {
+            table->map = (unsigned char *)map;
+            table->size = (size_t)status.st_size;
+        }
+    }
+    close(fd);
+    if (table->map == NULL)
+        return;
+    header = (const ElfW(Ehdr) *)table->map;
+    if (memcmp(header->e_ident, ELFMAG, SELFMAG) != 0 || header->e_shentsize != sizeof(ElfW(Shdr)) ||
+        header->e_shoff > table->size || header->e_shnum > (table->size - header->e_shoff) / sizeof(ElfW(Shdr)))
+        return;
+    sections = (const ElfW(Shdr) *)(table->map + header->e_shoff);
+    for (i = 0; i < header->e_shnum; i++) {
+        const ElfW(Shdr) *symtab = &sections[i], *strtab;
+        if (symtab->sh_type != SHT_SYMTAB || symtab->sh_link >= header->e_shnum)
+            continue;
+        strtab = &sections[symtab->sh_link];
+        if (symtab->sh_offset > table->size || symtab->sh_size > table->size - symtab->sh_offset ||
+            strtab->sh_offset > table->size || strtab->sh_size > table->size - strtab->sh_offset)
+            return;
+        table->symbols = (const ElfW(Sym) *)(table->map + symtab->sh_offset);
+        table->count = symtab->sh_size / sizeof(ElfW(Sym));
+        table->names = (const char *)(table->map + strtab->sh_offset);
+        table->names_size = strtab->sh_size;
+        return;
+    }
+}
+
+static void *qmpi_symtab_find(struct qmpi_symtab *table, const char *name)
+{
+    size_t i;
+
+    if (!table->opened)
+        qmpi_symtab_open(table);
+    for (i = 0; i < table->count; i++) {
+        const ElfW(Sym) *symbol = &table->symbols[i];
+        if (ELF64_ST_TYPE(symbol->st_info) == STT_FUNC && symbol->st_shndx != SHN_UNDEF &&
+            symbol->st_name < table->names_size &&
+            strncmp(table->names + symbol->st_name, name, table->names_size - symbol->st_name) == 0 &&
+            ELF64_ST_BIND(symbol->st_info) != STB_LOCAL)
+            return (void *)(uintptr_t)(table->base + symbol->st_value);
+    }
+    return NULL;
+}
+
+static void qmpi_symtab_close(struct qmpi_symtab *table)
+{
+    if (table->map != NULL)
+        munmap(table->map, table->size);
+}
+
+/* A wrapper of a static tool: from its table, else from the symbol table of the object
+ * it is linked into, else among the program's exported symbols. */
+static void *qmpi_static_wrapper(const struct qmpi_static_tool *tool, const char *name, struct qmpi_symtab *symtab)
 {
     const struct qmpi_static_symbol *symbol;
+    void *address;
 
     for (symbol = tool->symbols; symbol != NULL && symbol->name != NULL; symbol++)
         if (strcmp(symbol->name, name) == 0)
             return symbol->address;
-    return dlsym(RTLD_DEFAULT, name);
+    address = qmpi_symtab_find(symtab, name);
+    return address != NULL ? address : dlsym(RTLD_DEFAULT, name);
+}
+
+/* The arguments a static tool takes (qmpi_tool_arguments in its QMPI_STATIC_SYMBOLS), or NULL. */
+static const char *qmpi_static_arguments(const char *name)
+{
+    const struct qmpi_static_symbol *symbol;
+    int i;
+
+    for (i = 0; i < qmpi_static_count; i++)
+        if (strcmp(qmpi_static_tools[i].name, name) == 0)
+            for (symbol = qmpi_static_tools[i].symbols; symbol != NULL && symbol->name != NULL; symbol++)
+                if (strcmp(symbol->name, "qmpi_tool_arguments") == 0)
+                    return (const char *)symbol->address;
+    return NULL;
 }
 
 static void qmpi_unknown_static_tool(const struct qmpi_entry *entry)
@@ -616,6 +739,7 @@ static void qmpi_load_static_tool(const struct qmpi_entry *entry, int level, str
 {
     const struct qmpi_static_tool *tool = NULL;
     struct qmpi_library *lib;
+    struct qmpi_symtab symtab;
     int i, d;
 
     if (entry->text[1] == '\0')
@@ -633,6 +757,8 @@ static void qmpi_load_static_tool(const struct qmpi_entry *entry, int level, str
             qmpi_fatalf("%s entry %d (%s): built for function enumeration %s, but this core has %s "
                         "(%s); rebuild the tool against this core's qmpi.h",
                         entry->where, entry->position, entry->text, tool->enum_hash, QMPI_ENUM_HASH, QMPI_MPI_LIBRARY);
+        memset(&symtab, 0, sizeof symtab);
+        symtab.inside = (const void *)(uintptr_t)tool->interceptions;
         lib->handle = (void *)tool;
         lib->names = (const char **)qmpi_alloc(NUM_MPI_FUNCS, sizeof *lib->names);
         lib->wrappers = (void **)qmpi_alloc(NUM_MPI_FUNCS, sizeof *lib->wrappers);
@@ -640,13 +766,15 @@ static void qmpi_load_static_tool(const struct qmpi_entry *entry, int level, str
             const char *name = tool->interceptions(i);
             if (name == NULL || strcmp(name, "NULL") == 0)
                 continue;
-            lib->wrappers[i] = qmpi_static_wrapper(tool, name);
+            lib->wrappers[i] = qmpi_static_wrapper(tool, name, &symtab);
             if (lib->wrappers[i] == NULL)
-                qmpi_fatalf("%s entry %d (%s): wrapper '%s' for %s not found: the tool has no QMPI_STATIC_SYMBOLS "
-                            "entry for it and the program does not export it (link with -rdynamic)",
-                            entry->where, entry->position, entry->text, name, QMPI_Function_name(i));
+                qmpi_fatalf("%s entry %d (%s): wrapper '%s' for %s not found: not in the tool's QMPI_STATIC_SYMBOLS, "
+                            "not in the symbol table of %s (stripped?), not exported (-rdynamic)",
+                            entry->where, entry->position, entry->text, name, QMPI_Function_name(i),
+                            symtab.file ? symtab.file : "the program");
             lib->names[i] = name;
         }
+        qmpi_symtab_close(&symtab);
         (*distinct)++;
     }
     qmpi_chain.items[level]->handle = NULL;
@@ -752,6 +880,7 @@ struct qmpi_conf_instance {
     int line;      /* of its [NAME] header */
     char *tool;    /* the tool = value */
     int tool_line;
+    char *where;   /* "FILE:LINE: QMPI_CONF", how errors about its entry start */
     struct qmpi_argument *arguments;
     int count, capacity;
 };
@@ -919,12 +1048,13 @@ static void qmpi_conf_entries(struct qmpi_entry *out)
     int i;
 
     for (i = 0; i < qmpi_conf_count; i++) {
-        const struct qmpi_conf_instance *instance = &qmpi_conf_instances[i];
+        struct qmpi_conf_instance *instance = &qmpi_conf_instances[i];
         const char *tool = instance->tool;
         char *where = NULL;
 
         if (asprintf(&where, "%s:%d: QMPI_CONF", qmpi_conf_file, instance->tool_line) < 0)
             qmpi_fatal("QMPI: out of memory reading the configuration file");
+        instance->where = where; /* kept with the instance, as the entry's text is with its level */
         out[i].callback = tool[0] == '@';
         out[i].where = where;
         out[i].position = i + 1;
@@ -948,6 +1078,46 @@ static int qmpi_conf_stack(const char **tools, const char *tools_where, const ch
     *tools = NULL;
     *list = NULL;
     return count;
+}
+
+/* A thesis-style tool that says which arguments it takes (qmpi_tool_arguments: spec
+ * tools do) gets no others: a key it does not know is a typo, said with its line. Tools
+ * that do not say (hand-written, callback) get every key of their section. */
+static void qmpi_conf_check_arguments(int count)
+{
+    int level, i;
+
+    for (level = 1; level <= count && level <= qmpi_conf_count; level++) {
+        const struct qmpi_conf_instance *instance = &qmpi_conf_instances[level - 1];
+        const struct dynamic_lib *tool = qmpi_chain.items[level];
+        const char *known = NULL, *name;
+
+        if (qmpi_levels[level].kind != QMPI_THESIS_LEVEL)
+            continue;
+        if (tool->handle != NULL)
+            known = (const char *)dlsym(tool->handle, "qmpi_tool_arguments");
+        else if (tool->path[0] == '%')
+            known = qmpi_static_arguments(tool->path + 1);
+        for (i = 0; known != NULL && i < instance->count; i++) {
+            for (name = known; *name != '\0' && strcmp(name, instance->arguments[i].key) != 0; name += strlen(name) + 1)
+                ;
+            if (*name == '\0') {
+                size_t length = 1;
+                char *list;
+                for (name = known; *name != '\0'; name += strlen(name) + 1)
+                    length += strlen(name) + 2;
+                list = (char *)qmpi_alloc(length, 1);
+                for (name = known; *name != '\0'; name += strlen(name) + 1) {
+                    if (name != known)
+                        strcat(list, ", ");
+                    strcat(list, name);
+                }
+                qmpi_fatalf("%s:%d: [%s] unknown argument '%s': %s takes %s%s", qmpi_conf_file, instance->arguments[i].line,
+                            instance->name, instance->arguments[i].key, instance->tool, *known ? "" : "no arguments",
+                            list);
+            }
+        }
+    }
 }
 
 /* ---- tool arguments: QMPI_Get_argument (thesis), QMPI_Get_tool_argument (callback) --- */
@@ -1138,6 +1308,9 @@ static int qmpi_load_tools(void)
         qmpi_levels[level].kind = QMPI_THESIS_LEVEL;
         qmpi_levels[level].native = libraries[d].wrappers;
     }
+
+    if (from_conf)
+        qmpi_conf_check_arguments(count);
 
     /* Bottom-up: the table of each level from the levels below it, then (callback
      * tools) its init function, then it becomes the next link of the levels above. */

@@ -4,7 +4,7 @@
  * Do not edit: regenerate with
  *   qmpigen scaffold-tool counter.qmpi --mpi-header tools_mpi.h --mpicc cc -o counter
  */
-/* qmpigen-checksum: a5776f5dfebcff5071515b2863b2bbd28b72a3f74f4c36df76f96b079d0f37d6 (qmpigen overwrites this file only while it matches) */
+/* qmpigen-checksum: 008480bd8ac6ad2519c9bfe4ae4f052f48e73f81817a833b17f446e92bf8a6f1 (qmpigen overwrites this file only while it matches) */
 /*
  * Build: make (QMPI_CORE=<core dir>), or
  *   mpicc -shared -fPIC -Wall -Wextra -Werror -I<core dir> counter.c -o libcounter.so
@@ -274,6 +274,15 @@ _EXTERN_C_ char *get_interceptions(int i)
     return i >= 0 && i < NUM_MPI_FUNCS ? (char *)counter_interceptions[i] : NULL;
 }
 
+/* The arguments this tool takes (`argument` statements), each ending in a NUL: the core
+ * refuses any other key in the tool's sections of the configuration file (QMPI_CONF). */
+#ifdef QMPI_STATIC_TOOL
+static
+#else
+__attribute__((visibility("default")))
+#endif
+const char qmpi_tool_arguments[] = "";
+
 #ifdef QMPI_STATIC_TOOL
 /* Linked into the program (-DQMPI_STATIC_TOOL=counter, TOOLS=%counter): the
  * core finds the wrappers here, with no dlopen or dlsym. */
@@ -290,6 +299,7 @@ const struct qmpi_static_symbol QMPI_STATIC_SYMBOLS[] = {
     QMPI_STATIC_WRAPPER(C_Send),
     QMPI_STATIC_WRAPPER(C_Session_finalize),
     QMPI_STATIC_WRAPPER(C_Session_init),
+    QMPI_STATIC_WRAPPER(qmpi_tool_arguments),
     {NULL, NULL},
 };
 #endif

@@ -4,7 +4,7 @@
  * Do not edit: regenerate with
  *   qmpigen scaffold-tool empty.qmpi --mpi-header tools_mpi.h --mpicc cc -o empty
  */
-/* qmpigen-checksum: b8556a2131e8a7d93e57f696436c1be270a9d91cf9a737fb9c9ba7ae4f8ba5a6 (qmpigen overwrites this file only while it matches) */
+/* qmpigen-checksum: 35019466d4e720476b555350883568f8274dfad592f88a010e403b5a04192549 (qmpigen overwrites this file only while it matches) */
 /*
  * Build: make (QMPI_CORE=<core dir>), or
  *   mpicc -shared -fPIC -Wall -Wextra -Werror -I<core dir> empty.c -o libempty.so
@@ -433,6 +433,15 @@ _EXTERN_C_ char *get_interceptions(int i)
     return i >= 0 && i < NUM_MPI_FUNCS ? (char *)empty_interceptions[i] : NULL;
 }
 
+/* The arguments this tool takes (`argument` statements), each ending in a NUL: the core
+ * refuses any other key in the tool's sections of the configuration file (QMPI_CONF). */
+#ifdef QMPI_STATIC_TOOL
+static
+#else
+__attribute__((visibility("default")))
+#endif
+const char qmpi_tool_arguments[] = "";
+
 #ifdef QMPI_STATIC_TOOL
 /* Linked into the program (-DQMPI_STATIC_TOOL=empty, TOOLS=%empty): the
  * core finds the wrappers here, with no dlopen or dlsym. */
@@ -487,6 +496,7 @@ const struct qmpi_static_symbol QMPI_STATIC_SYMBOLS[] = {
     QMPI_STATIC_WRAPPER(empty_Test),
     QMPI_STATIC_WRAPPER(empty_Wtick),
     QMPI_STATIC_WRAPPER(empty_Wtime),
+    QMPI_STATIC_WRAPPER(qmpi_tool_arguments),
     {NULL, NULL},
 };
 #endif

@@ -4,7 +4,7 @@
  * Do not edit: regenerate with
  *   qmpigen scaffold-tool every.qmpi --mpi-header tools_mpi.h --mpicc cc -o every
  */
-/* qmpigen-checksum: 30fb3eb18f6239a78a63997cc7d2f75e2f41f2e0eec4d82ec5b89335774cf4ca (qmpigen overwrites this file only while it matches) */
+/* qmpigen-checksum: 5847644ba5ff1d702c39bf5782b5af9b415fffab246deafbac4b8ab6498c06ff (qmpigen overwrites this file only while it matches) */
 /*
  * Build: make (QMPI_CORE=<core dir>), or
  *   mpicc -shared -fPIC -Wall -Wextra -Werror -I<core dir> every.c -o libevery.so
@@ -355,6 +355,15 @@ _EXTERN_C_ char *get_interceptions(int i)
     return i >= 0 && i < NUM_MPI_FUNCS ? (char *)every_interceptions[i] : NULL;
 }
 
+/* The arguments this tool takes (`argument` statements), each ending in a NUL: the core
+ * refuses any other key in the tool's sections of the configuration file (QMPI_CONF). */
+#ifdef QMPI_STATIC_TOOL
+static
+#else
+__attribute__((visibility("default")))
+#endif
+const char qmpi_tool_arguments[] = "";
+
 #ifdef QMPI_STATIC_TOOL
 /* Linked into the program (-DQMPI_STATIC_TOOL=every, TOOLS=%every): the
  * core finds the wrappers here, with no dlopen or dlsym. */
@@ -379,6 +388,7 @@ const struct qmpi_static_symbol QMPI_STATIC_SYMBOLS[] = {
     QMPI_STATIC_WRAPPER(EV_Session_init),
     QMPI_STATIC_WRAPPER(EV_Ssend),
     QMPI_STATIC_WRAPPER(EV_Wtime),
+    QMPI_STATIC_WRAPPER(qmpi_tool_arguments),
     {NULL, NULL},
 };
 #endif

@@ -4,7 +4,7 @@
  * Do not edit: regenerate with
  *   qmpigen scaffold-tool msgstat.qmpi --mpi-header tools_mpi.h --mpicc cc -o msgstat
  */
-/* qmpigen-checksum: 7411b66a4fed06836229a79e23041a6daa31c8c83643c78cc944e17b56650751 (qmpigen overwrites this file only while it matches) */
+/* qmpigen-checksum: 649367d0e7eb3ae293a93e23cfb3ca8e7a96aafd000aabf5f9db513020e4132e (qmpigen overwrites this file only while it matches) */
 /*
  * Build: make (QMPI_CORE=<core dir>), or
  *   mpicc -shared -fPIC -Wall -Wextra -Werror -I<core dir> msgstat.c -o libmsgstat.so
@@ -551,6 +551,15 @@ _EXTERN_C_ char *get_interceptions(int i)
     return i >= 0 && i < NUM_MPI_FUNCS ? (char *)msgstat_interceptions[i] : NULL;
 }
 
+/* The arguments this tool takes (`argument` statements), each ending in a NUL: the core
+ * refuses any other key in the tool's sections of the configuration file (QMPI_CONF). */
+#ifdef QMPI_STATIC_TOOL
+static
+#else
+__attribute__((visibility("default")))
+#endif
+const char qmpi_tool_arguments[] = "";
+
 #ifdef QMPI_STATIC_TOOL
 /* Linked into the program (-DQMPI_STATIC_TOOL=msgstat, TOOLS=%msgstat): the
  * core finds the wrappers here, with no dlopen or dlsym. */
@@ -582,6 +591,7 @@ const struct qmpi_static_symbol QMPI_STATIC_SYMBOLS[] = {
     QMPI_STATIC_WRAPPER(MS_Session_finalize),
     QMPI_STATIC_WRAPPER(MS_Session_init),
     QMPI_STATIC_WRAPPER(MS_Ssend),
+    QMPI_STATIC_WRAPPER(qmpi_tool_arguments),
     {NULL, NULL},
 };
 #endif

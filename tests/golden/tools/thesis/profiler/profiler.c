@@ -4,7 +4,7 @@
  * Do not edit: regenerate with
  *   qmpigen scaffold-tool profiler.qmpi --mpi-header tools_mpi.h --mpicc cc -o profiler
  */
-/* qmpigen-checksum: e7ca30228071980f38981cebde006d61f46e3538bcd4c4e34b76e80714b90488 (qmpigen overwrites this file only while it matches) */
+/* qmpigen-checksum: e0b2ee30a5ba651f2334d75f18982d39e98eda1f619295aff1ccc096839b6a4b (qmpigen overwrites this file only while it matches) */
 /*
  * Build: make (QMPI_CORE=<core dir>), or
  *   mpicc -shared -fPIC -Wall -Wextra -Werror -I<core dir> profiler.c -o libprofiler.so
@@ -968,6 +968,15 @@ _EXTERN_C_ char *get_interceptions(int i)
     return i >= 0 && i < NUM_MPI_FUNCS ? (char *)profiler_interceptions[i] : NULL;
 }
 
+/* The arguments this tool takes (`argument` statements), each ending in a NUL: the core
+ * refuses any other key in the tool's sections of the configuration file (QMPI_CONF). */
+#ifdef QMPI_STATIC_TOOL
+static
+#else
+__attribute__((visibility("default")))
+#endif
+const char qmpi_tool_arguments[] = "";
+
 #ifdef QMPI_STATIC_TOOL
 /* Linked into the program (-DQMPI_STATIC_TOOL=profiler, TOOLS=%profiler): the
  * core finds the wrappers here, with no dlopen or dlsym. */
@@ -1022,6 +1031,7 @@ const struct qmpi_static_symbol QMPI_STATIC_SYMBOLS[] = {
     QMPI_STATIC_WRAPPER(PROF_Test),
     QMPI_STATIC_WRAPPER(PROF_Wtick),
     QMPI_STATIC_WRAPPER(PROF_Wtime),
+    QMPI_STATIC_WRAPPER(qmpi_tool_arguments),
     {NULL, NULL},
 };
 #endif
