@@ -241,6 +241,15 @@ def test_cmake_static_app_runs_tools_under_qmpirun(installed, cmake_project):
     assert_counter_tbcast_counter_ran(proc)
 
 
+def test_qmpirun_runs_the_chain_of_a_configuration_file(installed, cmake_project, plain_app, tmp_path):
+    """qmpirun -c: the ranks read the file (QMPI_CONF, absolute) and build its chain."""
+    conf = tmp_path / "stack.conf"
+    conf.write_text("".join(f"[{name}]\ntool = {installed.tool_dir / f'lib{lib}.so'}\n"
+                            for name, lib in (("outer", "counter"), ("tb", "tbcast"), ("inner", "counter"))))
+    proc = installed.run("-c", str(conf), "--", *installed.launch(2, [plain_app]))
+    assert_counter_tbcast_counter_ran(proc)
+
+
 def test_qmpirun_preloads_a_callback_tool_found_by_name(installed, cmake_project, plain_app):
     # tbcast above the callback tool cbcount: cbcount sees TBcast's Send/Recv, no Bcast.
     proc = installed.run("-t", "tbcast,@cbcount", "--", *installed.launch(2, [plain_app]))
