@@ -103,6 +103,16 @@ class Field:
 
 
 @dataclass(frozen=True)
+class ArgumentDecl:
+    """`argument NAME [= DEFAULT];`: a value from the instance's section of QMPI_CONF."""
+
+    name: str
+    default: Optional[str]  # a C literal ("\"prof\"", "1024"), or None (NULL)
+    is_integer: bool  # the default is an integer: the value is parsed as a long long
+    location: Location
+
+
+@dataclass(frozen=True)
 class EachCode:
     type: str  # normalised C type: "MPI_Comm", "MPI_Request *"
     code: Code
@@ -153,6 +163,7 @@ class ToolSpec:
     on_finalize: Optional[Code]
     on_pcontrol: Optional[Code]
     location: Location  # of the tool statement
+    arguments: Tuple[ArgumentDecl, ...] = ()  # in spec order
 
     @property
     def codes(self) -> Tuple[Code, ...]:

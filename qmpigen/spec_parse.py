@@ -22,6 +22,7 @@ from .errors import Location, QmpigenError
 from .resources import grammars_dir
 from .spec import (
     CONTEXT,
+    ArgumentDecl,
     CallMode,
     Code,
     CodeKind,
@@ -35,7 +36,7 @@ from .spec import (
     ToolSpec,
     normalise_type,
 )
-from .variables import check_variables
+from .variables import argument_uses, check_variables
 
 GRAMMAR_FILE = "qmpi_tool.lark"
 
@@ -151,8 +152,12 @@ class SpecBuilder(Transformer):
         preamble: List[object] = []
         rules: List[Rule] = []
         hooks: Dict[Hook, Code] = {}
+        arguments: List[ArgumentDecl] = []
         for item in items:
-            if isinstance(item, Rule):
+            if isinstance(item, ArgumentDecl):
+                once("argument " + item.name, item.location, f"argument '{item.name}' is declared twice (first at {{first}})", seen)
+                arguments.append(item)
+            elif isinstance(item, Rule):
                 rules.append(item)
             elif isinstance(item, Code):
                 preamble.append(item)
@@ -169,6 +174,13 @@ class SpecBuilder(Transformer):
                     hooks[hook] = hook_code
                 else:
                     core = item.value
+        declared = {a.name for a in arguments}
+        codes = [c for c in preamble if isinstance(c, Code)] + [c for c in hooks.values()]
+        codes += [c for rule in rules for c in rule.codes]
+        for code in codes:
+            for name, where in argument_uses(code):
+                if name not in declared:
+                    raise QmpigenError(f"$argument({name}): no argument '{name}' is declared (argument {name};)", where)
         return ToolSpec(
             file=self.file,
             name=tool.name,
@@ -183,6 +195,7 @@ class SpecBuilder(Transformer):
             on_finalize=hooks.get(Hook.FINALIZE),
             on_pcontrol=hooks.get(Hook.PCONTROL),
             location=tool.location,
+            arguments=tuple(arguments),
         )
 
     def tool_decl(self, meta, children) -> _Tool:
@@ -240,6 +253,22 @@ class SpecBuilder(Transformer):
             raise QmpigenError(f"field names starting with {RESERVED_PREFIX} are reserved for qmpigen: '{name}'", where)
         initializer = " ".join(str(children[1]).split()) if len(children) > 1 else None
         return Field(declaration, name, initializer, where)
+
+    def argument_decl(self, meta, children) -> ArgumentDecl:
+        """argument_decl: "argument" IDENT ("=" (STRING | INTEGER))? ";" """
+        name_token = children[0]
+        name = str(name_token)
+        if name.startswith(RESERVED_PREFIX) or name == "tool":
+            raise QmpigenError(f"'{name}' cannot name an argument: 'tool' and names starting with {RESERVED_PREFIX} are the core's", self.at(name_token))
+        if len(children) == 1:
+            return ArgumentDecl(name, None, False, self.at(name_token))
+        default = children[1]
+        if default.type == "INTEGER":
+            if not -(2**63) <= int(str(default)) < 2**63:
+                raise QmpigenError(f"the default of '{name}' does not fit a long long", self.at(default))
+            return ArgumentDecl(name, str(int(str(default))), True, self.at(name_token))
+        text = str(default)[1:-1].replace("\\", "\\\\")
+        return ArgumentDecl(name, f'"{text}"', False, self.at(name_token))
 
     def code_decl(self, meta, children) -> Code:
         """code_decl: "code" C_CODE"""
@@ -331,7 +360,8 @@ class SpecBuilder(Transformer):
 TERMINAL_WORDS = {
     "IDENT": "a name",
     "NAME": "a function name, glob or group",
-    "STRING": 'a "quoted path"',
+    "STRING": 'a "quoted string"',
+    "INTEGER": "an integer",
     "C_CODE": "C code in %{ ... %}",
     "FIELD_DECL": "a C field declaration",
     "FIELD_INIT": "an initial value",

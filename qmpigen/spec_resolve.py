@@ -17,7 +17,7 @@ from .cnames import C_NAMES
 from .errors import Location, QmpigenError
 from .model import Enumeration, Lifecycle, MpiApi, MpiFunction
 from .spec import CONTEXT, CallMode, Code, SelectionSpec, Selector, ToolSpec, normalise_type
-from .tool import CBlock, ContextField, Interface, Tool, Wrapper
+from .tool import CBlock, ContextField, Interface, Tool, ToolArgument, Wrapper
 from .variables import expand
 
 
@@ -172,6 +172,7 @@ class Resolver:
             wrappers=tuple(wrappers),
             interface=self.interface,
             session_rank=self.enumeration.get("MPI_Group_from_session_pset") is not None,
+            arguments=tuple(ToolArgument(a.name, a.default, a.is_integer) for a in spec.arguments),
         )
 
     def rules_by_function(self) -> Dict[str, int]:
@@ -290,6 +291,9 @@ class Resolver:
         variables = dict(self.common_vars(), ctx=C_NAMES.ctx, level=C_NAMES.level, rank=C_NAMES.ctx_rank)
         if self.interface is Interface.THESIS:
             variables["v"] = C_NAMES.chain  # the thesis chain; callback tools have none
+        instance = f"{C_NAMES.level}, {C_NAMES.chain}" if self.interface is Interface.THESIS else C_NAMES.level
+        for argument in self.spec.arguments:  # $argument(NAME): the helper the tool template defines
+            variables[f"argument({argument.name})"] = f"{self.spec.name}_argument_{argument.name}({instance})"
         return variables
 
     def function_vars(self, function: MpiFunction) -> Dict[str, str]:

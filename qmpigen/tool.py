@@ -68,6 +68,15 @@ class ContextField:
 
 
 @dataclass(frozen=True)
+class ToolArgument:
+    """A tool argument: {tool}_argument_{name}(...) returns it (long long or const char *)."""
+
+    name: str
+    default: Optional[str]  # C literal, or None
+    is_integer: bool
+
+
+@dataclass(frozen=True)
 class Tool:
     """A spec resolved for one MPI: everything the templates need."""
 
@@ -84,6 +93,11 @@ class Tool:
     wrappers: Tuple[Wrapper, ...]  # enumeration order
     interface: Interface = Interface.THESIS
     session_rank: bool = False  # $rank in the sessions model, from the mpi://WORLD process set
+    arguments: Tuple[ToolArgument, ...] = ()
+
+    @property
+    def has_integer_arguments(self) -> bool:
+        return any(a.is_integer for a in self.arguments)
 
     @property
     def context_type(self) -> str:

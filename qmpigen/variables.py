@@ -11,12 +11,13 @@ from __future__ import annotations
 import difflib
 import re
 from dataclasses import dataclass
-from typing import Callable, Dict, FrozenSet, Mapping, Optional
+from typing import Callable, Dict, FrozenSet, Iterator, Mapping, Optional, Tuple
 
 from .errors import Location, QmpigenError
 from .spec import Code, CodeKind
 
-VARIABLE = re.compile(r"\$(\$|[A-Za-z_][A-Za-z0-9_]*|[0-9]+)")
+VARIABLE = re.compile(r"\$(\$|argument\([A-Za-z_][A-Za-z0-9_]*\)|[A-Za-z_][A-Za-z0-9_]*|[0-9]+)")
+ARGUMENT = re.compile(r"argument\((?P<name>[A-Za-z_][A-Za-z0-9_]*)\)")
 
 FILE_VARS = frozenset({"tool", "prefix", "context"})
 HOOK_VARS = FILE_VARS | {"ctx", "level", "v", "rank"}
@@ -64,10 +65,14 @@ def check_variables(code: Code) -> FrozenSet[str]:
         word = match.group(1)
         if word == "$":
             continue
-        if word in allowed or word.isdigit() and "nargs" in allowed:
+        if word in allowed or word.isdigit() and "nargs" in allowed or ARGUMENT.fullmatch(word) and "level" in allowed:
             used.add(word)
             continue
         where = offset_location(code.location, code.text, match.start())
+        if ARGUMENT.fullmatch(word):
+            raise QmpigenError(f"${word} needs the tool instance: it is not available in {KIND_WORDS[code.kind]}", where)
+        if word == "argument":
+            raise QmpigenError("$argument reads a tool argument: write $argument(NAME), NAME declared with 'argument NAME;'", where)
         if word == "ret" and code.kind in (CodeKind.BEFORE, CodeKind.EACH):
             raise QmpigenError("$ret is not set before the call: use it in after or instead code", where)
         if word in ALL_VARS or word.isdigit():
@@ -76,6 +81,14 @@ def check_variables(code: Code) -> FrozenSet[str]:
         hint = f"; did you mean ${close[0]}?" if close else " (write $$ for a literal $)"
         raise QmpigenError(f"unknown variable ${word}{hint}", where)
     return frozenset(used)
+
+
+def argument_uses(code: Code) -> Iterator[Tuple[str, Location]]:
+    """Each $argument(NAME) in `code`: the name and where its `$` is."""
+    for match in VARIABLE.finditer(code.text):
+        argument = ARGUMENT.fullmatch(match.group(1))
+        if argument:
+            yield argument.group("name"), offset_location(code.location, code.text, match.start())
 
 
 @dataclass(frozen=True)

@@ -111,6 +111,7 @@ class Mpi:
         env["PATH"] = f"{self.bin}{os.pathsep}{env.get('PATH', '')}"
         env.pop("TOOLS", None)
         env.pop("QMPI_TOOL_LIST", None)
+        env.pop("QMPI_CONF", None)  # it would win over every TOOLS a test sets
         env.update(self.extra_env)
         if SANITIZE:
             env.update(SANITIZE_ENV)

@@ -241,6 +241,15 @@ def test_cmake_static_app_runs_tools_under_qmpirun(installed, cmake_project):
     assert_counter_tbcast_counter_ran(proc)
 
 
+def test_qmpirun_runs_the_chain_of_a_configuration_file(installed, cmake_project, plain_app, tmp_path):
+    """qmpirun -c: the ranks read the file (QMPI_CONF, absolute) and build its chain."""
+    conf = tmp_path / "stack.conf"
+    conf.write_text("".join(f"[{name}]\ntool = {installed.tool_dir / f'lib{lib}.so'}\n"
+                            for name, lib in (("outer", "counter"), ("tb", "tbcast"), ("inner", "counter"))))
+    proc = installed.run("-c", str(conf), "--", *installed.launch(2, [plain_app]))
+    assert_counter_tbcast_counter_ran(proc)
+
+
 def test_qmpirun_preloads_a_callback_tool_found_by_name(installed, cmake_project, plain_app):
     # tbcast above the callback tool cbcount: cbcount sees TBcast's Send/Recv, no Bcast.
     proc = installed.run("-t", "tbcast,@cbcount", "--", *installed.launch(2, [plain_app]))
@@ -266,11 +275,15 @@ def test_qmpirun_sets_tools_verbose_and_conf_for_every_rank(installed, cmake_pro
     conf = tmp_path / "tools.conf"
     conf.write_text("")
     report = 'echo "rank QMPI_TOOLS=$QMPI_TOOLS VERBOSE=$QMPI_VERBOSE CONF=$QMPI_CONF PRELOAD=$LD_PRELOAD"'
-    proc = installed.run("-v", "-c", str(conf), "-t", "counter,@cbtool", "--",
-                         *installed.launch(2, ["sh", "-c", report]))
+    proc = installed.run("-v", "-t", "counter,@cbtool,%static", "--", *installed.launch(2, ["sh", "-c", report]))
     assert proc.returncode == 0, proc.stderr
-    expected = (f"rank QMPI_TOOLS={installed.tool_dir / 'libcounter.so'}:@cbtool VERBOSE=1 CONF={conf} "
+    expected = (f"rank QMPI_TOOLS={installed.tool_dir / 'libcounter.so'}:@cbtool:%static VERBOSE=1 CONF= "
                 f"PRELOAD={installed.root / 'lib' / SONAME}")
+    assert proc.stdout.splitlines() == [expected, expected], proc.stdout
+    # -c: the configuration file is the chain (the core reads QMPI_CONF, not QMPI_TOOLS).
+    proc = installed.run("-v", "-c", str(conf), "--", *installed.launch(2, ["sh", "-c", report]))
+    assert proc.returncode == 0, proc.stderr
+    expected = f"rank QMPI_TOOLS= VERBOSE=1 CONF={conf} PRELOAD={installed.root / 'lib' / SONAME}"
     assert proc.stdout.splitlines() == [expected, expected], proc.stdout
 
 
@@ -313,6 +326,8 @@ def test_qmpirun_runs_from_the_core_build_directory(installed, core, cmake_proje
         (["-t", "counter"], "missing '--' and a launcher command"),
         (["-t", "counter", "--"], "no launcher command after '--'"),
         (["-c", "/nonexistent/qmpi.conf", "--", "MPIEXEC"], "configuration file '/nonexistent/qmpi.conf' not found"),
+        (["-c", "/nonexistent/qmpi.conf", "-t", "counter", "--", "MPIEXEC"], "-c and -t exclude each other"),
+        (["-t", "%", "--", "MPIEXEC"], "a statically linked tool needs its name"),
         (["-x", "--", "MPIEXEC"], "unknown option '-x'"),
         (["--", "/nonexistent/mpiexec"], "launcher '/nonexistent/mpiexec' not found"),
     ],

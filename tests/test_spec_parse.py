@@ -203,11 +203,11 @@ def test_load_spec_reads_files(tmp_path):
         ("tool x; on start %{ %}", "t.qmpi:1:12: expected init, finalize or pcontrol, found 'start'"),
         ("tool x; intercept MPI_Send { call fast; }", "t.qmpi:1:35: expected typed or exec_func, found 'fast'"),
         ("tool x; intercept MPI_Send { before each %{ %} }", "t.qmpi:1:42: expected a C type, found '%{ %}'"),
-        ("tool x; core ../core;", "t.qmpi:1:14: expected a \"quoted path\", found '.'"),
+        ("tool x; core ../core;", "t.qmpi:1:14: expected a \"quoted string\", found '.'"),
         ("tool x; code", "t.qmpi:1:13: expected C code in %{ ... %}, found end of file"),
         (
             "tool x;\n\x00",
-            "t.qmpi:2:1: expected 'code', 'context', 'core', 'group', 'intercept', 'on' or end of file, found '\\x00'",
+            "t.qmpi:2:1: expected 'argument', 'code', 'context', 'core', 'group', 'intercept', 'on' or end of file, found '\\x00'",
         ),
         ("tool x; group g MPI_Send;", "t.qmpi:1:17: expected '=', found 'MPI_Send'"),
     ],

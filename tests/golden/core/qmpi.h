@@ -140,6 +140,9 @@ struct qmpi_services {
     void (*set_context)(struct vector *v, int index, const void *cntxt, size_t size);
     void (*bad_exec)(int level, int func_index, int total); /* exec_func out of range: stops */
     void *(*init_context)(struct vector *v, int index, const void *cntxt, size_t size);
+    /* the instance's arguments from the configuration file (QMPI_CONF): see QMPI_Get_argument */
+    const char *(*get_argument)(int level, const char *name);
+    void (*argument_error)(int level, const char *name, const char *why);
 };
 
 /* The toolchain: items[0] is the core, items[1..total-1] the tools in TOOLS order.
@@ -190,6 +193,21 @@ static inline void *QMPI_Init_context(vector *v, int index, const void *cntxt, s
 {
     void *context = __atomic_load_n(&v->items[index]->context, __ATOMIC_ACQUIRE);
     return context != NULL ? context : v->qmpi->init_context(v, index, cntxt, size);
+}
+
+/* The value of argument `name` of the instance at `level`, from its section of the
+ * configuration file (QMPI_CONF: `name = value`); NULL when it has none, or when the
+ * chain came from TOOLS. The string lives as long as the process. */
+static inline const char *QMPI_Get_argument(vector *v, int level, const char *name)
+{
+    return v->qmpi->get_argument(level, name);
+}
+
+/* Stops the job with one line naming the argument's place in the configuration file:
+ * "FILE:LINE: [instance] name = value: why" (e.g. why = "not an integer"). */
+static inline void QMPI_Argument_error(vector *v, int level, const char *name, const char *why)
+{
+    v->qmpi->argument_error(level, name, why);
 }
 
 /* The level exec_func's call runs at; stops the job if the level or index is wrong. */
@@ -442,6 +460,54 @@ const char *QMPI_Stack_name(void);
  * callback tool from its init function. */
 #define QMPI_THREAD_LEVEL(thread_level) __attribute__((visibility("default"))) int qmpi_thread_level = (thread_level)
 int QMPI_Set_thread_level(int level, int thread_level);
+
+/* qmpigen's extension: a callback tool's arguments from the configuration file
+ * (QMPI_CONF), by tool id; NULL when absent. QMPI_Tool_argument_error stops the job
+ * with "FILE:LINE: [instance] name = value: why". Weak in tools, as above. */
+#ifdef QMPI_CORE_BUILD
+const char *QMPI_Get_tool_argument(int tool_id, const char *name);
+void QMPI_Tool_argument_error(int tool_id, const char *name, const char *why);
+#else
+const char *QMPI_Get_tool_argument(int tool_id, const char *name) __attribute__((weak));
+void QMPI_Tool_argument_error(int tool_id, const char *name, const char *why) __attribute__((weak));
+#endif
+
+/* ---- Statically linked thesis-style tools ---------------------------------------------
+ * A thesis-style tool compiled with -DQMPI_STATIC_TOOL=NAME can be linked into the
+ * program (no dlopen): its get_interceptions gets a name of its own, and a constructor
+ * registers it as NAME; TOOLS=%NAME places it in the chain. Its wrappers are found in
+ * the table QMPI_STATIC_SYMBOLS if the tool defines one (generated tools do; by hand:
+ * const struct qmpi_static_symbol QMPI_STATIC_SYMBOLS[] = { QMPI_STATIC_WRAPPER(T_Send), {0, 0} };),
+ * else among the program's exported symbols (dlsym(RTLD_DEFAULT): link with -rdynamic). */
+struct qmpi_static_symbol {
+    const char *name;
+    void *address;
+};
+#define QMPI_STATIC_WRAPPER(function) { #function, (void *)(function) }
+#ifdef QMPI_CORE_BUILD
+int QMPI_Register_static_tool(const char *name, char *(*interceptions)(int), const struct qmpi_static_symbol *symbols,
+                              const char *enum_hash);
+#else
+int QMPI_Register_static_tool(const char *name, char *(*interceptions)(int), const struct qmpi_static_symbol *symbols,
+                              const char *enum_hash) __attribute__((weak));
+#endif
+#if defined(QMPI_STATIC_TOOL) && !defined(QMPI_CORE_BUILD)
+#define QMPI_STATIC_JOIN2(a, b) a##b
+#define QMPI_STATIC_JOIN(a, b) QMPI_STATIC_JOIN2(a, b)
+#define QMPI_STATIC_QUOTE2(x) #x
+#define QMPI_STATIC_QUOTE(x) QMPI_STATIC_QUOTE2(x)
+#define get_interceptions QMPI_STATIC_JOIN(qmpi_static_get_interceptions_, QMPI_STATIC_TOOL)
+#define QMPI_STATIC_SYMBOLS QMPI_STATIC_JOIN(qmpi_static_symbols_, QMPI_STATIC_TOOL)
+char *get_interceptions(int i);
+extern const struct qmpi_static_symbol QMPI_STATIC_SYMBOLS[] __attribute__((weak));
+/* Every file of the tool that includes qmpi.h registers it: the core takes the same
+ * registration twice as one. */
+__attribute__((constructor)) static void qmpi_static_register(void)
+{
+    if (QMPI_Register_static_tool)
+        QMPI_Register_static_tool(QMPI_STATIC_QUOTE(QMPI_STATIC_TOOL), get_interceptions, QMPI_STATIC_SYMBOLS, QMPI_ENUM_HASH);
+}
+#endif
 
 /* The seed's MPI_-named spellings (MPI Forum draft), where the MPI does not have them. */
 typedef QMPI_Context MPI_Context;

@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #include "qmpi_internal.h"
 
+#include <ctype.h>
 #include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
@@ -35,7 +36,10 @@ QMPI_HIDDEN int qmpi_recording;
 
 static void qmpi_set_context(vector *v, int index, const void *cntxt, size_t size);
 static void *qmpi_init_context(vector *v, int index, const void *cntxt, size_t size);
-static const struct qmpi_services qmpi_services = { qmpi_fatal, qmpi_set_context, qmpi_bad_exec, qmpi_init_context };
+static const char *qmpi_get_argument(int level, const char *name);
+static void qmpi_argument_error(int level, const char *name, const char *why) __attribute__((noreturn));
+static const struct qmpi_services qmpi_services = { qmpi_fatal, qmpi_set_context, qmpi_bad_exec, qmpi_init_context,
+                                                    qmpi_get_argument, qmpi_argument_error };
 
 static pthread_mutex_t qmpi_build_lock = PTHREAD_MUTEX_INITIALIZER;
 static __thread int qmpi_building; /* this thread is loading tools right now */
@@ -1232,6 +1236,271 @@ static void qmpi_unknown_tool(const struct qmpi_entry *entry)
                 entry->where, entry->position, entry->text, qmpi_registered ? known : "none");
 }
 
+/* ---- statically linked thesis-style tools (TOOLS=%NAME) ------------------------------ */
+
+/* A tool compiled with -DQMPI_STATIC_TOOL=NAME and linked into the program registers
+ * from a constructor (qmpi.h): no dlopen, for systems without dynamic loading. */
+struct qmpi_static_tool {
+    char *name;
+    char *(*interceptions)(int);
+    const struct qmpi_static_symbol *symbols; /* NULL: look wrappers up with dlsym(RTLD_DEFAULT) */
+    const char *enum_hash;
+};
+
+static struct qmpi_static_tool *qmpi_static_tools;
+static int qmpi_static_count, qmpi_static_capacity;
+
+int QMPI_Register_static_tool(const char *name, char *(*interceptions)(int), const struct qmpi_static_symbol *symbols,
+                              const char *enum_hash)
+{
+    int i, rc = MPI_SUCCESS;
+
+    if (name == NULL || *name == '\0' || interceptions == NULL)
+        return qmpi_refuse(MPI_ERR_ARG, "QMPI_Register_static_tool: a static tool needs a name and get_interceptions");
+    pthread_mutex_lock(&qmpi_registry_lock);
+    if (qmpi_registration_closed) {
+        rc = qmpi_refuse(MPI_ERR_OTHER, "QMPI_Register_static_tool(\"%.300s\") after the chain was built: refused (it registers from a constructor)",
+                         name);
+        goto out;
+    }
+    if (strchr(name, ':') != NULL) {
+        rc = qmpi_refuse(MPI_ERR_ARG, "QMPI_Register_static_tool(\"%.300s\"): a name has no ':'", name);
+        goto out;
+    }
+    for (i = 0; i < qmpi_static_count; i++) {
+        if (strcmp(qmpi_static_tools[i].name, name) != 0)
+            continue;
+        if (qmpi_static_tools[i].interceptions != interceptions)
+            rc = qmpi_refuse(MPI_ERR_ARG, "QMPI_Register_static_tool(\"%.300s\"): two static tools of that name are linked", name);
+        else if (qmpi_static_tools[i].symbols == NULL) /* another file of the same tool */
+            qmpi_static_tools[i].symbols = symbols;
+        goto out;
+    }
+    if (qmpi_static_count == qmpi_static_capacity) {
+        int capacity = qmpi_static_capacity ? 2 * qmpi_static_capacity : 8;
+        struct qmpi_static_tool *grown = realloc(qmpi_static_tools, (size_t)capacity * sizeof *grown);
+        if (grown == NULL) {
+            rc = qmpi_refuse(MPI_ERR_NO_MEM, "QMPI_Register_static_tool(\"%.300s\"): out of memory", name);
+            goto out;
+        }
+        qmpi_static_tools = grown;
+        qmpi_static_capacity = capacity;
+    }
+    qmpi_static_tools[qmpi_static_count].name = strdup(name);
+    qmpi_static_tools[qmpi_static_count].interceptions = interceptions;
+    qmpi_static_tools[qmpi_static_count].symbols = symbols;
+    qmpi_static_tools[qmpi_static_count].enum_hash = enum_hash;
+    if (qmpi_static_tools[qmpi_static_count].name == NULL)
+        rc = qmpi_refuse(MPI_ERR_NO_MEM, "QMPI_Register_static_tool(\"%.300s\"): out of memory", name);
+    else
+        qmpi_static_count++;
+out:
+    pthread_mutex_unlock(&qmpi_registry_lock);
+    return rc;
+}
+
+/* The symbol table (.symtab) of the object a static tool is linked into: hand-written
+ * tools have no QMPI_STATIC_SYMBOLS, but the linker keeps their wrapper names there
+ * unless the program is stripped. Read with <elf.h> and dl_iterate_phdr, no dlopen. */
+struct qmpi_symtab {
+    const void *inside;     /* an address in the object: the tool's get_interceptions */
+    const char *file;       /* the object's file; "/proc/self/exe" for the program */
+    ElfW(Addr) base;        /* its load bias */
+    unsigned char *map;
+    size_t size;
+    const ElfW(Sym) *symbols;
+    size_t count;
+    const char *names;
+    size_t names_size;
+    int opened;
+};
+
+static int qmpi_find_object(struct dl_phdr_info *info, size_t size, void *data)
+{
+    struct qmpi_symtab *table = (struct qmpi_symtab *)data;
+    ElfW(Addr) address = (ElfW(Addr))(uintptr_t)table->inside;
+    int i;
+
+    (void)size;
+    for (i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *segment = &info->dlpi_phdr[i];
+        ElfW(Addr) start = info->dlpi_addr + segment->p_vaddr;
+        if (segment->p_type == PT_LOAD && address >= start && address - start < segment->p_memsz) {
+            table->file = info->dlpi_name != NULL && info->dlpi_name[0] != '\0' ? info->dlpi_name : "/proc/self/exe";
+            table->base = info->dlpi_addr;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static void qmpi_symtab_open(struct qmpi_symtab *table)
+{
+    const ElfW(Ehdr) *header;
+    const ElfW(Shdr) *sections;
+    struct stat status;
+    void *map;
+    int fd, i;
+
+    table->opened = 1;
+    if (dl_iterate_phdr(qmpi_find_object, table) == 0 || table->file == NULL)
+        return;
+    fd = open(table->file, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    if (fstat(fd, &status) == 0 && (size_t)status.st_size >= sizeof(ElfW(Ehdr))) {
+        map = mmap(NULL, (size_t)status.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (map != MAP_FAILED) {
+            table->map = (unsigned char *)map;
+            table->size = (size_t)status.st_size;
+        }
+    }
+    close(fd);
+    if (table->map == NULL)
+        return;
+    header = (const ElfW(Ehdr) *)table->map;
+    if (memcmp(header->e_ident, ELFMAG, SELFMAG) != 0 || header->e_shentsize != sizeof(ElfW(Shdr)) ||
+        header->e_shoff > table->size || header->e_shnum > (table->size - header->e_shoff) / sizeof(ElfW(Shdr)))
+        return;
+    sections = (const ElfW(Shdr) *)(table->map + header->e_shoff);
+    for (i = 0; i < header->e_shnum; i++) {
+        const ElfW(Shdr) *symtab = &sections[i], *strtab;
+        if (symtab->sh_type != SHT_SYMTAB || symtab->sh_link >= header->e_shnum)
+            continue;
+        strtab = &sections[symtab->sh_link];
+        if (symtab->sh_offset > table->size || symtab->sh_size > table->size - symtab->sh_offset ||
+            strtab->sh_offset > table->size || strtab->sh_size > table->size - strtab->sh_offset)
+            return;
+        table->symbols = (const ElfW(Sym) *)(table->map + symtab->sh_offset);
+        table->count = symtab->sh_size / sizeof(ElfW(Sym));
+        table->names = (const char *)(table->map + strtab->sh_offset);
+        table->names_size = strtab->sh_size;
+        return;
+    }
+}
+
+static void *qmpi_symtab_find(struct qmpi_symtab *table, const char *name)
+{
+    size_t i;
+
+    if (!table->opened)
+        qmpi_symtab_open(table);
+    for (i = 0; i < table->count; i++) {
+        const ElfW(Sym) *symbol = &table->symbols[i];
+        if (ELF64_ST_TYPE(symbol->st_info) == STT_FUNC && symbol->st_shndx != SHN_UNDEF &&
+            symbol->st_name < table->names_size &&
+            strncmp(table->names + symbol->st_name, name, table->names_size - symbol->st_name) == 0 &&
+            ELF64_ST_BIND(symbol->st_info) != STB_LOCAL)
+            return (void *)(uintptr_t)(table->base + symbol->st_value);
+    }
+    return NULL;
+}
+
+static void qmpi_symtab_close(struct qmpi_symtab *table)
+{
+    if (table->map != NULL)
+        munmap(table->map, table->size);
+}
+
+/* A wrapper of a static tool: from its table, else from the symbol table of the object
+ * it is linked into, else among the program's exported symbols. */
+static void *qmpi_static_wrapper(const struct qmpi_static_tool *tool, const char *name, struct qmpi_symtab *symtab)
+{
+    const struct qmpi_static_symbol *symbol;
+    void *address;
+
+    for (symbol = tool->symbols; symbol != NULL && symbol->name != NULL; symbol++)
+        if (strcmp(symbol->name, name) == 0)
+            return symbol->address;
+    address = qmpi_symtab_find(symtab, name);
+    return address != NULL ? address : dlsym(RTLD_DEFAULT, name);
+}
+
+/* The arguments a static tool takes (qmpi_tool_arguments in its QMPI_STATIC_SYMBOLS), or NULL. */
+static const char *qmpi_static_arguments(const char *name)
+{
+    const struct qmpi_static_symbol *symbol;
+    int i;
+
+    for (i = 0; i < qmpi_static_count; i++)
+        if (strcmp(qmpi_static_tools[i].name, name) == 0)
+            for (symbol = qmpi_static_tools[i].symbols; symbol != NULL && symbol->name != NULL; symbol++)
+                if (strcmp(symbol->name, "qmpi_tool_arguments") == 0)
+                    return (const char *)symbol->address;
+    return NULL;
+}
+
+static void qmpi_unknown_static_tool(const struct qmpi_entry *entry)
+{
+    size_t length = 1;
+    char *known;
+    int i;
+
+    for (i = 0; i < qmpi_static_count; i++)
+        length += strlen(qmpi_static_tools[i].name) + 2;
+    known = (char *)qmpi_alloc(length, 1);
+    for (i = 0; i < qmpi_static_count; i++) {
+        if (i)
+            strcat(known, ", ");
+        strcat(known, qmpi_static_tools[i].name);
+    }
+    qmpi_fatalf("%s entry %d (%s): no statically linked tool named '%s' (linked: %s); compile it with "
+                "-DQMPI_STATIC_TOOL=%s and link its object files into the program",
+                entry->where, entry->position, entry->text, entry->text + 1, qmpi_static_count ? known : "none",
+                entry->text + 1);
+}
+
+/* TOOLS entry "%NAME": the static tool registered as NAME becomes the instance at
+ * `level`. Instances of one static tool share its names and wrappers, as instances of
+ * one library do; `libraries` (keyed by the registration) holds them. */
+static void qmpi_load_static_tool(const struct qmpi_entry *entry, int level, struct qmpi_library *libraries, int *distinct)
+{
+    const struct qmpi_static_tool *tool = NULL;
+    struct qmpi_library *lib;
+    struct qmpi_symtab symtab;
+    int i, d;
+
+    if (entry->text[1] == '\0')
+        qmpi_fatalf("%s entry %d: '%%' needs the name of a statically linked tool", entry->where, entry->position);
+    for (i = 0; i < qmpi_static_count && tool == NULL; i++)
+        if (strcmp(qmpi_static_tools[i].name, entry->text + 1) == 0)
+            tool = &qmpi_static_tools[i];
+    if (tool == NULL)
+        qmpi_unknown_static_tool(entry);
+    for (d = 0; d < *distinct && libraries[d].handle != (void *)tool; d++)
+        ;
+    lib = &libraries[d];
+    if (d == *distinct) {
+        if (tool->enum_hash != NULL && strcmp(tool->enum_hash, QMPI_ENUM_HASH) != 0)
+            qmpi_fatalf("%s entry %d (%s): built for function enumeration %s, but this core has %s "
+                        "(%s); rebuild the tool against this core's qmpi.h",
+                        entry->where, entry->position, entry->text, tool->enum_hash, QMPI_ENUM_HASH, QMPI_MPI_LIBRARY);
+        memset(&symtab, 0, sizeof symtab);
+        symtab.inside = (const void *)(uintptr_t)tool->interceptions;
+        lib->handle = (void *)tool;
+        lib->names = (const char **)qmpi_alloc(NUM_MPI_FUNCS, sizeof *lib->names);
+        lib->wrappers = (void **)qmpi_alloc(NUM_MPI_FUNCS, sizeof *lib->wrappers);
+        for (i = 0; i < NUM_MPI_FUNCS; i++) {
+            const char *name = tool->interceptions(i);
+            if (name == NULL || strcmp(name, "NULL") == 0)
+                continue;
+            lib->wrappers[i] = qmpi_static_wrapper(tool, name, &symtab);
+            if (lib->wrappers[i] == NULL)
+                qmpi_fatalf("%s entry %d (%s): wrapper '%s' for %s not found: not in the tool's QMPI_STATIC_SYMBOLS, "
+                            "not in the symbol table of %s (stripped?), not exported (-rdynamic)",
+                            entry->where, entry->position, entry->text, name, QMPI_Function_name(i),
+                            symtab.file ? symtab.file : "the program");
+            lib->names[i] = name;
+        }
+        qmpi_symtab_close(&symtab);
+        (*distinct)++;
+    }
+    qmpi_chain.items[level]->handle = NULL;
+    qmpi_chain.items[level]->mpi_interceptions = lib->names;
+    qmpi_levels[level].kind = QMPI_THESIS_LEVEL;
+    qmpi_levels[level].native = lib->wrappers;
+}
+
 /* ---- QMPI_VERBOSE: the chain, said once ---------------------------------------------- */
 
 /* QMPI_VERBOSE set to anything but "" or "0": world rank 0 prints the chain once, on
@@ -1241,7 +1510,7 @@ static void qmpi_unknown_tool(const struct qmpi_entry *entry)
  * set after MPI_Session_init. With the variable unset nothing of this is reached. */
 static int qmpi_verbose;
 static int qmpi_chain_reported;
-static char qmpi_chain_sources[64]; /* the variables that listed the tools */
+static char qmpi_chain_sources[4400]; /* the variables (or the file) that listed the tools */
 
 static int qmpi_level_functions(int level)
 {
@@ -1276,7 +1545,7 @@ static void qmpi_report_chain(int rank)
     out = open_memstream(&text, &size);
     if (out == NULL)
         return;
-    if (qmpi_verbose && tools == 0)
+    if (qmpi_verbose && tools == 0 && qmpi_chain_sources[0] == '\0')
         fprintf(out, "qmpi: chain: no tools listed in QMPI_TOOLS, TOOLS or QMPI_TOOL_LIST; %s, enumeration %s\n",
                 QMPI_MPI_LIBRARY, QMPI_ENUM_HASH);
     else if (qmpi_verbose)
@@ -1329,6 +1598,314 @@ static void *qmpi_end_link(int i, int callback)
         break;
     }
     return callback ? qmpi_callback_end_links[i] : qmpi_end_links[i];
+}
+
+/* ---- the configuration file (QMPI_CONF) ---------------------------------------------- */
+
+/* QMPI_CONF=FILE lists the stack, one section per tool instance, in chain order:
+ *
+ *     # comment (a line starting with # or ;)
+ *     [outer]                      an instance name: letters, digits, '_', '-', '.'
+ *     tool = ./libcounter.so       a path (as in TOOLS), %NAME (static) or @NAME (callback)
+ *     output = outer.txt           anything else: an argument of this instance
+ *
+ * Values run to the end of the line, trimmed (no inline comments). Keys starting with
+ * "qmpi." are reserved for the core; headers of two words, [KEYWORD NAME], too (named
+ * stacks will be [stack NAME]). Every error is "FILE:LINE: ..." and stops the job. When
+ * QMPI_CONF is set, QMPI_TOOLS, TOOLS and QMPI_TOOL_LIST are not read. */
+
+struct qmpi_argument {
+    char *key;
+    char *value;
+    int line;
+};
+
+struct qmpi_conf_instance {
+    char *name;
+    int line;      /* of its [NAME] header */
+    char *tool;    /* the tool = value */
+    int tool_line;
+    char *where;   /* "FILE:LINE: QMPI_CONF", how errors about its entry start */
+    struct qmpi_argument *arguments;
+    int count, capacity;
+};
+
+static const char *qmpi_conf_file; /* QMPI_CONF's value, when it built the chain */
+static struct qmpi_conf_instance *qmpi_conf_instances;
+static int qmpi_conf_count;
+
+/* QMPI_CONF, if set and not empty. */
+static const char *qmpi_conf_variable(void)
+{
+    const char *file = getenv("QMPI_CONF");
+    return file != NULL && *file != '\0' ? file : NULL;
+}
+
+static char *qmpi_conf_strdup(const char *text, size_t length)
+{
+    char *copy = strndup(text, length);
+    if (copy == NULL)
+        qmpi_fatal("QMPI: out of memory reading the configuration file");
+    return copy;
+}
+
+static int qmpi_conf_word(const char *text, size_t length)
+{
+    size_t i;
+    if (length == 0)
+        return 0;
+    for (i = 0; i < length; i++)
+        if (!(isalnum((unsigned char)text[i]) || text[i] == '_' || text[i] == '-' || text[i] == '.'))
+            return 0;
+    return 1;
+}
+
+static void qmpi_conf_line(const char *file, int line, char *text, struct qmpi_conf_instance **current)
+{
+    size_t length = strlen(text);
+    char *equals;
+
+    while (length > 0 && isspace((unsigned char)text[length - 1]))
+        text[--length] = '\0';
+    while (isspace((unsigned char)*text))
+        text++, length--;
+    if (length == 0 || text[0] == '#' || text[0] == ';')
+        return;
+    if (text[0] == '[') {
+        struct qmpi_conf_instance *instance;
+        char *name = text + 1, *end = text + length - 1;
+        int i;
+
+        if (*end != ']')
+            qmpi_fatalf("%s:%d: a section header ends with ']': '%s'", file, line, text);
+        while (isspace((unsigned char)*name))
+            name++;
+        while (end > name && isspace((unsigned char)end[-1]))
+            end--;
+        if (end - name >= 6 && strncmp(name, "stack", 5) == 0 && isspace((unsigned char)name[5]))
+            qmpi_fatalf("%s:%d: '%s': named stacks are not supported by this core yet; list the instances of the "
+                        "one stack as [NAME] sections", file, line, text);
+        if (!qmpi_conf_word(name, (size_t)(end - name)))
+            qmpi_fatalf("%s:%d: '%s': an instance name is letters, digits, '_', '-' and '.' ([outer])", file, line, text);
+        for (i = 0; i < qmpi_conf_count; i++)
+            if (strlen(qmpi_conf_instances[i].name) == (size_t)(end - name) &&
+                strncmp(qmpi_conf_instances[i].name, name, (size_t)(end - name)) == 0)
+                qmpi_fatalf("%s:%d: duplicate instance name '%s' (first at line %d)", file, line,
+                            qmpi_conf_instances[i].name, qmpi_conf_instances[i].line);
+        if (qmpi_conf_count % 8 == 0) {
+            struct qmpi_conf_instance *grown =
+                realloc(qmpi_conf_instances, ((size_t)qmpi_conf_count + 8) * sizeof *grown);
+            if (grown == NULL)
+                qmpi_fatal("QMPI: out of memory reading the configuration file");
+            qmpi_conf_instances = grown;
+        }
+        instance = &qmpi_conf_instances[qmpi_conf_count++];
+        memset(instance, 0, sizeof *instance);
+        instance->name = qmpi_conf_strdup(name, (size_t)(end - name));
+        instance->line = line;
+        *current = instance;
+        return;
+    }
+    equals = strchr(text, '=');
+    if (equals == NULL)
+        qmpi_fatalf("%s:%d: expected '[NAME]', 'KEY = VALUE', a comment or an empty line, found '%s'", file, line, text);
+    {
+        struct qmpi_conf_instance *instance = *current;
+        char *key = text, *key_end = equals, *value = equals + 1;
+        struct qmpi_argument *argument;
+        int i;
+
+        while (key_end > key && isspace((unsigned char)key_end[-1]))
+            key_end--;
+        while (isspace((unsigned char)*value))
+            value++;
+        if (!qmpi_conf_word(key, (size_t)(key_end - key)))
+            qmpi_fatalf("%s:%d: '%.*s' is not a key: keys are letters, digits, '_', '-' and '.'", file, line,
+                        (int)(key_end - key), key);
+        *key_end = '\0';
+        if (instance == NULL)
+            qmpi_fatalf("%s:%d: '%s = ...' before the first [NAME] section", file, line, key);
+        if (strncmp(key, "qmpi.", 5) == 0)
+            qmpi_fatalf("%s:%d: unknown key '%s' (keys starting with 'qmpi.' are reserved for the core)", file, line, key);
+        if (strcmp(key, "tool") == 0) {
+            if (instance->tool != NULL)
+                qmpi_fatalf("%s:%d: duplicate key 'tool' in [%s] (first at line %d)", file, line, instance->name,
+                            instance->tool_line);
+            if (*value == '\0')
+                qmpi_fatalf("%s:%d: 'tool =' needs a path, %%NAME or @NAME", file, line);
+            if (strchr(value, ':') != NULL)
+                qmpi_fatalf("%s:%d: tool '%s': no tool path or name holds ':'", file, line, value);
+            instance->tool = qmpi_conf_strdup(value, strlen(value));
+            instance->tool_line = line;
+            return;
+        }
+        for (i = 0; i < instance->count; i++)
+            if (strcmp(instance->arguments[i].key, key) == 0)
+                qmpi_fatalf("%s:%d: duplicate key '%s' in [%s] (first at line %d)", file, line, key, instance->name,
+                            instance->arguments[i].line);
+        if (instance->count == instance->capacity) {
+            int capacity = instance->capacity ? 2 * instance->capacity : 8;
+            struct qmpi_argument *grown = realloc(instance->arguments, (size_t)capacity * sizeof *grown);
+            if (grown == NULL)
+                qmpi_fatal("QMPI: out of memory reading the configuration file");
+            instance->arguments = grown;
+            instance->capacity = capacity;
+        }
+        argument = &instance->arguments[instance->count++];
+        argument->key = qmpi_conf_strdup(key, strlen(key));
+        argument->value = qmpi_conf_strdup(value, strlen(value));
+        argument->line = line;
+    }
+}
+
+/* Reads FILE into qmpi_conf_instances; returns the number of instances. */
+static int qmpi_conf_read(const char *file)
+{
+    struct qmpi_conf_instance *current = NULL;
+    char *text = NULL;
+    size_t size = 0;
+    ssize_t length;
+    int line = 0, i;
+    FILE *in = fopen(file, "r");
+
+    if (in == NULL)
+        qmpi_fatalf("QMPI_CONF=%s: cannot read the configuration file: %s", file, strerror(errno));
+    while ((length = getline(&text, &size, in)) >= 0) {
+        line++;
+        if ((size_t)length != strlen(text))
+            qmpi_fatalf("%s:%d: a NUL byte: not a text file", file, line);
+        qmpi_conf_line(file, line, text, &current);
+    }
+    free(text);
+    fclose(in);
+    for (i = 0; i < qmpi_conf_count; i++)
+        if (qmpi_conf_instances[i].tool == NULL)
+            qmpi_fatalf("%s:%d: [%s] has no 'tool = ...' line (a path, %%NAME or @NAME)", file,
+                        qmpi_conf_instances[i].line, qmpi_conf_instances[i].name);
+    qmpi_conf_file = file;
+    return qmpi_conf_count;
+}
+
+/* The chain entries of the configuration file, in its order: entry k is level k + 1.
+ * Errors about an entry start with "FILE:LINE:" of its tool = line. */
+static void qmpi_conf_entries(struct qmpi_entry *out)
+{
+    int i;
+
+    for (i = 0; i < qmpi_conf_count; i++) {
+        struct qmpi_conf_instance *instance = &qmpi_conf_instances[i];
+        const char *tool = instance->tool;
+        char *where = NULL;
+
+        if (asprintf(&where, "%s:%d: QMPI_CONF", qmpi_conf_file, instance->tool_line) < 0)
+            qmpi_fatal("QMPI: out of memory reading the configuration file");
+        instance->where = where; /* kept with the instance, as the entry's text is with its level */
+        out[i].callback = tool[0] == '@';
+        out[i].where = where;
+        out[i].position = i + 1;
+        if (out[i].callback && tool[1] == '\0')
+            qmpi_fatalf("%s entry %d: '@' needs a callback tool name", where, i + 1);
+        out[i].text = qmpi_conf_strdup(tool + out[i].callback, strlen(tool + out[i].callback));
+    }
+}
+
+/* QMPI_CONF is set: the stack is the file's. The tool variables are then not read;
+ * QMPI_VERBOSE's chain line says which of them were set and ignored. */
+static int qmpi_conf_stack(const char **tools, const char *tools_where, const char **list, const char *list_where)
+{
+    int count = qmpi_conf_read(qmpi_conf_variable());
+
+    if (*tools != NULL || *list != NULL)
+        snprintf(qmpi_chain_sources, sizeof qmpi_chain_sources, "QMPI_CONF=%.4000s (%s%s%s set but ignored: QMPI_CONF wins)",
+                 qmpi_conf_file, *tools ? tools_where : "", *tools && *list ? " and " : "", *list ? list_where : "");
+    else
+        snprintf(qmpi_chain_sources, sizeof qmpi_chain_sources, "QMPI_CONF=%.4000s", qmpi_conf_file);
+    *tools = NULL;
+    *list = NULL;
+    return count;
+}
+
+/* A thesis-style tool that says which arguments it takes (qmpi_tool_arguments: spec
+ * tools do) gets no others: a key it does not know is a typo, said with its line. Tools
+ * that do not say (hand-written, callback) get every key of their section. */
+static void qmpi_conf_check_arguments(int count)
+{
+    int level, i;
+
+    for (level = 1; level <= count && level <= qmpi_conf_count; level++) {
+        const struct qmpi_conf_instance *instance = &qmpi_conf_instances[level - 1];
+        const struct dynamic_lib *tool = qmpi_chain.items[level];
+        const char *known = NULL, *name;
+
+        if (qmpi_levels[level].kind != QMPI_THESIS_LEVEL)
+            continue;
+        if (tool->handle != NULL)
+            known = (const char *)dlsym(tool->handle, "qmpi_tool_arguments");
+        else if (tool->path[0] == '%')
+            known = qmpi_static_arguments(tool->path + 1);
+        for (i = 0; known != NULL && i < instance->count; i++) {
+            for (name = known; *name != '\0' && strcmp(name, instance->arguments[i].key) != 0; name += strlen(name) + 1)
+                ;
+            if (*name == '\0') {
+                size_t length = 1;
+                char *list;
+                for (name = known; *name != '\0'; name += strlen(name) + 1)
+                    length += strlen(name) + 2;
+                list = (char *)qmpi_alloc(length, 1);
+                for (name = known; *name != '\0'; name += strlen(name) + 1) {
+                    if (name != known)
+                        strcat(list, ", ");
+                    strcat(list, name);
+                }
+                qmpi_fatalf("%s:%d: [%s] unknown argument '%s': %s takes %s%s", qmpi_conf_file, instance->arguments[i].line,
+                            instance->name, instance->arguments[i].key, instance->tool, *known ? "" : "no arguments",
+                            list);
+            }
+        }
+    }
+}
+
+/* ---- tool arguments: QMPI_Get_argument (thesis), QMPI_Get_tool_argument (callback) --- */
+
+static const struct qmpi_argument *qmpi_find_argument(int level, const char *name, const struct qmpi_conf_instance **of)
+{
+    int i;
+
+    if (qmpi_conf_file == NULL || level < 1 || level > qmpi_conf_count || name == NULL)
+        return NULL;
+    *of = &qmpi_conf_instances[level - 1];
+    for (i = 0; i < (*of)->count; i++)
+        if (strcmp((*of)->arguments[i].key, name) == 0)
+            return &(*of)->arguments[i];
+    return NULL;
+}
+
+static const char *qmpi_get_argument(int level, const char *name)
+{
+    const struct qmpi_conf_instance *instance = NULL;
+    const struct qmpi_argument *argument = qmpi_find_argument(level, name, &instance);
+    return argument != NULL ? argument->value : NULL;
+}
+
+static void qmpi_argument_error(int level, const char *name, const char *why)
+{
+    const struct qmpi_conf_instance *instance = NULL;
+    const struct qmpi_argument *argument = qmpi_find_argument(level, name, &instance);
+
+    if (argument != NULL)
+        qmpi_fatalf("%s:%d: [%s] %s = %s: %s", qmpi_conf_file, argument->line, instance->name, argument->key,
+                    argument->value, why ? why : "invalid");
+    qmpi_fatalf("argument '%s' of the tool at level %d: %s", name ? name : "(null)", level, why ? why : "invalid");
+}
+
+const char *QMPI_Get_tool_argument(int tool_id, const char *name)
+{
+    return qmpi_get_argument(tool_id, name);
+}
+
+void QMPI_Tool_argument_error(int tool_id, const char *name, const char *why)
+{
+    qmpi_argument_error(tool_id, name, why);
 }
 
 /* Fills the table of `level`: for every function, the first level below it that
@@ -1398,8 +1975,10 @@ static int qmpi_load_tools(void)
     void ***shared;
     int *next;
     cell *cells;
-    int from_tools = 0, from_list = 0, count, distinct = 0, pmpi_slots = 0, level, i;
+    int from_tools = 0, from_list = 0, from_conf = 0, count, distinct = 0, pmpi_slots = 0, level, i;
 
+    if (qmpi_conf_variable() != NULL) /* QMPI_CONF wins: the others are not read */
+        from_conf = qmpi_conf_stack(&tools, tools_where, &list, list_where);
     if (tools != NULL && *tools != '\0')
         from_tools = qmpi_split(tools, tools_where, 0, NULL);
     if (list != NULL)
@@ -1407,12 +1986,13 @@ static int qmpi_load_tools(void)
     pthread_mutex_lock(&qmpi_registry_lock);
     qmpi_registration_closed = 1; /* from here on the set of tools is fixed */
     pthread_mutex_unlock(&qmpi_registry_lock);
-    count = from_tools + from_list;
+    count = from_tools + from_list + from_conf;
     qmpi_verbose = qmpi_flag("QMPI_VERBOSE");
     if (count == 0 && !qmpi_verbose)
         return QMPI_DIRECT;
-    snprintf(qmpi_chain_sources, sizeof qmpi_chain_sources, "%s%s%s", from_tools ? tools_where : "",
-             from_tools && from_list ? " and " : "", from_list ? list_where : "");
+    if (!qmpi_conf_file)
+        snprintf(qmpi_chain_sources, sizeof qmpi_chain_sources, "%s%s%s", from_tools ? tools_where : "",
+                 from_tools && from_list ? " and " : "", from_list ? list_where : "");
 
     /* TOOLS first (closest to the application), then the callback tool list. */
     entries = (struct qmpi_entry *)qmpi_alloc((size_t)count, sizeof *entries);
@@ -1420,6 +2000,8 @@ static int qmpi_load_tools(void)
         qmpi_split(tools, tools_where, 0, entries);
     if (from_list)
         qmpi_split(list, list_where, 1, entries + from_tools);
+    if (from_conf)
+        qmpi_conf_entries(entries);
 
     instances = (struct dynamic_lib *)qmpi_alloc((size_t)count + 1, sizeof *instances);
     qmpi_chain.items = (struct dynamic_lib **)qmpi_alloc((size_t)count + 1, sizeof *qmpi_chain.items);
@@ -1459,6 +2041,10 @@ static int qmpi_load_tools(void)
             qmpi_levels[level].kind = QMPI_CALLBACK_LEVEL;
             continue;
         }
+        if (entry->text[0] == '%') {
+            qmpi_load_static_tool(entry, level, libraries, &distinct);
+            continue;
+        }
         if (qmpi_load_pmpi_tool(entry, level, &pmpi_slots)) {
             tool->mpi_interceptions = qmpi_pmpi_names(qmpi_levels[level].native);
             continue;
@@ -1485,6 +2071,9 @@ static int qmpi_load_tools(void)
         if (declared_thread_level != NULL)
             QMPI_Set_thread_level(level, *declared_thread_level);
     }
+
+    if (from_conf)
+        qmpi_conf_check_arguments(count);
 
     /* Bottom-up: the table of each level from the levels below it, then (callback
      * tools) its init function, then it becomes the next link of the levels above. */

@@ -4,11 +4,13 @@
  * Do not edit: regenerate with
  *   qmpigen scaffold-tool counter.qmpi --mpi-header tools_mpi.h --mpicc cc -o counter
  */
-/* qmpigen-checksum: dc9bb5e99079e070756af235b47a960a1a33807ca02b9b69d0e3346299cb5fb1 (qmpigen overwrites this file only while it matches) */
+/* qmpigen-checksum: 008480bd8ac6ad2519c9bfe4ae4f052f48e73f81817a833b17f446e92bf8a6f1 (qmpigen overwrites this file only while it matches) */
 /*
  * Build: make (QMPI_CORE=<core dir>), or
  *   mpicc -shared -fPIC -Wall -Wextra -Werror -I<core dir> counter.c -o libcounter.so
  * Run:   TOOLS=./libcounter.so[:...] mpiexec -n 2 ./app
+ * Static: mpicc -c -DQMPI_STATIC_TOOL=counter -I<core dir> counter.c, link the object into
+ *         the program, then TOOLS=%counter[:...]
  *
  * Wrappers: 12 (C_<Name>); the interception table is at the end.
  */
@@ -44,7 +46,7 @@ static inline struct counter_context *counter_context_of(int qmpi_level, vector 
 #line 24 "counter.qmpi"
 #include <stdio.h>
 #include <stdlib.h>
-#line 48 "counter.c"
+#line 50 "counter.c"
 
 /* on finalize: before MPI is finalised (once per instance) */
 static void counter_on_finalize(struct counter_context *qmpi_ctx, int qmpi_level, vector *qmpi_v)
@@ -70,7 +72,7 @@ static void counter_on_finalize(struct counter_context *qmpi_ctx, int qmpi_level
         fflush(stdout);
         free(line);
     }
-#line 74 "counter.c"
+#line 76 "counter.c"
 }
 
 /* MPI is up: the first time, record $rank and run on init. A thread that gets here
@@ -96,7 +98,7 @@ _EXTERN_C_ int C_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Da
     struct counter_context *qmpi_ctx = counter_context_of(qmpi_level, qmpi_v);
 #line 30 "counter.qmpi"
     qmpi_ctx->calls[_MPI_Allreduce]++;
-#line 100 "counter.c"
+#line 102 "counter.c"
     qmpi_ret = QMPI_Next_Allreduce(sendbuf, recvbuf, count, datatype, op, comm, qmpi_level, qmpi_v);
     return qmpi_ret;
 }
@@ -107,7 +109,7 @@ _EXTERN_C_ int C_Barrier(MPI_Comm comm, int qmpi_level, vector *qmpi_v)
     struct counter_context *qmpi_ctx = counter_context_of(qmpi_level, qmpi_v);
 #line 30 "counter.qmpi"
     qmpi_ctx->calls[_MPI_Barrier]++;
-#line 111 "counter.c"
+#line 113 "counter.c"
     qmpi_ret = QMPI_Next_Barrier(comm, qmpi_level, qmpi_v);
     return qmpi_ret;
 }
@@ -118,7 +120,7 @@ _EXTERN_C_ int C_Bcast(void *buffer, int count, MPI_Datatype datatype, int root,
     struct counter_context *qmpi_ctx = counter_context_of(qmpi_level, qmpi_v);
 #line 30 "counter.qmpi"
     qmpi_ctx->calls[_MPI_Bcast]++;
-#line 122 "counter.c"
+#line 124 "counter.c"
     qmpi_ret = QMPI_Next_Bcast(buffer, count, datatype, root, comm, qmpi_level, qmpi_v);
     return qmpi_ret;
 }
@@ -129,7 +131,7 @@ _EXTERN_C_ int C_Comm_rank(MPI_Comm arg0, int *arg1, int qmpi_level, vector *qmp
     struct counter_context *qmpi_ctx = counter_context_of(qmpi_level, qmpi_v);
 #line 30 "counter.qmpi"
     qmpi_ctx->calls[_MPI_Comm_rank]++;
-#line 133 "counter.c"
+#line 135 "counter.c"
     qmpi_ret = QMPI_Next_Comm_rank(arg0, arg1, qmpi_level, qmpi_v);
     return qmpi_ret;
 }
@@ -140,7 +142,7 @@ _EXTERN_C_ int C_Comm_size(MPI_Comm comm, int *size, int qmpi_level, vector *qmp
     struct counter_context *qmpi_ctx = counter_context_of(qmpi_level, qmpi_v);
 #line 30 "counter.qmpi"
     qmpi_ctx->calls[_MPI_Comm_size]++;
-#line 144 "counter.c"
+#line 146 "counter.c"
     qmpi_ret = QMPI_Next_Comm_size(comm, size, qmpi_level, qmpi_v);
     return qmpi_ret;
 }
@@ -151,7 +153,7 @@ _EXTERN_C_ int C_Finalize(int qmpi_level, vector *qmpi_v)
     struct counter_context *qmpi_ctx = counter_context_of(qmpi_level, qmpi_v);
 #line 30 "counter.qmpi"
     qmpi_ctx->calls[_MPI_Finalize]++;
-#line 155 "counter.c"
+#line 157 "counter.c"
     if (!__atomic_exchange_n(&qmpi_ctx->qmpi_finalized, 1, __ATOMIC_ACQ_REL)) {
         counter_on_finalize(qmpi_ctx, qmpi_level, qmpi_v);
     }
@@ -165,7 +167,7 @@ _EXTERN_C_ int C_Init(int *argc, char ***argv, int qmpi_level, vector *qmpi_v)
     struct counter_context *qmpi_ctx = counter_context_of(qmpi_level, qmpi_v);
 #line 30 "counter.qmpi"
     qmpi_ctx->calls[_MPI_Init]++;
-#line 169 "counter.c"
+#line 171 "counter.c"
     qmpi_ret = QMPI_Next_Init(argc, argv, qmpi_level, qmpi_v);
     if (qmpi_ret == MPI_SUCCESS) {
         int qmpi_rank = -1;
@@ -183,7 +185,7 @@ _EXTERN_C_ int C_Init_thread(int *argc, char ***argv, int required, int *provide
     struct counter_context *qmpi_ctx = counter_context_of(qmpi_level, qmpi_v);
 #line 30 "counter.qmpi"
     qmpi_ctx->calls[_MPI_Init_thread]++;
-#line 187 "counter.c"
+#line 189 "counter.c"
     qmpi_ret = QMPI_Next_Init_thread(argc, argv, required, provided, qmpi_level, qmpi_v);
     if (qmpi_ret == MPI_SUCCESS) {
         int qmpi_rank = -1;
@@ -201,7 +203,7 @@ _EXTERN_C_ int C_Recv(void *buf, int count, MPI_Datatype datatype, int source, i
     struct counter_context *qmpi_ctx = counter_context_of(qmpi_level, qmpi_v);
 #line 30 "counter.qmpi"
     qmpi_ctx->calls[_MPI_Recv]++;
-#line 205 "counter.c"
+#line 207 "counter.c"
     qmpi_ret = QMPI_Next_Recv(buf, count, datatype, source, tag, comm, status, qmpi_level, qmpi_v);
     return qmpi_ret;
 }
@@ -212,7 +214,7 @@ _EXTERN_C_ int C_Send(const void *buf, int count, MPI_Datatype datatype, int des
     struct counter_context *qmpi_ctx = counter_context_of(qmpi_level, qmpi_v);
 #line 30 "counter.qmpi"
     qmpi_ctx->calls[_MPI_Send]++;
-#line 216 "counter.c"
+#line 218 "counter.c"
     qmpi_ret = QMPI_Next_Send(buf, count, datatype, dest, tag, comm, qmpi_level, qmpi_v);
     return qmpi_ret;
 }
@@ -271,3 +273,33 @@ _EXTERN_C_ char *get_interceptions(int i)
 {
     return i >= 0 && i < NUM_MPI_FUNCS ? (char *)counter_interceptions[i] : NULL;
 }
+
+/* The arguments this tool takes (`argument` statements), each ending in a NUL: the core
+ * refuses any other key in the tool's sections of the configuration file (QMPI_CONF). */
+#ifdef QMPI_STATIC_TOOL
+static
+#else
+__attribute__((visibility("default")))
+#endif
+const char qmpi_tool_arguments[] = "";
+
+#ifdef QMPI_STATIC_TOOL
+/* Linked into the program (-DQMPI_STATIC_TOOL=counter, TOOLS=%counter): the
+ * core finds the wrappers here, with no dlopen or dlsym. */
+const struct qmpi_static_symbol QMPI_STATIC_SYMBOLS[] = {
+    QMPI_STATIC_WRAPPER(C_Allreduce),
+    QMPI_STATIC_WRAPPER(C_Barrier),
+    QMPI_STATIC_WRAPPER(C_Bcast),
+    QMPI_STATIC_WRAPPER(C_Comm_rank),
+    QMPI_STATIC_WRAPPER(C_Comm_size),
+    QMPI_STATIC_WRAPPER(C_Finalize),
+    QMPI_STATIC_WRAPPER(C_Init),
+    QMPI_STATIC_WRAPPER(C_Init_thread),
+    QMPI_STATIC_WRAPPER(C_Recv),
+    QMPI_STATIC_WRAPPER(C_Send),
+    QMPI_STATIC_WRAPPER(C_Session_finalize),
+    QMPI_STATIC_WRAPPER(C_Session_init),
+    QMPI_STATIC_WRAPPER(qmpi_tool_arguments),
+    {NULL, NULL},
+};
+#endif

@@ -4,11 +4,13 @@
  * Do not edit: regenerate with
  *   qmpigen scaffold-tool empty.qmpi --mpi-header tools_mpi.h --mpicc cc -o empty
  */
-/* qmpigen-checksum: 812ea85301c1d14c6d82c2d1dc63880cdb667ec5055c46ad98ebd0bd3aeabf9b (qmpigen overwrites this file only while it matches) */
+/* qmpigen-checksum: 35019466d4e720476b555350883568f8274dfad592f88a010e403b5a04192549 (qmpigen overwrites this file only while it matches) */
 /*
  * Build: make (QMPI_CORE=<core dir>), or
  *   mpicc -shared -fPIC -Wall -Wextra -Werror -I<core dir> empty.c -o libempty.so
  * Run:   TOOLS=./libempty.so[:...] mpiexec -n 2 ./app
+ * Static: mpicc -c -DQMPI_STATIC_TOOL=empty -I<core dir> empty.c, link the object into
+ *         the program, then TOOLS=%empty[:...]
  *
  * Wrappers: 50 (empty_<Name>); the interception table is at the end.
  */
@@ -430,3 +432,71 @@ _EXTERN_C_ char *get_interceptions(int i)
 {
     return i >= 0 && i < NUM_MPI_FUNCS ? (char *)empty_interceptions[i] : NULL;
 }
+
+/* The arguments this tool takes (`argument` statements), each ending in a NUL: the core
+ * refuses any other key in the tool's sections of the configuration file (QMPI_CONF). */
+#ifdef QMPI_STATIC_TOOL
+static
+#else
+__attribute__((visibility("default")))
+#endif
+const char qmpi_tool_arguments[] = "";
+
+#ifdef QMPI_STATIC_TOOL
+/* Linked into the program (-DQMPI_STATIC_TOOL=empty, TOOLS=%empty): the
+ * core finds the wrappers here, with no dlopen or dlsym. */
+const struct qmpi_static_symbol QMPI_STATIC_SYMBOLS[] = {
+    QMPI_STATIC_WRAPPER(empty_Abort),
+    QMPI_STATIC_WRAPPER(empty_Aint_add),
+    QMPI_STATIC_WRAPPER(empty_Allgather),
+    QMPI_STATIC_WRAPPER(empty_Allreduce),
+    QMPI_STATIC_WRAPPER(empty_Alltoall),
+    QMPI_STATIC_WRAPPER(empty_Attr_get),
+    QMPI_STATIC_WRAPPER(empty_Barrier),
+    QMPI_STATIC_WRAPPER(empty_Bcast),
+    QMPI_STATIC_WRAPPER(empty_Bsend),
+    QMPI_STATIC_WRAPPER(empty_Comm_c2f),
+    QMPI_STATIC_WRAPPER(empty_Comm_f2c),
+    QMPI_STATIC_WRAPPER(empty_Comm_rank),
+    QMPI_STATIC_WRAPPER(empty_Comm_set_handler),
+    QMPI_STATIC_WRAPPER(empty_Comm_size),
+    QMPI_STATIC_WRAPPER(empty_Exscan),
+    QMPI_STATIC_WRAPPER(empty_File_close),
+    QMPI_STATIC_WRAPPER(empty_File_open),
+    QMPI_STATIC_WRAPPER(empty_Finalize),
+    QMPI_STATIC_WRAPPER(empty_Fixture_scalars),
+    QMPI_STATIC_WRAPPER(empty_Gather),
+    QMPI_STATIC_WRAPPER(empty_Group_range_incl),
+    QMPI_STATIC_WRAPPER(empty_Iallgather),
+    QMPI_STATIC_WRAPPER(empty_Iallreduce),
+    QMPI_STATIC_WRAPPER(empty_Ialltoall),
+    QMPI_STATIC_WRAPPER(empty_Ibarrier),
+    QMPI_STATIC_WRAPPER(empty_Ibcast),
+    QMPI_STATIC_WRAPPER(empty_Ibsend),
+    QMPI_STATIC_WRAPPER(empty_Igather),
+    QMPI_STATIC_WRAPPER(empty_Info_dup),
+    QMPI_STATIC_WRAPPER(empty_Init),
+    QMPI_STATIC_WRAPPER(empty_Init_thread),
+    QMPI_STATIC_WRAPPER(empty_Irecv),
+    QMPI_STATIC_WRAPPER(empty_Ireduce),
+    QMPI_STATIC_WRAPPER(empty_Isend),
+    QMPI_STATIC_WRAPPER(empty_Issend),
+    QMPI_STATIC_WRAPPER(empty_Op_create),
+    QMPI_STATIC_WRAPPER(empty_Pcontrol),
+    QMPI_STATIC_WRAPPER(empty_Pready_list),
+    QMPI_STATIC_WRAPPER(empty_Recv),
+    QMPI_STATIC_WRAPPER(empty_Reduce),
+    QMPI_STATIC_WRAPPER(empty_Scan),
+    QMPI_STATIC_WRAPPER(empty_Send),
+    QMPI_STATIC_WRAPPER(empty_Send_c),
+    QMPI_STATIC_WRAPPER(empty_Session_finalize),
+    QMPI_STATIC_WRAPPER(empty_Session_init),
+    QMPI_STATIC_WRAPPER(empty_Ssend),
+    QMPI_STATIC_WRAPPER(empty_T_event_handle_free),
+    QMPI_STATIC_WRAPPER(empty_Test),
+    QMPI_STATIC_WRAPPER(empty_Wtick),
+    QMPI_STATIC_WRAPPER(empty_Wtime),
+    QMPI_STATIC_WRAPPER(qmpi_tool_arguments),
+    {NULL, NULL},
+};
+#endif

@@ -4,11 +4,13 @@
  * Do not edit: regenerate with
  *   qmpigen scaffold-tool every.qmpi --mpi-header tools_mpi.h --mpicc cc -o every
  */
-/* qmpigen-checksum: 46c362eb4cbf8b74816fe7bb44b73b43f1d90e242612101a217275f4e957833a (qmpigen overwrites this file only while it matches) */
+/* qmpigen-checksum: 5847644ba5ff1d702c39bf5782b5af9b415fffab246deafbac4b8ab6498c06ff (qmpigen overwrites this file only while it matches) */
 /*
  * Build: make (QMPI_CORE=<core dir>), or
  *   mpicc -shared -fPIC -Wall -Wextra -Werror -I<core dir> every.c -o libevery.so
  * Run:   TOOLS=./libevery.so[:...] mpiexec -n 2 ./app
+ * Static: mpicc -c -DQMPI_STATIC_TOOL=every -I<core dir> every.c, link the object into
+ *         the program, then TOOLS=%every[:...]
  *
  * Wrappers: 20 (EV_<Name>); the interception table is at the end.
  */
@@ -20,7 +22,7 @@
 #line 7 "every.qmpi"
 #include <stdio.h>
 static const char *every_names = "every EV";
-#line 24 "every.c"
+#line 26 "every.c"
 
 /* Per-instance state (thesis section 2.5.5): a tool listed twice in TOOLS has two
  * copies. Each is created from every_context_init at its first use. */
@@ -53,7 +55,7 @@ static inline struct every_context *every_context_of(int qmpi_level, vector *qmp
 
 #line 19 "every.qmpi"
 static void every_report(struct every_context *ctx) { (void)ctx; (void)every_names; }
-#line 57 "every.c"
+#line 59 "every.c"
 
 /* on init: after MPI is initialised (once per instance) */
 static void every_on_init(struct every_context *qmpi_ctx, int qmpi_level, vector *qmpi_v)
@@ -63,7 +65,7 @@ static void every_on_init(struct every_context *qmpi_ctx, int qmpi_level, vector
     (void)qmpi_v;
 #line 41 "every.qmpi"
     qmpi_ctx->started = PMPI_Wtime();
-#line 67 "every.c"
+#line 69 "every.c"
 }
 
 /* on finalize: before MPI is finalised (once per instance) */
@@ -75,7 +77,7 @@ static void every_on_finalize(struct every_context *qmpi_ctx, int qmpi_level, ve
 #line 44 "every.qmpi"
     printf("every@%d rank %d: %s %llu\n", qmpi_level, qmpi_ctx->qmpi_rank, qmpi_ctx->tag, qmpi_ctx->comms);
     every_report(qmpi_ctx);
-#line 79 "every.c"
+#line 81 "every.c"
 }
 
 /* MPI is up: the first time, record $rank and run on init. A thread that gets here
@@ -100,22 +102,22 @@ _EXTERN_C_ int EV_Abort(MPI_Comm comm, int errorcode, int qmpi_level, vector *qm
     struct every_context *qmpi_ctx = every_context_of(qmpi_level, qmpi_v);
 #line 26 "every.qmpi"
     qmpi_ctx->calls[_MPI_Abort]++;
-#line 104 "every.c"
+#line 106 "every.c"
     {
 #line 27 "every.qmpi"
         qmpi_ctx->comms += 0 >= 0; (void)sizeof(MPI_Comm); (void)comm;
-#line 108 "every.c"
+#line 110 "every.c"
     }
     qmpi_ret = QMPI_Next_Abort(comm, errorcode, qmpi_level, qmpi_v);
     {
 #line 28 "every.qmpi"
         (void)comm; (void)qmpi_ret;
-#line 114 "every.c"
+#line 116 "every.c"
     }
 #line 30 "every.qmpi"
     if (qmpi_ret != MPI_SUCCESS)
         fprintf(stderr, "MPI_Abort(comm, errorcode): %d of 2 arguments, first %d\n", qmpi_ret, (int)sizeof(comm));
-#line 119 "every.c"
+#line 121 "every.c"
     return qmpi_ret;
 }
 
@@ -222,7 +224,7 @@ _EXTERN_C_ int EV_Pcontrol(const int level, int qmpi_level, vector *qmpi_v, va_l
     (void)qmpi_args;
 #line 42 "every.qmpi"
     (void)qmpi_args; qmpi_ret = level > 1 ? MPI_SUCCESS : qmpi_ret;
-#line 226 "every.c"
+#line 228 "every.c"
     return qmpi_ret;
 }
 
@@ -246,22 +248,22 @@ _EXTERN_C_ int EV_Send(const void *buf, int count, MPI_Datatype datatype, int de
     struct every_context *qmpi_ctx = every_context_of(qmpi_level, qmpi_v);
 #line 26 "every.qmpi"
     qmpi_ctx->calls[_MPI_Send]++;
-#line 250 "every.c"
+#line 252 "every.c"
     {
 #line 27 "every.qmpi"
         qmpi_ctx->comms += 5 >= 0; (void)sizeof(MPI_Comm); (void)comm;
-#line 254 "every.c"
+#line 256 "every.c"
     }
     qmpi_ret = QMPI_Next_Send(buf, count, datatype, dest, tag, comm, qmpi_level, qmpi_v);
     {
 #line 28 "every.qmpi"
         (void)comm; (void)qmpi_ret;
-#line 260 "every.c"
+#line 262 "every.c"
     }
 #line 30 "every.qmpi"
     if (qmpi_ret != MPI_SUCCESS)
         fprintf(stderr, "MPI_Send(buf, count, datatype, dest, tag, comm): %d of 6 arguments, first %d\n", qmpi_ret, (int)sizeof(buf));
-#line 265 "every.c"
+#line 267 "every.c"
     return qmpi_ret;
 }
 
@@ -318,7 +320,7 @@ _EXTERN_C_ double EV_Wtime(int qmpi_level, vector *qmpi_v)
     (void)qmpi_v;
 #line 37 "every.qmpi"
     qmpi_ret = PMPI_Wtime(); (void)sizeof(double);
-#line 322 "every.c"
+#line 324 "every.c"
     return qmpi_ret;
 }
 
@@ -352,3 +354,41 @@ _EXTERN_C_ char *get_interceptions(int i)
 {
     return i >= 0 && i < NUM_MPI_FUNCS ? (char *)every_interceptions[i] : NULL;
 }
+
+/* The arguments this tool takes (`argument` statements), each ending in a NUL: the core
+ * refuses any other key in the tool's sections of the configuration file (QMPI_CONF). */
+#ifdef QMPI_STATIC_TOOL
+static
+#else
+__attribute__((visibility("default")))
+#endif
+const char qmpi_tool_arguments[] = "";
+
+#ifdef QMPI_STATIC_TOOL
+/* Linked into the program (-DQMPI_STATIC_TOOL=every, TOOLS=%every): the
+ * core finds the wrappers here, with no dlopen or dlsym. */
+const struct qmpi_static_symbol QMPI_STATIC_SYMBOLS[] = {
+    QMPI_STATIC_WRAPPER(EV_Abort),
+    QMPI_STATIC_WRAPPER(EV_Bsend),
+    QMPI_STATIC_WRAPPER(EV_File_close),
+    QMPI_STATIC_WRAPPER(EV_File_open),
+    QMPI_STATIC_WRAPPER(EV_Finalize),
+    QMPI_STATIC_WRAPPER(EV_Ibsend),
+    QMPI_STATIC_WRAPPER(EV_Init),
+    QMPI_STATIC_WRAPPER(EV_Init_thread),
+    QMPI_STATIC_WRAPPER(EV_Irecv),
+    QMPI_STATIC_WRAPPER(EV_Isend),
+    QMPI_STATIC_WRAPPER(EV_Issend),
+    QMPI_STATIC_WRAPPER(EV_Pcontrol),
+    QMPI_STATIC_WRAPPER(EV_Pready_list),
+    QMPI_STATIC_WRAPPER(EV_Recv),
+    QMPI_STATIC_WRAPPER(EV_Send),
+    QMPI_STATIC_WRAPPER(EV_Send_c),
+    QMPI_STATIC_WRAPPER(EV_Session_finalize),
+    QMPI_STATIC_WRAPPER(EV_Session_init),
+    QMPI_STATIC_WRAPPER(EV_Ssend),
+    QMPI_STATIC_WRAPPER(EV_Wtime),
+    QMPI_STATIC_WRAPPER(qmpi_tool_arguments),
+    {NULL, NULL},
+};
+#endif

@@ -4,11 +4,13 @@
  * Do not edit: regenerate with
  *   qmpigen scaffold-tool msgstat.qmpi --mpi-header tools_mpi.h --mpicc cc -o msgstat
  */
-/* qmpigen-checksum: 822442f14471839df91c4b75153be585e546857f38d84cd742337ab07c9a0b29 (qmpigen overwrites this file only while it matches) */
+/* qmpigen-checksum: 649367d0e7eb3ae293a93e23cfb3ca8e7a96aafd000aabf5f9db513020e4132e (qmpigen overwrites this file only while it matches) */
 /*
  * Build: make (QMPI_CORE=<core dir>), or
  *   mpicc -shared -fPIC -Wall -Wextra -Werror -I<core dir> msgstat.c -o libmsgstat.so
  * Run:   TOOLS=./libmsgstat.so[:...] mpiexec -n 2 ./app
+ * Static: mpicc -c -DQMPI_STATIC_TOOL=msgstat -I<core dir> msgstat.c, link the object into
+ *         the program, then TOOLS=%msgstat[:...]
  *
  * Wrappers: 27 (MS_<Name>); the interception table is at the end.
  */
@@ -19,7 +21,7 @@
 
 #line 6 "msgstat.qmpi"
 #include <stdio.h>
-#line 23 "msgstat.c"
+#line 25 "msgstat.c"
 
 /* Per-instance state (thesis section 2.5.5): a tool listed twice in TOOLS has two
  * copies. Each is created from msgstat_context_init at its first use. */
@@ -58,7 +60,7 @@ static void msgstat_on_init(struct msgstat_context *qmpi_ctx, int qmpi_level, ve
     (void)qmpi_v;
 #line 48 "msgstat.qmpi"
     qmpi_ctx->started = PMPI_Wtime();
-#line 62 "msgstat.c"
+#line 64 "msgstat.c"
 }
 
 /* on finalize: before MPI is finalised (once per instance) */
@@ -75,7 +77,7 @@ static void msgstat_on_finalize(struct msgstat_context *qmpi_ctx, int qmpi_level
     printf("msgstat@%d rank %d: %llu calls, %llu communicator arguments, %llu requests, %.3f s\n",
            qmpi_level, qmpi_ctx->qmpi_rank, total, qmpi_ctx->comm_args, qmpi_ctx->requests, PMPI_Wtime() - qmpi_ctx->started);
     fflush(stdout);
-#line 79 "msgstat.c"
+#line 81 "msgstat.c"
 }
 
 /* MPI is up: the first time, record $rank and run on init. A thread that gets here
@@ -100,7 +102,7 @@ _EXTERN_C_ int MS_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sen
     struct msgstat_context *qmpi_ctx = msgstat_context_of(qmpi_level, qmpi_v);
 #line 33 "msgstat.qmpi"
     qmpi_ctx->calls[_MPI_Allgather]++;
-#line 104 "msgstat.c"
+#line 106 "msgstat.c"
     {
         void *qmpi_f = NULL;
         QMPI_Table_query(_MPI_Allgather, &qmpi_f, qmpi_v->items[qmpi_level]->table);
@@ -115,7 +117,7 @@ _EXTERN_C_ int MS_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_D
     struct msgstat_context *qmpi_ctx = msgstat_context_of(qmpi_level, qmpi_v);
 #line 33 "msgstat.qmpi"
     qmpi_ctx->calls[_MPI_Allreduce]++;
-#line 119 "msgstat.c"
+#line 121 "msgstat.c"
     {
         void *qmpi_f = NULL;
         QMPI_Table_query(_MPI_Allreduce, &qmpi_f, qmpi_v->items[qmpi_level]->table);
@@ -130,7 +132,7 @@ _EXTERN_C_ int MS_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype send
     struct msgstat_context *qmpi_ctx = msgstat_context_of(qmpi_level, qmpi_v);
 #line 33 "msgstat.qmpi"
     qmpi_ctx->calls[_MPI_Alltoall]++;
-#line 134 "msgstat.c"
+#line 136 "msgstat.c"
     {
         void *qmpi_f = NULL;
         QMPI_Table_query(_MPI_Alltoall, &qmpi_f, qmpi_v->items[qmpi_level]->table);
@@ -149,7 +151,7 @@ _EXTERN_C_ int MS_Barrier(MPI_Comm comm, int qmpi_level, vector *qmpi_v)
 #line 39 "msgstat.qmpi"
     qmpi_ctx->calls[_MPI_Barrier]++;
     qmpi_ret = QMPI_Next_Barrier(comm, qmpi_level, qmpi_v);
-#line 153 "msgstat.c"
+#line 155 "msgstat.c"
     return qmpi_ret;
 }
 
@@ -159,7 +161,7 @@ _EXTERN_C_ int MS_Bcast(void *buffer, int count, MPI_Datatype datatype, int root
     struct msgstat_context *qmpi_ctx = msgstat_context_of(qmpi_level, qmpi_v);
 #line 33 "msgstat.qmpi"
     qmpi_ctx->calls[_MPI_Bcast]++;
-#line 163 "msgstat.c"
+#line 165 "msgstat.c"
     {
         void *qmpi_f = NULL;
         QMPI_Table_query(_MPI_Bcast, &qmpi_f, qmpi_v->items[qmpi_level]->table);
@@ -174,7 +176,7 @@ _EXTERN_C_ int MS_Exscan(const void *sendbuf, void *recvbuf, int count, MPI_Data
     struct msgstat_context *qmpi_ctx = msgstat_context_of(qmpi_level, qmpi_v);
 #line 33 "msgstat.qmpi"
     qmpi_ctx->calls[_MPI_Exscan]++;
-#line 178 "msgstat.c"
+#line 180 "msgstat.c"
     {
         void *qmpi_f = NULL;
         QMPI_Table_query(_MPI_Exscan, &qmpi_f, qmpi_v->items[qmpi_level]->table);
@@ -190,7 +192,7 @@ _EXTERN_C_ int MS_File_close(MPI_File *fh, int qmpi_level, vector *qmpi_v)
     qmpi_ret = QMPI_Next_File_close(fh, qmpi_level, qmpi_v);
 #line 45 "msgstat.qmpi"
     if (qmpi_ctx->verbose) printf("msgstat@%d: MPI_File_close\n", qmpi_level);
-#line 194 "msgstat.c"
+#line 196 "msgstat.c"
     return qmpi_ret;
 }
 
@@ -201,7 +203,7 @@ _EXTERN_C_ int MS_File_open(MPI_Comm comm, const char *filename, int amode, MPI_
     qmpi_ret = QMPI_Next_File_open(comm, filename, amode, info, fh, qmpi_level, qmpi_v);
 #line 45 "msgstat.qmpi"
     if (qmpi_ctx->verbose) printf("msgstat@%d: MPI_File_open\n", qmpi_level);
-#line 205 "msgstat.c"
+#line 207 "msgstat.c"
     return qmpi_ret;
 }
 
@@ -223,7 +225,7 @@ _EXTERN_C_ int MS_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendty
     struct msgstat_context *qmpi_ctx = msgstat_context_of(qmpi_level, qmpi_v);
 #line 33 "msgstat.qmpi"
     qmpi_ctx->calls[_MPI_Gather]++;
-#line 227 "msgstat.c"
+#line 229 "msgstat.c"
     {
         void *qmpi_f = NULL;
         QMPI_Table_query(_MPI_Gather, &qmpi_f, qmpi_v->items[qmpi_level]->table);
@@ -238,7 +240,7 @@ _EXTERN_C_ int MS_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype se
     struct msgstat_context *qmpi_ctx = msgstat_context_of(qmpi_level, qmpi_v);
 #line 33 "msgstat.qmpi"
     qmpi_ctx->calls[_MPI_Iallgather]++;
-#line 242 "msgstat.c"
+#line 244 "msgstat.c"
     {
         void *qmpi_f = NULL;
         QMPI_Table_query(_MPI_Iallgather, &qmpi_f, qmpi_v->items[qmpi_level]->table);
@@ -253,7 +255,7 @@ _EXTERN_C_ int MS_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_
     struct msgstat_context *qmpi_ctx = msgstat_context_of(qmpi_level, qmpi_v);
 #line 33 "msgstat.qmpi"
     qmpi_ctx->calls[_MPI_Iallreduce]++;
-#line 257 "msgstat.c"
+#line 259 "msgstat.c"
     {
         void *qmpi_f = NULL;
         QMPI_Table_query(_MPI_Iallreduce, &qmpi_f, qmpi_v->items[qmpi_level]->table);
@@ -268,7 +270,7 @@ _EXTERN_C_ int MS_Ialltoall(const void *sendbuf, int sendcount, MPI_Datatype sen
     struct msgstat_context *qmpi_ctx = msgstat_context_of(qmpi_level, qmpi_v);
 #line 33 "msgstat.qmpi"
     qmpi_ctx->calls[_MPI_Ialltoall]++;
-#line 272 "msgstat.c"
+#line 274 "msgstat.c"
     {
         void *qmpi_f = NULL;
         QMPI_Table_query(_MPI_Ialltoall, &qmpi_f, qmpi_v->items[qmpi_level]->table);
@@ -288,7 +290,7 @@ _EXTERN_C_ int MS_Ibarrier(MPI_Comm comm, MPI_Request *request, int qmpi_level, 
 #line 39 "msgstat.qmpi"
     qmpi_ctx->calls[_MPI_Ibarrier]++;
     qmpi_ret = QMPI_Next_Ibarrier(comm, request, qmpi_level, qmpi_v);
-#line 292 "msgstat.c"
+#line 294 "msgstat.c"
     return qmpi_ret;
 }
 
@@ -298,7 +300,7 @@ _EXTERN_C_ int MS_Ibcast(void *buffer, int count, MPI_Datatype datatype, int roo
     struct msgstat_context *qmpi_ctx = msgstat_context_of(qmpi_level, qmpi_v);
 #line 33 "msgstat.qmpi"
     qmpi_ctx->calls[_MPI_Ibcast]++;
-#line 302 "msgstat.c"
+#line 304 "msgstat.c"
     {
         void *qmpi_f = NULL;
         QMPI_Table_query(_MPI_Ibcast, &qmpi_f, qmpi_v->items[qmpi_level]->table);
@@ -313,7 +315,7 @@ _EXTERN_C_ int MS_Igather(const void *sendbuf, int sendcount, MPI_Datatype sendt
     struct msgstat_context *qmpi_ctx = msgstat_context_of(qmpi_level, qmpi_v);
 #line 33 "msgstat.qmpi"
     qmpi_ctx->calls[_MPI_Igather]++;
-#line 317 "msgstat.c"
+#line 319 "msgstat.c"
     {
         void *qmpi_f = NULL;
         QMPI_Table_query(_MPI_Igather, &qmpi_f, qmpi_v->items[qmpi_level]->table);
@@ -360,7 +362,7 @@ _EXTERN_C_ int MS_Ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Dat
     struct msgstat_context *qmpi_ctx = msgstat_context_of(qmpi_level, qmpi_v);
 #line 33 "msgstat.qmpi"
     qmpi_ctx->calls[_MPI_Ireduce]++;
-#line 364 "msgstat.c"
+#line 366 "msgstat.c"
     {
         void *qmpi_f = NULL;
         QMPI_Table_query(_MPI_Ireduce, &qmpi_f, qmpi_v->items[qmpi_level]->table);
@@ -375,22 +377,22 @@ _EXTERN_C_ int MS_Isend(const void *buf, int count, MPI_Datatype datatype, int d
     struct msgstat_context *qmpi_ctx = msgstat_context_of(qmpi_level, qmpi_v);
 #line 21 "msgstat.qmpi"
     qmpi_ctx->calls[_MPI_Isend]++;
-#line 379 "msgstat.c"
+#line 381 "msgstat.c"
     {
 #line 22 "msgstat.qmpi"
         qmpi_ctx->comm_args++;
-#line 383 "msgstat.c"
+#line 385 "msgstat.c"
     }
     qmpi_ret = QMPI_Next_Isend(buf, count, datatype, dest, tag, comm, request, qmpi_level, qmpi_v);
     {
 #line 23 "msgstat.qmpi"
         if (qmpi_ret == MPI_SUCCESS) qmpi_ctx->requests++;
-#line 389 "msgstat.c"
+#line 391 "msgstat.c"
     }
 #line 25 "msgstat.qmpi"
     if (qmpi_ret != MPI_SUCCESS)
         fprintf(stderr, "MPI_Isend(%s) failed: %d\n", "buf, count, datatype, dest, tag, comm, request", qmpi_ret);
-#line 394 "msgstat.c"
+#line 396 "msgstat.c"
     return qmpi_ret;
 }
 
@@ -405,7 +407,7 @@ _EXTERN_C_ int MS_Pcontrol(const int level, int qmpi_level, vector *qmpi_v, va_l
     (void)qmpi_args;
 #line 50 "msgstat.qmpi"
     qmpi_ctx->verbose = level > 1;
-#line 409 "msgstat.c"
+#line 411 "msgstat.c"
     return qmpi_ret;
 }
 
@@ -415,7 +417,7 @@ _EXTERN_C_ int MS_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Data
     struct msgstat_context *qmpi_ctx = msgstat_context_of(qmpi_level, qmpi_v);
 #line 33 "msgstat.qmpi"
     qmpi_ctx->calls[_MPI_Reduce]++;
-#line 419 "msgstat.c"
+#line 421 "msgstat.c"
     {
         void *qmpi_f = NULL;
         QMPI_Table_query(_MPI_Reduce, &qmpi_f, qmpi_v->items[qmpi_level]->table);
@@ -430,7 +432,7 @@ _EXTERN_C_ int MS_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Dataty
     struct msgstat_context *qmpi_ctx = msgstat_context_of(qmpi_level, qmpi_v);
 #line 33 "msgstat.qmpi"
     qmpi_ctx->calls[_MPI_Scan]++;
-#line 434 "msgstat.c"
+#line 436 "msgstat.c"
     {
         void *qmpi_f = NULL;
         QMPI_Table_query(_MPI_Scan, &qmpi_f, qmpi_v->items[qmpi_level]->table);
@@ -445,17 +447,17 @@ _EXTERN_C_ int MS_Send(const void *buf, int count, MPI_Datatype datatype, int de
     struct msgstat_context *qmpi_ctx = msgstat_context_of(qmpi_level, qmpi_v);
 #line 21 "msgstat.qmpi"
     qmpi_ctx->calls[_MPI_Send]++;
-#line 449 "msgstat.c"
+#line 451 "msgstat.c"
     {
 #line 22 "msgstat.qmpi"
         qmpi_ctx->comm_args++;
-#line 453 "msgstat.c"
+#line 455 "msgstat.c"
     }
     qmpi_ret = QMPI_Next_Send(buf, count, datatype, dest, tag, comm, qmpi_level, qmpi_v);
 #line 25 "msgstat.qmpi"
     if (qmpi_ret != MPI_SUCCESS)
         fprintf(stderr, "MPI_Send(%s) failed: %d\n", "buf, count, datatype, dest, tag, comm", qmpi_ret);
-#line 459 "msgstat.c"
+#line 461 "msgstat.c"
     return qmpi_ret;
 }
 
@@ -497,17 +499,17 @@ _EXTERN_C_ int MS_Ssend(const void *buf, int count, MPI_Datatype datatype, int d
     struct msgstat_context *qmpi_ctx = msgstat_context_of(qmpi_level, qmpi_v);
 #line 21 "msgstat.qmpi"
     qmpi_ctx->calls[_MPI_Ssend]++;
-#line 501 "msgstat.c"
+#line 503 "msgstat.c"
     {
 #line 22 "msgstat.qmpi"
         qmpi_ctx->comm_args++;
-#line 505 "msgstat.c"
+#line 507 "msgstat.c"
     }
     qmpi_ret = QMPI_Next_Ssend(buf, count, datatype, dest, tag, comm, qmpi_level, qmpi_v);
 #line 25 "msgstat.qmpi"
     if (qmpi_ret != MPI_SUCCESS)
         fprintf(stderr, "MPI_Ssend(%s) failed: %d\n", "buf, count, datatype, dest, tag, comm", qmpi_ret);
-#line 511 "msgstat.c"
+#line 513 "msgstat.c"
     return qmpi_ret;
 }
 
@@ -548,3 +550,48 @@ _EXTERN_C_ char *get_interceptions(int i)
 {
     return i >= 0 && i < NUM_MPI_FUNCS ? (char *)msgstat_interceptions[i] : NULL;
 }
+
+/* The arguments this tool takes (`argument` statements), each ending in a NUL: the core
+ * refuses any other key in the tool's sections of the configuration file (QMPI_CONF). */
+#ifdef QMPI_STATIC_TOOL
+static
+#else
+__attribute__((visibility("default")))
+#endif
+const char qmpi_tool_arguments[] = "";
+
+#ifdef QMPI_STATIC_TOOL
+/* Linked into the program (-DQMPI_STATIC_TOOL=msgstat, TOOLS=%msgstat): the
+ * core finds the wrappers here, with no dlopen or dlsym. */
+const struct qmpi_static_symbol QMPI_STATIC_SYMBOLS[] = {
+    QMPI_STATIC_WRAPPER(MS_Allgather),
+    QMPI_STATIC_WRAPPER(MS_Allreduce),
+    QMPI_STATIC_WRAPPER(MS_Alltoall),
+    QMPI_STATIC_WRAPPER(MS_Barrier),
+    QMPI_STATIC_WRAPPER(MS_Bcast),
+    QMPI_STATIC_WRAPPER(MS_Exscan),
+    QMPI_STATIC_WRAPPER(MS_File_close),
+    QMPI_STATIC_WRAPPER(MS_File_open),
+    QMPI_STATIC_WRAPPER(MS_Finalize),
+    QMPI_STATIC_WRAPPER(MS_Gather),
+    QMPI_STATIC_WRAPPER(MS_Iallgather),
+    QMPI_STATIC_WRAPPER(MS_Iallreduce),
+    QMPI_STATIC_WRAPPER(MS_Ialltoall),
+    QMPI_STATIC_WRAPPER(MS_Ibarrier),
+    QMPI_STATIC_WRAPPER(MS_Ibcast),
+    QMPI_STATIC_WRAPPER(MS_Igather),
+    QMPI_STATIC_WRAPPER(MS_Init),
+    QMPI_STATIC_WRAPPER(MS_Init_thread),
+    QMPI_STATIC_WRAPPER(MS_Ireduce),
+    QMPI_STATIC_WRAPPER(MS_Isend),
+    QMPI_STATIC_WRAPPER(MS_Pcontrol),
+    QMPI_STATIC_WRAPPER(MS_Reduce),
+    QMPI_STATIC_WRAPPER(MS_Scan),
+    QMPI_STATIC_WRAPPER(MS_Send),
+    QMPI_STATIC_WRAPPER(MS_Session_finalize),
+    QMPI_STATIC_WRAPPER(MS_Session_init),
+    QMPI_STATIC_WRAPPER(MS_Ssend),
+    QMPI_STATIC_WRAPPER(qmpi_tool_arguments),
+    {NULL, NULL},
+};
+#endif

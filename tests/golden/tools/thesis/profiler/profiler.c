@@ -4,11 +4,13 @@
  * Do not edit: regenerate with
  *   qmpigen scaffold-tool profiler.qmpi --mpi-header tools_mpi.h --mpicc cc -o profiler
  */
-/* qmpigen-checksum: 828425ea8c273f07617e1d88cdaa9eb90e0cdd698417be35b6bbddd362527a2d (qmpigen overwrites this file only while it matches) */
+/* qmpigen-checksum: e0b2ee30a5ba651f2334d75f18982d39e98eda1f619295aff1ccc096839b6a4b (qmpigen overwrites this file only while it matches) */
 /*
  * Build: make (QMPI_CORE=<core dir>), or
  *   mpicc -shared -fPIC -Wall -Wextra -Werror -I<core dir> profiler.c -o libprofiler.so
  * Run:   TOOLS=./libprofiler.so[:...] mpiexec -n 2 ./app
+ * Static: mpicc -c -DQMPI_STATIC_TOOL=profiler -I<core dir> profiler.c, link the object into
+ *         the program, then TOOLS=%profiler[:...]
  *
  * Wrappers: 50 (PROF_<Name>); the interception table is at the end.
  */
@@ -89,7 +91,7 @@ static FILE *profiler_create(const char *path)
     }
     return file;
 }
-#line 93 "profiler.c"
+#line 95 "profiler.c"
 
 /* on init: after MPI is initialised (once per instance) */
 static void profiler_on_init(struct profiler_context *qmpi_ctx, int qmpi_level, vector *qmpi_v)
@@ -99,7 +101,7 @@ static void profiler_on_init(struct profiler_context *qmpi_ctx, int qmpi_level, 
     (void)qmpi_v;
 #line 106 "profiler.qmpi"
     qmpi_ctx->active = 1;
-#line 103 "profiler.c"
+#line 105 "profiler.c"
 }
 
 /* on finalize: before MPI is finalised (once per instance) */
@@ -155,7 +157,7 @@ static void profiler_on_finalize(struct profiler_context *qmpi_ctx, int qmpi_lev
             }
         }
         free(report);
-#line 159 "profiler.c"
+#line 161 "profiler.c"
 }
 
 /* MPI is up: the first time, record $rank and run on init. A thread that gets here
@@ -180,11 +182,11 @@ _EXTERN_C_ int PROF_Abort(MPI_Comm comm, int errorcode, int qmpi_level, vector *
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
 #line 101 "profiler.qmpi"
     double t0 = PROFILER_START(qmpi_ctx);
-#line 184 "profiler.c"
+#line 186 "profiler.c"
     qmpi_ret = QMPI_Next_Abort(comm, errorcode, qmpi_level, qmpi_v);
 #line 102 "profiler.qmpi"
     PROFILER_RECORD(qmpi_ctx, _MPI_Abort, t0, 0);
-#line 188 "profiler.c"
+#line 190 "profiler.c"
     return qmpi_ret;
 }
 
@@ -194,11 +196,11 @@ _EXTERN_C_ MPI_Aint PROF_Aint_add(MPI_Aint base, MPI_Aint disp, int qmpi_level, 
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
 #line 101 "profiler.qmpi"
     double t0 = PROFILER_START(qmpi_ctx);
-#line 198 "profiler.c"
+#line 200 "profiler.c"
     qmpi_ret = QMPI_Next_Aint_add(base, disp, qmpi_level, qmpi_v);
 #line 102 "profiler.qmpi"
     PROFILER_RECORD(qmpi_ctx, _MPI_Aint_add, t0, 0);
-#line 202 "profiler.c"
+#line 204 "profiler.c"
     return qmpi_ret;
 }
 
@@ -208,11 +210,11 @@ _EXTERN_C_ int PROF_Allgather(const void *sendbuf, int sendcount, MPI_Datatype s
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
 #line 93 "profiler.qmpi"
     double t0 = PROFILER_START(qmpi_ctx);
-#line 212 "profiler.c"
+#line 214 "profiler.c"
     qmpi_ret = QMPI_Next_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, qmpi_level, qmpi_v);
 #line 95 "profiler.qmpi"
     PROFILER_RECORD(qmpi_ctx, _MPI_Allgather, t0, sendbuf == MPI_IN_PLACE ? 0 : profiler_bytes(sendcount, sendtype));
-#line 216 "profiler.c"
+#line 218 "profiler.c"
     return qmpi_ret;
 }
 
@@ -222,11 +224,11 @@ _EXTERN_C_ int PROF_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
 #line 88 "profiler.qmpi"
     double t0 = PROFILER_START(qmpi_ctx);
-#line 226 "profiler.c"
+#line 228 "profiler.c"
     qmpi_ret = QMPI_Next_Allreduce(sendbuf, recvbuf, count, datatype, op, comm, qmpi_level, qmpi_v);
 #line 89 "profiler.qmpi"
     PROFILER_RECORD(qmpi_ctx, _MPI_Allreduce, t0, profiler_bytes(count, datatype));
-#line 230 "profiler.c"
+#line 232 "profiler.c"
     return qmpi_ret;
 }
 
@@ -236,11 +238,11 @@ _EXTERN_C_ int PROF_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype se
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
 #line 93 "profiler.qmpi"
     double t0 = PROFILER_START(qmpi_ctx);
-#line 240 "profiler.c"
+#line 242 "profiler.c"
     qmpi_ret = QMPI_Next_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, qmpi_level, qmpi_v);
 #line 95 "profiler.qmpi"
     PROFILER_RECORD(qmpi_ctx, _MPI_Alltoall, t0, sendbuf == MPI_IN_PLACE ? 0 : profiler_bytes(sendcount, sendtype));
-#line 244 "profiler.c"
+#line 246 "profiler.c"
     return qmpi_ret;
 }
 
@@ -250,11 +252,11 @@ _EXTERN_C_ int PROF_Attr_get(MPI_Comm comm, int keyval, void *attribute_val, int
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
 #line 101 "profiler.qmpi"
     double t0 = PROFILER_START(qmpi_ctx);
-#line 254 "profiler.c"
+#line 256 "profiler.c"
     qmpi_ret = QMPI_Next_Attr_get(comm, keyval, attribute_val, flag, qmpi_level, qmpi_v);
 #line 102 "profiler.qmpi"
     PROFILER_RECORD(qmpi_ctx, _MPI_Attr_get, t0, 0);
-#line 258 "profiler.c"
+#line 260 "profiler.c"
     return qmpi_ret;
 }
 
@@ -264,11 +266,11 @@ _EXTERN_C_ int PROF_Barrier(MPI_Comm comm, int qmpi_level, vector *qmpi_v)
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
 #line 101 "profiler.qmpi"
     double t0 = PROFILER_START(qmpi_ctx);
-#line 268 "profiler.c"
+#line 270 "profiler.c"
     qmpi_ret = QMPI_Next_Barrier(comm, qmpi_level, qmpi_v);
 #line 102 "profiler.qmpi"
     PROFILER_RECORD(qmpi_ctx, _MPI_Barrier, t0, 0);
-#line 272 "profiler.c"
+#line 274 "profiler.c"
     return qmpi_ret;
 }
 
@@ -278,11 +280,11 @@ _EXTERN_C_ int PROF_Bcast(void *buffer, int count, MPI_Datatype datatype, int ro
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
 #line 88 "profiler.qmpi"
     double t0 = PROFILER_START(qmpi_ctx);
-#line 282 "profiler.c"
+#line 284 "profiler.c"
     qmpi_ret = QMPI_Next_Bcast(buffer, count, datatype, root, comm, qmpi_level, qmpi_v);
 #line 89 "profiler.qmpi"
     PROFILER_RECORD(qmpi_ctx, _MPI_Bcast, t0, profiler_bytes(count, datatype));
-#line 286 "profiler.c"
+#line 288 "profiler.c"
     return qmpi_ret;
 }
 
@@ -292,11 +294,11 @@ _EXTERN_C_ int PROF_Bsend(const void *buf, int count, MPI_Datatype datatype, int
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
 #line 88 "profiler.qmpi"
     double t0 = PROFILER_START(qmpi_ctx);
-#line 296 "profiler.c"
+#line 298 "profiler.c"
     qmpi_ret = QMPI_Next_Bsend(buf, count, datatype, dest, tag, comm, qmpi_level, qmpi_v);
 #line 89 "profiler.qmpi"
     PROFILER_RECORD(qmpi_ctx, _MPI_Bsend, t0, profiler_bytes(count, datatype));
-#line 300 "profiler.c"
+#line 302 "profiler.c"
     return qmpi_ret;
 }
 
@@ -306,11 +308,11 @@ _EXTERN_C_ MPI_Fint PROF_Comm_c2f(MPI_Comm comm, int qmpi_level, vector *qmpi_v)
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
 #line 101 "profiler.qmpi"
     double t0 = PROFILER_START(qmpi_ctx);
-#line 310 "profiler.c"
+#line 312 "profiler.c"
     qmpi_ret = QMPI_Next_Comm_c2f(comm, qmpi_level, qmpi_v);
 #line 102 "profiler.qmpi"
     PROFILER_RECORD(qmpi_ctx, _MPI_Comm_c2f, t0, 0);
-#line 314 "profiler.c"
+#line 316 "profiler.c"
     return qmpi_ret;
 }
 
@@ -320,11 +322,11 @@ _EXTERN_C_ MPI_Comm PROF_Comm_f2c(MPI_Fint comm, int qmpi_level, vector *qmpi_v)
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
 #line 101 "profiler.qmpi"
     double t0 = PROFILER_START(qmpi_ctx);
-#line 324 "profiler.c"
+#line 326 "profiler.c"
     qmpi_ret = QMPI_Next_Comm_f2c(comm, qmpi_level, qmpi_v);
 #line 102 "profiler.qmpi"
     PROFILER_RECORD(qmpi_ctx, _MPI_Comm_f2c, t0, 0);
-#line 328 "profiler.c"
+#line 330 "profiler.c"
     return qmpi_ret;
 }
 
@@ -334,11 +336,11 @@ _EXTERN_C_ int PROF_Comm_rank(MPI_Comm arg0, int *arg1, int qmpi_level, vector *
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
 #line 101 "profiler.qmpi"
     double t0 = PROFILER_START(qmpi_ctx);
-#line 338 "profiler.c"
+#line 340 "profiler.c"
     qmpi_ret = QMPI_Next_Comm_rank(arg0, arg1, qmpi_level, qmpi_v);
 #line 102 "profiler.qmpi"
     PROFILER_RECORD(qmpi_ctx, _MPI_Comm_rank, t0, 0);
-#line 342 "profiler.c"
+#line 344 "profiler.c"
     return qmpi_ret;
 }
 
@@ -348,11 +350,11 @@ _EXTERN_C_ int PROF_Comm_set_handler(MPI_Comm comm, MPI_Fixture_handler_ptr hand
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
 #line 101 "profiler.qmpi"
     double t0 = PROFILER_START(qmpi_ctx);
-#line 352 "profiler.c"
+#line 354 "profiler.c"
     qmpi_ret = QMPI_Next_Comm_set_handler(comm, handler, qmpi_level, qmpi_v);
 #line 102 "profiler.qmpi"
     PROFILER_RECORD(qmpi_ctx, _MPI_Comm_set_handler, t0, 0);
-#line 356 "profiler.c"
+#line 358 "profiler.c"
     return qmpi_ret;
 }
 
@@ -362,11 +364,11 @@ _EXTERN_C_ int PROF_Comm_size(MPI_Comm comm, int *size, int qmpi_level, vector *
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
 #line 101 "profiler.qmpi"
     double t0 = PROFILER_START(qmpi_ctx);
-#line 366 "profiler.c"
+#line 368 "profiler.c"
     qmpi_ret = QMPI_Next_Comm_size(comm, size, qmpi_level, qmpi_v);
 #line 102 "profiler.qmpi"
     PROFILER_RECORD(qmpi_ctx, _MPI_Comm_size, t0, 0);
-#line 370 "profiler.c"
+#line 372 "profiler.c"
     return qmpi_ret;
 }
 
@@ -376,11 +378,11 @@ _EXTERN_C_ int PROF_Exscan(const void *sendbuf, void *recvbuf, int count, MPI_Da
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
 #line 88 "profiler.qmpi"
     double t0 = PROFILER_START(qmpi_ctx);
-#line 380 "profiler.c"
+#line 382 "profiler.c"
     qmpi_ret = QMPI_Next_Exscan(sendbuf, recvbuf, count, datatype, op, comm, qmpi_level, qmpi_v);
 #line 89 "profiler.qmpi"
     PROFILER_RECORD(qmpi_ctx, _MPI_Exscan, t0, profiler_bytes(count, datatype));
-#line 384 "profiler.c"
+#line 386 "profiler.c"
     return qmpi_ret;
 }
 
@@ -390,11 +392,11 @@ _EXTERN_C_ int PROF_File_close(MPI_File *fh, int qmpi_level, vector *qmpi_v)
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
 #line 101 "profiler.qmpi"
     double t0 = PROFILER_START(qmpi_ctx);
-#line 394 "profiler.c"
+#line 396 "profiler.c"
     qmpi_ret = QMPI_Next_File_close(fh, qmpi_level, qmpi_v);
 #line 102 "profiler.qmpi"
     PROFILER_RECORD(qmpi_ctx, _MPI_File_close, t0, 0);
-#line 398 "profiler.c"
+#line 400 "profiler.c"
     return qmpi_ret;
 }
 
@@ -404,11 +406,11 @@ _EXTERN_C_ int PROF_File_open(MPI_Comm comm, const char *filename, int amode, MP
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
 #line 101 "profiler.qmpi"
     double t0 = PROFILER_START(qmpi_ctx);
-#line 408 "profiler.c"
+#line 410 "profiler.c"
     qmpi_ret = QMPI_Next_File_open(comm, filename, amode, info, fh, qmpi_level, qmpi_v);
 #line 102 "profiler.qmpi"
     PROFILER_RECORD(qmpi_ctx, _MPI_File_open, t0, 0);
-#line 412 "profiler.c"
+#line 414 "profiler.c"
     return qmpi_ret;
 }
 
@@ -430,11 +432,11 @@ _EXTERN_C_ int PROF_Fixture_scalars(char c, unsigned char uc, short s, float f, 
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
 #line 101 "profiler.qmpi"
     double t0 = PROFILER_START(qmpi_ctx);
-#line 434 "profiler.c"
+#line 436 "profiler.c"
     qmpi_ret = QMPI_Next_Fixture_scalars(c, uc, s, f, d, fs, i, name, qmpi_level, qmpi_v);
 #line 102 "profiler.qmpi"
     PROFILER_RECORD(qmpi_ctx, _MPI_Fixture_scalars, t0, 0);
-#line 438 "profiler.c"
+#line 440 "profiler.c"
     return qmpi_ret;
 }
 
@@ -444,11 +446,11 @@ _EXTERN_C_ int PROF_Gather(const void *sendbuf, int sendcount, MPI_Datatype send
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
 #line 93 "profiler.qmpi"
     double t0 = PROFILER_START(qmpi_ctx);
-#line 448 "profiler.c"
+#line 450 "profiler.c"
     qmpi_ret = QMPI_Next_Gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, qmpi_level, qmpi_v);
 #line 95 "profiler.qmpi"
     PROFILER_RECORD(qmpi_ctx, _MPI_Gather, t0, sendbuf == MPI_IN_PLACE ? 0 : profiler_bytes(sendcount, sendtype));
-#line 452 "profiler.c"
+#line 454 "profiler.c"
     return qmpi_ret;
 }
 
@@ -458,11 +460,11 @@ _EXTERN_C_ int PROF_Group_range_incl(MPI_Group group, int n, int ranges[][3], MP
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
 #line 101 "profiler.qmpi"
     double t0 = PROFILER_START(qmpi_ctx);
-#line 462 "profiler.c"
+#line 464 "profiler.c"
     qmpi_ret = QMPI_Next_Group_range_incl(group, n, ranges, newgroup, qmpi_level, qmpi_v);
 #line 102 "profiler.qmpi"
     PROFILER_RECORD(qmpi_ctx, _MPI_Group_range_incl, t0, 0);
-#line 466 "profiler.c"
+#line 468 "profiler.c"
     return qmpi_ret;
 }
 
@@ -472,11 +474,11 @@ _EXTERN_C_ int PROF_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype 
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
 #line 93 "profiler.qmpi"
     double t0 = PROFILER_START(qmpi_ctx);
-#line 476 "profiler.c"
+#line 478 "profiler.c"
     qmpi_ret = QMPI_Next_Iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, qmpi_level, qmpi_v);
 #line 95 "profiler.qmpi"
     PROFILER_RECORD(qmpi_ctx, _MPI_Iallgather, t0, sendbuf == MPI_IN_PLACE ? 0 : profiler_bytes(sendcount, sendtype));
-#line 480 "profiler.c"
+#line 482 "profiler.c"
     return qmpi_ret;
 }
 
@@ -486,11 +488,11 @@ _EXTERN_C_ int PROF_Iallreduce(const void *sendbuf, void *recvbuf, int count, MP
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
 #line 88 "profiler.qmpi"
     double t0 = PROFILER_START(qmpi_ctx);
-#line 490 "profiler.c"
+#line 492 "profiler.c"
     qmpi_ret = QMPI_Next_Iallreduce(sendbuf, recvbuf, count, datatype, op, comm, request, qmpi_level, qmpi_v);
 #line 89 "profiler.qmpi"
     PROFILER_RECORD(qmpi_ctx, _MPI_Iallreduce, t0, profiler_bytes(count, datatype));
-#line 494 "profiler.c"
+#line 496 "profiler.c"
     return qmpi_ret;
 }
 
@@ -500,11 +502,11 @@ _EXTERN_C_ int PROF_Ialltoall(const void *sendbuf, int sendcount, MPI_Datatype s
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
 #line 93 "profiler.qmpi"
     double t0 = PROFILER_START(qmpi_ctx);
-#line 504 "profiler.c"
+#line 506 "profiler.c"
     qmpi_ret = QMPI_Next_Ialltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, qmpi_level, qmpi_v);
 #line 95 "profiler.qmpi"
     PROFILER_RECORD(qmpi_ctx, _MPI_Ialltoall, t0, sendbuf == MPI_IN_PLACE ? 0 : profiler_bytes(sendcount, sendtype));
-#line 508 "profiler.c"
+#line 510 "profiler.c"
     return qmpi_ret;
 }
 
@@ -514,11 +516,11 @@ _EXTERN_C_ int PROF_Ibarrier(MPI_Comm comm, MPI_Request *request, int qmpi_level
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
 #line 101 "profiler.qmpi"
     double t0 = PROFILER_START(qmpi_ctx);
-#line 518 "profiler.c"
+#line 520 "profiler.c"
     qmpi_ret = QMPI_Next_Ibarrier(comm, request, qmpi_level, qmpi_v);
 #line 102 "profiler.qmpi"
     PROFILER_RECORD(qmpi_ctx, _MPI_Ibarrier, t0, 0);
-#line 522 "profiler.c"
+#line 524 "profiler.c"
     return qmpi_ret;
 }
 
@@ -528,11 +530,11 @@ _EXTERN_C_ int PROF_Ibcast(void *buffer, int count, MPI_Datatype datatype, int r
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
 #line 88 "profiler.qmpi"
     double t0 = PROFILER_START(qmpi_ctx);
-#line 532 "profiler.c"
+#line 534 "profiler.c"
     qmpi_ret = QMPI_Next_Ibcast(buffer, count, datatype, root, comm, request, qmpi_level, qmpi_v);
 #line 89 "profiler.qmpi"
     PROFILER_RECORD(qmpi_ctx, _MPI_Ibcast, t0, profiler_bytes(count, datatype));
-#line 536 "profiler.c"
+#line 538 "profiler.c"
     return qmpi_ret;
 }
 
@@ -542,11 +544,11 @@ _EXTERN_C_ int PROF_Ibsend(const void *buf, int count, MPI_Datatype datatype, in
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
 #line 88 "profiler.qmpi"
     double t0 = PROFILER_START(qmpi_ctx);
-#line 546 "profiler.c"
+#line 548 "profiler.c"
     qmpi_ret = QMPI_Next_Ibsend(buf, count, datatype, dest, tag, comm, request, qmpi_level, qmpi_v);
 #line 89 "profiler.qmpi"
     PROFILER_RECORD(qmpi_ctx, _MPI_Ibsend, t0, profiler_bytes(count, datatype));
-#line 550 "profiler.c"
+#line 552 "profiler.c"
     return qmpi_ret;
 }
 
@@ -556,11 +558,11 @@ _EXTERN_C_ int PROF_Igather(const void *sendbuf, int sendcount, MPI_Datatype sen
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
 #line 93 "profiler.qmpi"
     double t0 = PROFILER_START(qmpi_ctx);
-#line 560 "profiler.c"
+#line 562 "profiler.c"
     qmpi_ret = QMPI_Next_Igather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request, qmpi_level, qmpi_v);
 #line 95 "profiler.qmpi"
     PROFILER_RECORD(qmpi_ctx, _MPI_Igather, t0, sendbuf == MPI_IN_PLACE ? 0 : profiler_bytes(sendcount, sendtype));
-#line 564 "profiler.c"
+#line 566 "profiler.c"
     return qmpi_ret;
 }
 
@@ -570,11 +572,11 @@ _EXTERN_C_ int PROF_Info_dup(MPI_Info info, MPI_Info *newinfo, int qmpi_level, v
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
 #line 101 "profiler.qmpi"
     double t0 = PROFILER_START(qmpi_ctx);
-#line 574 "profiler.c"
+#line 576 "profiler.c"
     qmpi_ret = QMPI_Next_Info_dup(info, newinfo, qmpi_level, qmpi_v);
 #line 102 "profiler.qmpi"
     PROFILER_RECORD(qmpi_ctx, _MPI_Info_dup, t0, 0);
-#line 578 "profiler.c"
+#line 580 "profiler.c"
     return qmpi_ret;
 }
 
@@ -584,7 +586,7 @@ _EXTERN_C_ int PROF_Init(int *argc, char ***argv, int qmpi_level, vector *qmpi_v
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
 #line 101 "profiler.qmpi"
     double t0 = PROFILER_START(qmpi_ctx);
-#line 588 "profiler.c"
+#line 590 "profiler.c"
     qmpi_ret = QMPI_Next_Init(argc, argv, qmpi_level, qmpi_v);
     if (qmpi_ret == MPI_SUCCESS) {
         int qmpi_rank = -1;
@@ -595,7 +597,7 @@ _EXTERN_C_ int PROF_Init(int *argc, char ***argv, int qmpi_level, vector *qmpi_v
     }
 #line 102 "profiler.qmpi"
     PROFILER_RECORD(qmpi_ctx, _MPI_Init, t0, 0);
-#line 599 "profiler.c"
+#line 601 "profiler.c"
     return qmpi_ret;
 }
 
@@ -605,7 +607,7 @@ _EXTERN_C_ int PROF_Init_thread(int *argc, char ***argv, int required, int *prov
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
 #line 101 "profiler.qmpi"
     double t0 = PROFILER_START(qmpi_ctx);
-#line 609 "profiler.c"
+#line 611 "profiler.c"
     qmpi_ret = QMPI_Next_Init_thread(argc, argv, required, provided, qmpi_level, qmpi_v);
     if (qmpi_ret == MPI_SUCCESS) {
         int qmpi_rank = -1;
@@ -616,7 +618,7 @@ _EXTERN_C_ int PROF_Init_thread(int *argc, char ***argv, int required, int *prov
     }
 #line 102 "profiler.qmpi"
     PROFILER_RECORD(qmpi_ctx, _MPI_Init_thread, t0, 0);
-#line 620 "profiler.c"
+#line 622 "profiler.c"
     return qmpi_ret;
 }
 
@@ -626,11 +628,11 @@ _EXTERN_C_ int PROF_Irecv(void *buf, int count, MPI_Datatype datatype, int sourc
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
 #line 88 "profiler.qmpi"
     double t0 = PROFILER_START(qmpi_ctx);
-#line 630 "profiler.c"
+#line 632 "profiler.c"
     qmpi_ret = QMPI_Next_Irecv(buf, count, datatype, source, tag, comm, request, qmpi_level, qmpi_v);
 #line 89 "profiler.qmpi"
     PROFILER_RECORD(qmpi_ctx, _MPI_Irecv, t0, profiler_bytes(count, datatype));
-#line 634 "profiler.c"
+#line 636 "profiler.c"
     return qmpi_ret;
 }
 
@@ -640,11 +642,11 @@ _EXTERN_C_ int PROF_Ireduce(const void *sendbuf, void *recvbuf, int count, MPI_D
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
 #line 88 "profiler.qmpi"
     double t0 = PROFILER_START(qmpi_ctx);
-#line 644 "profiler.c"
+#line 646 "profiler.c"
     qmpi_ret = QMPI_Next_Ireduce(sendbuf, recvbuf, count, datatype, op, root, comm, request, qmpi_level, qmpi_v);
 #line 89 "profiler.qmpi"
     PROFILER_RECORD(qmpi_ctx, _MPI_Ireduce, t0, profiler_bytes(count, datatype));
-#line 648 "profiler.c"
+#line 650 "profiler.c"
     return qmpi_ret;
 }
 
@@ -654,11 +656,11 @@ _EXTERN_C_ int PROF_Isend(const void *buf, int count, MPI_Datatype datatype, int
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
 #line 88 "profiler.qmpi"
     double t0 = PROFILER_START(qmpi_ctx);
-#line 658 "profiler.c"
+#line 660 "profiler.c"
     qmpi_ret = QMPI_Next_Isend(buf, count, datatype, dest, tag, comm, request, qmpi_level, qmpi_v);
 #line 89 "profiler.qmpi"
     PROFILER_RECORD(qmpi_ctx, _MPI_Isend, t0, profiler_bytes(count, datatype));
-#line 662 "profiler.c"
+#line 664 "profiler.c"
     return qmpi_ret;
 }
 
@@ -668,11 +670,11 @@ _EXTERN_C_ int PROF_Issend(const void *buf, int count, MPI_Datatype datatype, in
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
 #line 88 "profiler.qmpi"
     double t0 = PROFILER_START(qmpi_ctx);
-#line 672 "profiler.c"
+#line 674 "profiler.c"
     qmpi_ret = QMPI_Next_Issend(buf, count, datatype, dest, tag, comm, request, qmpi_level, qmpi_v);
 #line 89 "profiler.qmpi"
     PROFILER_RECORD(qmpi_ctx, _MPI_Issend, t0, profiler_bytes(count, datatype));
-#line 676 "profiler.c"
+#line 678 "profiler.c"
     return qmpi_ret;
 }
 
@@ -682,11 +684,11 @@ _EXTERN_C_ int PROF_Op_create(MPI_User_function *user_fn, int commute, MPI_Op *o
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
 #line 101 "profiler.qmpi"
     double t0 = PROFILER_START(qmpi_ctx);
-#line 686 "profiler.c"
+#line 688 "profiler.c"
     qmpi_ret = QMPI_Next_Op_create(user_fn, commute, op, qmpi_level, qmpi_v);
 #line 102 "profiler.qmpi"
     PROFILER_RECORD(qmpi_ctx, _MPI_Op_create, t0, 0);
-#line 690 "profiler.c"
+#line 692 "profiler.c"
     return qmpi_ret;
 }
 
@@ -705,7 +707,7 @@ _EXTERN_C_ int PROF_Pcontrol(const int level, int qmpi_level, vector *qmpi_v, va
     qmpi_ctx->pcontrol = level;
 #line 102 "profiler.qmpi"
     PROFILER_RECORD(qmpi_ctx, _MPI_Pcontrol, t0, 0);
-#line 709 "profiler.c"
+#line 711 "profiler.c"
     return qmpi_ret;
 }
 
@@ -715,11 +717,11 @@ _EXTERN_C_ int PROF_Pready_list(int length, const int array_of_partitions[], MPI
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
 #line 101 "profiler.qmpi"
     double t0 = PROFILER_START(qmpi_ctx);
-#line 719 "profiler.c"
+#line 721 "profiler.c"
     qmpi_ret = QMPI_Next_Pready_list(length, array_of_partitions, request, qmpi_level, qmpi_v);
 #line 102 "profiler.qmpi"
     PROFILER_RECORD(qmpi_ctx, _MPI_Pready_list, t0, 0);
-#line 723 "profiler.c"
+#line 725 "profiler.c"
     return qmpi_ret;
 }
 
@@ -729,11 +731,11 @@ _EXTERN_C_ int PROF_Recv(void *buf, int count, MPI_Datatype datatype, int source
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
 #line 88 "profiler.qmpi"
     double t0 = PROFILER_START(qmpi_ctx);
-#line 733 "profiler.c"
+#line 735 "profiler.c"
     qmpi_ret = QMPI_Next_Recv(buf, count, datatype, source, tag, comm, status, qmpi_level, qmpi_v);
 #line 89 "profiler.qmpi"
     PROFILER_RECORD(qmpi_ctx, _MPI_Recv, t0, profiler_bytes(count, datatype));
-#line 737 "profiler.c"
+#line 739 "profiler.c"
     return qmpi_ret;
 }
 
@@ -743,11 +745,11 @@ _EXTERN_C_ int PROF_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Da
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
 #line 88 "profiler.qmpi"
     double t0 = PROFILER_START(qmpi_ctx);
-#line 747 "profiler.c"
+#line 749 "profiler.c"
     qmpi_ret = QMPI_Next_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm, qmpi_level, qmpi_v);
 #line 89 "profiler.qmpi"
     PROFILER_RECORD(qmpi_ctx, _MPI_Reduce, t0, profiler_bytes(count, datatype));
-#line 751 "profiler.c"
+#line 753 "profiler.c"
     return qmpi_ret;
 }
 
@@ -757,11 +759,11 @@ _EXTERN_C_ int PROF_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Data
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
 #line 88 "profiler.qmpi"
     double t0 = PROFILER_START(qmpi_ctx);
-#line 761 "profiler.c"
+#line 763 "profiler.c"
     qmpi_ret = QMPI_Next_Scan(sendbuf, recvbuf, count, datatype, op, comm, qmpi_level, qmpi_v);
 #line 89 "profiler.qmpi"
     PROFILER_RECORD(qmpi_ctx, _MPI_Scan, t0, profiler_bytes(count, datatype));
-#line 765 "profiler.c"
+#line 767 "profiler.c"
     return qmpi_ret;
 }
 
@@ -771,11 +773,11 @@ _EXTERN_C_ int PROF_Send(const void *buf, int count, MPI_Datatype datatype, int 
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
 #line 88 "profiler.qmpi"
     double t0 = PROFILER_START(qmpi_ctx);
-#line 775 "profiler.c"
+#line 777 "profiler.c"
     qmpi_ret = QMPI_Next_Send(buf, count, datatype, dest, tag, comm, qmpi_level, qmpi_v);
 #line 89 "profiler.qmpi"
     PROFILER_RECORD(qmpi_ctx, _MPI_Send, t0, profiler_bytes(count, datatype));
-#line 779 "profiler.c"
+#line 781 "profiler.c"
     return qmpi_ret;
 }
 
@@ -785,11 +787,11 @@ _EXTERN_C_ int PROF_Send_c(const void *buf, MPI_Count count, MPI_Datatype dataty
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
 #line 101 "profiler.qmpi"
     double t0 = PROFILER_START(qmpi_ctx);
-#line 789 "profiler.c"
+#line 791 "profiler.c"
     qmpi_ret = QMPI_Next_Send_c(buf, count, datatype, dest, tag, comm, qmpi_level, qmpi_v);
 #line 102 "profiler.qmpi"
     PROFILER_RECORD(qmpi_ctx, _MPI_Send_c, t0, 0);
-#line 793 "profiler.c"
+#line 795 "profiler.c"
     return qmpi_ret;
 }
 
@@ -799,7 +801,7 @@ _EXTERN_C_ int PROF_Session_finalize(MPI_Session *session, int qmpi_level, vecto
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
 #line 101 "profiler.qmpi"
     double t0 = PROFILER_START(qmpi_ctx);
-#line 803 "profiler.c"
+#line 805 "profiler.c"
     /* Counted down before the call, so that of two threads closing the last two sessions
      * exactly one runs on finalize, while MPI is still usable. */
     int qmpi_last_session = __atomic_sub_fetch(&qmpi_ctx->qmpi_sessions, 1, __ATOMIC_ACQ_REL) == 0 &&
@@ -812,7 +814,7 @@ _EXTERN_C_ int PROF_Session_finalize(MPI_Session *session, int qmpi_level, vecto
         __atomic_add_fetch(&qmpi_ctx->qmpi_sessions, 1, __ATOMIC_ACQ_REL); /* still open */
 #line 102 "profiler.qmpi"
     PROFILER_RECORD(qmpi_ctx, _MPI_Session_finalize, t0, 0);
-#line 816 "profiler.c"
+#line 818 "profiler.c"
     return qmpi_ret;
 }
 
@@ -822,7 +824,7 @@ _EXTERN_C_ int PROF_Session_init(MPI_Info info, MPI_Errhandler errhandler, MPI_S
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
 #line 101 "profiler.qmpi"
     double t0 = PROFILER_START(qmpi_ctx);
-#line 826 "profiler.c"
+#line 828 "profiler.c"
     qmpi_ret = QMPI_Next_Session_init(info, errhandler, session, qmpi_level, qmpi_v);
     if (qmpi_ret == MPI_SUCCESS) {
         int qmpi_rank = -1;
@@ -831,7 +833,7 @@ _EXTERN_C_ int PROF_Session_init(MPI_Info info, MPI_Errhandler errhandler, MPI_S
     }
 #line 102 "profiler.qmpi"
     PROFILER_RECORD(qmpi_ctx, _MPI_Session_init, t0, 0);
-#line 835 "profiler.c"
+#line 837 "profiler.c"
     return qmpi_ret;
 }
 
@@ -841,11 +843,11 @@ _EXTERN_C_ int PROF_Ssend(const void *buf, int count, MPI_Datatype datatype, int
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
 #line 88 "profiler.qmpi"
     double t0 = PROFILER_START(qmpi_ctx);
-#line 845 "profiler.c"
+#line 847 "profiler.c"
     qmpi_ret = QMPI_Next_Ssend(buf, count, datatype, dest, tag, comm, qmpi_level, qmpi_v);
 #line 89 "profiler.qmpi"
     PROFILER_RECORD(qmpi_ctx, _MPI_Ssend, t0, profiler_bytes(count, datatype));
-#line 849 "profiler.c"
+#line 851 "profiler.c"
     return qmpi_ret;
 }
 
@@ -855,11 +857,11 @@ _EXTERN_C_ int PROF_T_event_handle_free(MPI_T_event_registration event_registrat
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
 #line 101 "profiler.qmpi"
     double t0 = PROFILER_START(qmpi_ctx);
-#line 859 "profiler.c"
+#line 861 "profiler.c"
     qmpi_ret = QMPI_Next_T_event_handle_free(event_registration, user_data, free_cb_function, qmpi_level, qmpi_v);
 #line 102 "profiler.qmpi"
     PROFILER_RECORD(qmpi_ctx, _MPI_T_event_handle_free, t0, 0);
-#line 863 "profiler.c"
+#line 865 "profiler.c"
     return qmpi_ret;
 }
 
@@ -869,11 +871,11 @@ _EXTERN_C_ int PROF_Test(MPI_Request *request, int *flag, MPI_Status *status, in
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
 #line 101 "profiler.qmpi"
     double t0 = PROFILER_START(qmpi_ctx);
-#line 873 "profiler.c"
+#line 875 "profiler.c"
     qmpi_ret = QMPI_Next_Test(request, flag, status, qmpi_level, qmpi_v);
 #line 102 "profiler.qmpi"
     PROFILER_RECORD(qmpi_ctx, _MPI_Test, t0, 0);
-#line 877 "profiler.c"
+#line 879 "profiler.c"
     return qmpi_ret;
 }
 
@@ -883,11 +885,11 @@ _EXTERN_C_ double PROF_Wtick(int qmpi_level, vector *qmpi_v)
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
 #line 101 "profiler.qmpi"
     double t0 = PROFILER_START(qmpi_ctx);
-#line 887 "profiler.c"
+#line 889 "profiler.c"
     qmpi_ret = QMPI_Next_Wtick(qmpi_level, qmpi_v);
 #line 102 "profiler.qmpi"
     PROFILER_RECORD(qmpi_ctx, _MPI_Wtick, t0, 0);
-#line 891 "profiler.c"
+#line 893 "profiler.c"
     return qmpi_ret;
 }
 
@@ -897,11 +899,11 @@ _EXTERN_C_ double PROF_Wtime(int qmpi_level, vector *qmpi_v)
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
 #line 101 "profiler.qmpi"
     double t0 = PROFILER_START(qmpi_ctx);
-#line 901 "profiler.c"
+#line 903 "profiler.c"
     qmpi_ret = QMPI_Next_Wtime(qmpi_level, qmpi_v);
 #line 102 "profiler.qmpi"
     PROFILER_RECORD(qmpi_ctx, _MPI_Wtime, t0, 0);
-#line 905 "profiler.c"
+#line 907 "profiler.c"
     return qmpi_ret;
 }
 
@@ -965,3 +967,71 @@ _EXTERN_C_ char *get_interceptions(int i)
 {
     return i >= 0 && i < NUM_MPI_FUNCS ? (char *)profiler_interceptions[i] : NULL;
 }
+
+/* The arguments this tool takes (`argument` statements), each ending in a NUL: the core
+ * refuses any other key in the tool's sections of the configuration file (QMPI_CONF). */
+#ifdef QMPI_STATIC_TOOL
+static
+#else
+__attribute__((visibility("default")))
+#endif
+const char qmpi_tool_arguments[] = "";
+
+#ifdef QMPI_STATIC_TOOL
+/* Linked into the program (-DQMPI_STATIC_TOOL=profiler, TOOLS=%profiler): the
+ * core finds the wrappers here, with no dlopen or dlsym. */
+const struct qmpi_static_symbol QMPI_STATIC_SYMBOLS[] = {
+    QMPI_STATIC_WRAPPER(PROF_Abort),
+    QMPI_STATIC_WRAPPER(PROF_Aint_add),
+    QMPI_STATIC_WRAPPER(PROF_Allgather),
+    QMPI_STATIC_WRAPPER(PROF_Allreduce),
+    QMPI_STATIC_WRAPPER(PROF_Alltoall),
+    QMPI_STATIC_WRAPPER(PROF_Attr_get),
+    QMPI_STATIC_WRAPPER(PROF_Barrier),
+    QMPI_STATIC_WRAPPER(PROF_Bcast),
+    QMPI_STATIC_WRAPPER(PROF_Bsend),
+    QMPI_STATIC_WRAPPER(PROF_Comm_c2f),
+    QMPI_STATIC_WRAPPER(PROF_Comm_f2c),
+    QMPI_STATIC_WRAPPER(PROF_Comm_rank),
+    QMPI_STATIC_WRAPPER(PROF_Comm_set_handler),
+    QMPI_STATIC_WRAPPER(PROF_Comm_size),
+    QMPI_STATIC_WRAPPER(PROF_Exscan),
+    QMPI_STATIC_WRAPPER(PROF_File_close),
+    QMPI_STATIC_WRAPPER(PROF_File_open),
+    QMPI_STATIC_WRAPPER(PROF_Finalize),
+    QMPI_STATIC_WRAPPER(PROF_Fixture_scalars),
+    QMPI_STATIC_WRAPPER(PROF_Gather),
+    QMPI_STATIC_WRAPPER(PROF_Group_range_incl),
+    QMPI_STATIC_WRAPPER(PROF_Iallgather),
+    QMPI_STATIC_WRAPPER(PROF_Iallreduce),
+    QMPI_STATIC_WRAPPER(PROF_Ialltoall),
+    QMPI_STATIC_WRAPPER(PROF_Ibarrier),
+    QMPI_STATIC_WRAPPER(PROF_Ibcast),
+    QMPI_STATIC_WRAPPER(PROF_Ibsend),
+    QMPI_STATIC_WRAPPER(PROF_Igather),
+    QMPI_STATIC_WRAPPER(PROF_Info_dup),
+    QMPI_STATIC_WRAPPER(PROF_Init),
+    QMPI_STATIC_WRAPPER(PROF_Init_thread),
+    QMPI_STATIC_WRAPPER(PROF_Irecv),
+    QMPI_STATIC_WRAPPER(PROF_Ireduce),
+    QMPI_STATIC_WRAPPER(PROF_Isend),
+    QMPI_STATIC_WRAPPER(PROF_Issend),
+    QMPI_STATIC_WRAPPER(PROF_Op_create),
+    QMPI_STATIC_WRAPPER(PROF_Pcontrol),
+    QMPI_STATIC_WRAPPER(PROF_Pready_list),
+    QMPI_STATIC_WRAPPER(PROF_Recv),
+    QMPI_STATIC_WRAPPER(PROF_Reduce),
+    QMPI_STATIC_WRAPPER(PROF_Scan),
+    QMPI_STATIC_WRAPPER(PROF_Send),
+    QMPI_STATIC_WRAPPER(PROF_Send_c),
+    QMPI_STATIC_WRAPPER(PROF_Session_finalize),
+    QMPI_STATIC_WRAPPER(PROF_Session_init),
+    QMPI_STATIC_WRAPPER(PROF_Ssend),
+    QMPI_STATIC_WRAPPER(PROF_T_event_handle_free),
+    QMPI_STATIC_WRAPPER(PROF_Test),
+    QMPI_STATIC_WRAPPER(PROF_Wtick),
+    QMPI_STATIC_WRAPPER(PROF_Wtime),
+    QMPI_STATIC_WRAPPER(qmpi_tool_arguments),
+    {NULL, NULL},
+};
+#endif
