@@ -257,6 +257,19 @@ def _ompi_sentinel(name: str) -> FortranSentinel:
     return FortranSentinel((lower + "_", lower + "__", lower, lower.upper()))
 
 
+# Open MPI's sentinels are common blocks that mpif.h, use mpi and use mpi_f08 share.
+_OMPI_SENTINELS: Dict[str, FortranSentinel] = {
+    name: _ompi_sentinel(stem)
+    for name, stem in (
+        ("MPI_BOTTOM", "bottom"),
+        ("MPI_IN_PLACE", "in_place"),
+        ("MPI_STATUS_IGNORE", "status_ignore"),
+        ("MPI_STATUSES_IGNORE", "statuses_ignore"),
+        ("MPI_UNWEIGHTED", "unweighted"),
+        ("MPI_WEIGHTS_EMPTY", "weights_empty"),
+    )
+}
+
 FORTRAN: Dict[str, FortranQuirks] = {
     # MPICH 4.0 (Debian libmpich-dev 4.0.2, libmpichfort): its mpif.h routines call the C
     # MPI_ names; `use mpi_f08` has *_f08_ routines that call PMPI_ through bind(C)
@@ -300,22 +313,8 @@ FORTRAN: Dict[str, FortranQuirks] = {
         logical_true=1,
         logical_false=0,
         f77_reaches_c=False,
-        f77_sentinels={
-            "MPI_BOTTOM": _ompi_sentinel("bottom"),
-            "MPI_IN_PLACE": _ompi_sentinel("in_place"),
-            "MPI_STATUS_IGNORE": _ompi_sentinel("status_ignore"),
-            "MPI_STATUSES_IGNORE": _ompi_sentinel("statuses_ignore"),
-            "MPI_UNWEIGHTED": _ompi_sentinel("unweighted"),
-            "MPI_WEIGHTS_EMPTY": _ompi_sentinel("weights_empty"),
-        },
-        f08_sentinels={
-            "MPI_BOTTOM": _ompi_sentinel("bottom"),
-            "MPI_IN_PLACE": _ompi_sentinel("in_place"),
-            "MPI_STATUS_IGNORE": _ompi_sentinel("status_ignore"),
-            "MPI_STATUSES_IGNORE": _ompi_sentinel("statuses_ignore"),
-            "MPI_UNWEIGHTED": _ompi_sentinel("unweighted"),
-            "MPI_WEIGHTS_EMPTY": _ompi_sentinel("weights_empty"),
-        },
+        f77_sentinels=_OMPI_SENTINELS,
+        f08_sentinels=_OMPI_SENTINELS,
         f08_entries=(F08Entries("_f08_", True, "Open MPI's mpi_f08 routine calls PMPI_ through its mpif.h code"),),
     ),
 }

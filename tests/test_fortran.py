@@ -16,7 +16,7 @@ import re
 import subprocess
 from collections import Counter
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Sequence
 
 import pytest
 
@@ -26,6 +26,8 @@ pytestmark = [pytest.mark.mpi, pytest.mark.fortran]
 
 FORTRAN_APPS = APPS / "fortran"
 PROGRAMS = ("use_mpi", "mpif_h", "use_mpi_f08")
+# use mpi and include 'mpif.h' are one source, preprocessed (gfortran does for .F90).
+SOURCES = {"use_mpi": ("use_mpi.F90", ()), "mpif_h": ("use_mpi.F90", ("-DMPIF_H",)), "use_mpi_f08": ("use_mpi_f08.f90", ())}
 CALLBACK_TOOLS = APPS.parent / "callback_tools"
 RANKS = 3
 # What the sample counter (sample_tools/counter.qmpi) intercepts.
@@ -57,11 +59,11 @@ def fortran_mpi(mpi: Mpi, core: Path) -> Mpi:
     return mpi
 
 
-def fortran_build(mpi: Mpi, source: Path, output: Path, core: Optional[Path]) -> Path:
+def fortran_build(mpi: Mpi, source: Path, output: Path, core: Optional[Path], flags: Sequence[str] = ()) -> Path:
     # --as-needed spelled out: the program references only Fortran names, so the core
     # must be the library that defines them, or the linker drops it.
     link = ["-Wl,--as-needed", f"-L{core}", "-lqmpi", f"-Wl,-rpath,{core}"] if core else []
-    cmd = [mpi.mpif90, "-O2", str(source), "-o", str(output), *link]
+    cmd = [mpi.mpif90, "-O2", *flags, str(source), "-o", str(output), *link]
     # In the output's directory: gfortran writes the modules a program defines (.mod) there.
     proc = subprocess.run(cmd, capture_output=True, text=True, env=mpi.env(), timeout=RUN_TIMEOUT_S, cwd=output.parent)
     assert proc.returncode == 0, f"{' '.join(cmd)}\n{proc.stdout}{proc.stderr}"
@@ -72,8 +74,9 @@ def fortran_build(mpi: Mpi, source: Path, output: Path, core: Optional[Path]) ->
 def fortran_apps(fortran_mpi: Mpi, core: Path, tmp_path_factory) -> Dict[str, Path]:
     """Each program linked with -lqmpi, and use_mpi without it (for LD_PRELOAD)."""
     out = tmp_path_factory.mktemp(f"fortran-{fortran_mpi.name}")
-    apps = {name: fortran_build(fortran_mpi, FORTRAN_APPS / f"{name}.f90", out / name, core) for name in PROGRAMS}
-    apps["use_mpi_plain"] = fortran_build(fortran_mpi, FORTRAN_APPS / "use_mpi.f90", out / "use_mpi_plain", None)
+    apps = {name: fortran_build(fortran_mpi, FORTRAN_APPS / SOURCES[name][0], out / name, core, SOURCES[name][1])
+            for name in PROGRAMS}
+    apps["use_mpi_plain"] = fortran_build(fortran_mpi, FORTRAN_APPS / "use_mpi.F90", out / "use_mpi_plain", None)
     return apps
 
 

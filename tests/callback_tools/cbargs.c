@@ -1,5 +1,5 @@
 /* A callback-interface tool (like cbcount.c) that checks the C arguments tools receive
- * from the call sequence of tests/apps/fortran (use_mpi.f90, mpif_h.f90,
+ * from the call sequence of tests/apps/fortran (use_mpi.F90 as use mpi and as mpif.h,
  * use_mpi_f08.f90 and calls_in_c.c): a Fortran entry point must hand tools real C
  * handles, C sentinels (MPI_IN_PLACE, MPI_STATUS_IGNORE) and C strings, not Fortran
  * values. It intercepts every function of tests/apps/fortran/expected_calls.txt (and

@@ -1,4 +1,4 @@
-/* The call sequence of use_mpi.f90, mpif_h.f90 and use_mpi_f08.f90 in C: a reference for
+/* The call sequence of use_mpi.F90 and use_mpi_f08.f90 in C: a reference for
  * what the Fortran entry points must hand to tools, and a driver for
  * tests/callback_tools/cbargs.c. Same calls per rank (expected_calls.txt), same checks,
  * same data and so the same output: `RESULT calls_in_c ok size=<n>` from rank 0 and

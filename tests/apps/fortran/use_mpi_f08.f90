@@ -1,5 +1,5 @@
-! Fortran entry points through `use mpi_f08` (the same call sequence as use_mpi.f90,
-! mpif_h.f90 and calls_in_c.c). Handles are type(MPI_Comm), type(MPI_Status), ...;
+! Fortran entry points through `use mpi_f08` (the same call sequence as use_mpi.F90
+! and calls_in_c.c). Handles are type(MPI_Comm), type(MPI_Status), ...;
 ! ierror is omitted except in MPI_Init/MPI_Init_thread, the first ring MPI_Send,
 ! MPI_Waitall, MPI_Comm_get_name, MPI_Barrier and MPI_Finalize, so both forms are
 ! exercised. Run with 2..4 ranks; the first argument `thread` selects

@@ -1,8 +1,8 @@
-! Fortran entry points through `include 'mpif.h'` (the same call sequence as use_mpi.f90,
-! use_mpi_f08.f90 and calls_in_c.c). Run with 2..4 ranks; the first argument `thread`
+! Fortran entry points through `use mpi`, or, built with -DMPIF_H, through `include
+! 'mpif.h'` (the same call sequence as use_mpi_f08.f90 and calls_in_c.c). Run with 2..4 ranks; the first argument `thread`
 ! selects MPI_Init_thread(MPI_THREAD_FUNNELED) instead of MPI_Init. Every result is
 ! checked here: a failure prints `FAIL <what> rank <r>` and aborts. Before MPI_Finalize
-! rank 0 prints `RESULT mpif_h ok size=<n>` and every rank `RANK <r> sum=<checksum>`
+! rank 0 prints `RESULT use_mpi ok size=<n>` (`mpif_h` with -DMPIF_H) and every rank `RANK <r> sum=<checksum>`
 ! (received data only), so output with and without tools compares equal.
 !
 ! Calls per rank, any number of ranks (MPI_Abort not counted; with `thread`,
@@ -20,9 +20,17 @@
 ! Choice buffers are passed as their first element (a scalar integer, like
 ! MPI_IN_PLACE): without -fallow-argument-mismatch (Open MPI's mpif90 does not add it)
 ! gfortran rejects one external procedure called with arguments of different rank.
+#ifdef MPIF_H
+#define PROGRAM_NAME 'mpif_h'
 program mpif_h
     implicit none
     include 'mpif.h'
+#else
+#define PROGRAM_NAME 'use_mpi'
+program use_mpi
+    use mpi
+    implicit none
+#endif
     integer :: ierr, rank, nproc, provided, prev, next, i, color, subrank, subsize
     integer :: sub, dup, t, resultlen, count, expect, total
     integer :: status(MPI_STATUS_SIZE), statuses(MPI_STATUS_SIZE, 2), reqs(2), sreq
@@ -165,7 +173,7 @@ program mpif_h
     call MPI_Barrier(MPI_COMM_WORLD, ierr)
     call check(ierr == MPI_SUCCESS, 'barrier')
 
-    if (rank == 0) print '(a,i0)', 'RESULT mpif_h ok size=', nproc
+    if (rank == 0) print '(a,a,a,i0)', 'RESULT ', PROGRAM_NAME, ' ok size=', nproc
     print '(a,i0,a,i0)', 'RANK ', rank, ' sum=', total
     flush(6)
     call MPI_Finalize(ierr)
@@ -183,4 +191,4 @@ contains
         call MPI_Abort(MPI_COMM_WORLD, 1, e)
     end subroutine check
 
-end program mpif_h
+end program
