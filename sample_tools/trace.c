@@ -77,7 +77,7 @@ static const unsigned char function_interesting[TF_COUNT] = {
 /* Record kinds; every record starts with kind and total size (a multiple of 8). */
 enum {
     R_FUNCTION = 1, R_PROCESS = 2, R_COMM = 3, R_TYPE = 4, R_FILE = 5, R_CALL = 6, R_COMPLETION = 7, R_CLOCK = 8,
-    R_TIMER = 9
+    R_TIMER = 9, R_SHORT_CALL = 10
 };
 enum { CALL_HAS_REQUEST = 1, CALL_FAILED = 2 };
 enum { PEER_NONE = -1, PEER_ANY = -2 };
@@ -101,6 +101,16 @@ struct call_record { /* 80 bytes */
     int32_t datatype, file;
     int64_t count, bytes, offset;
     uint64_t request; /* the request handle's value; the merger numbers them */
+};
+
+/* A call whose record would hold only its communicator (Comm_rank, Barrier, Wait on a
+ * send, ...): the same first 24 bytes and the communicator, no more. Every byte costs at
+ * run time (the kernel copies it into the file: about half the cost of a traced call). */
+struct short_call_record { /* 32 bytes */
+    uint16_t kind, size, func;
+    uint8_t depth, flags;
+    uint64_t enter, leave;
+    int32_t comm, reserved;
 };
 
 struct completion_record { /* 32 bytes: one completed request of a Wait/Waitall/Test */
@@ -541,7 +551,14 @@ static inline void end(struct traced *t, int ret)
     t->ts->open_calls--;
     if (ret != MPI_SUCCESS)
         t->r.flags |= CALL_FAILED;
-    append(t->in, t->tb, &t->r, sizeof t->r);
+    if ((t->r.peer & t->r.root & t->r.datatype & t->r.file) == -1 &&
+        (t->r.tag | t->r.count | t->r.bytes | t->r.offset | (int64_t)t->r.request) == 0) {
+        struct short_call_record s = {R_SHORT_CALL, sizeof s, t->r.func, t->r.depth, t->r.flags,
+                                      t->r.enter, t->r.leave, t->r.comm, 0};
+        append(t->in, t->tb, &s, sizeof s);
+    } else {
+        append(t->in, t->tb, &t->r, sizeof t->r);
+    }
 }
 
 static int world_rank(struct handle_entry *comm, int rank)

@@ -22,6 +22,7 @@ from .match import COLLECTIVES, ENDPOINT_DTYPE, REQUEST_STARTS, SENDS, match, ma
 from .read import CALL_HAS_REQUEST, RankFile, TraceFileError, iter_level, levels_in, read_rank_file, trace_files
 
 OUTPUTS = frozenset({"otf2", "json", "timeline"})
+RECORD = np.dtype((np.void, 80))  # a call record as 80 opaque bytes
 IO_CALLS = {"MPI_File_write_at": 1, "MPI_File_read_at": 0}  # name -> OTF2 I/O operation mode
 
 
@@ -265,7 +266,8 @@ def merge(directory: Path, out: Path, level: Optional[int] = None, outputs: Froz
             enter = aligned[rank](to_ns[rank](calls["enter"])) - origin
             leave = aligned[rank](to_ns[rank](calls["leave"])) - origin
             order = np.argsort(enter, kind="stable")
-            calls, enter, leave = calls[order], enter[order], leave[order]
+            calls = calls.view(RECORD)[order].view(calls.dtype)  # rows as bytes: fields one by one is slow
+            enter, leave = enter[order], leave[order]
             position = np.empty(n, np.int64)
             position[order] = np.arange(n)  # file index -> time-order index
             # a thread's calls never overlap in the output: each starts after the previous ends

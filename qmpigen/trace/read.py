@@ -25,7 +25,7 @@ RECORD_HEAD = struct.Struct("<HH")
 COMPLETION = struct.Struct("<HHiQiiq")
 CLOCK = struct.Struct("<HHIQqQ")
 TIMER = struct.Struct("<HHIQQ")
-R_FUNCTION, R_PROCESS, R_COMM, R_TYPE, R_FILE, R_CALL, R_COMPLETION, R_CLOCK, R_TIMER = range(1, 10)
+R_FUNCTION, R_PROCESS, R_COMM, R_TYPE, R_FILE, R_CALL, R_COMPLETION, R_CLOCK, R_TIMER, R_SHORT_CALL = range(1, 11)
 CALL_HAS_REQUEST, CALL_FAILED = 1, 2
 FILE_NAME = re.compile(r"^(?P<program>.+)_(?P<host>[^_]+)_(?P<rank>\d+)_(?P<thread>\d+)\.L(?P<level>\d+)\.qtr$")
 
@@ -34,7 +34,12 @@ CALL_DTYPE = np.dtype([("kind", "<u2"), ("size", "<u2"), ("func", "<u2"), ("dept
                        ("root", "<i4"), ("datatype", "<i4"), ("file", "<i4"), ("count", "<i8"), ("bytes", "<i8"),
                        ("offset", "<i8"), ("request", "<u8")])
 assert CALL_DTYPE.itemsize == 80
-CALL_HEAD = R_CALL | (CALL_DTYPE.itemsize << 16)  # kind and size read as one little-endian u32
+# a call with its communicator only (every other field at its default)
+SHORT_DTYPE = np.dtype([("kind", "<u2"), ("size", "<u2"), ("func", "<u2"), ("depth", "u1"), ("flags", "u1"),
+                        ("enter", "<u8"), ("leave", "<u8"), ("comm", "<i4"), ("reserved", "<i4")])
+assert SHORT_DTYPE.itemsize == 32
+CALL_DEFAULTS = {"peer": -1, "root": -1, "datatype": -1, "file": -1}  # the rest 0
+CALL_KINDS = {R_CALL: CALL_DTYPE, R_SHORT_CALL: SHORT_DTYPE}
 # one completed request of a Wait/Waitall/Test: the index of its call in the file's calls
 COMPLETION_DTYPE = np.dtype([("call", "<i8"), ("request", "<u8"), ("source", "<i4"), ("tag", "<i4"),
                              ("bytes", "<i8")])
@@ -106,14 +111,16 @@ def read_rank_file(path: Path) -> RankFile:
     return rank_file
 
 
-def _call_run(data: bytes, pos: int, end: int) -> int:
-    """How many call records follow each other from `pos` (at least 1: data[pos] is one)."""
-    limit = (end - pos) // CALL_DTYPE.itemsize
+def _call_run(data: bytes, pos: int, end: int, kind: int) -> int:
+    """How many call records of `kind` follow each other from `pos` (at least 1)."""
+    size = CALL_KINDS[kind].itemsize
+    head = kind | size << 16  # kind and size read as one little-endian u32
+    limit = (end - pos) // size
     found, step = 0, 64
     while found < limit:
         take = min(step, limit - found)
-        heads = np.ndarray((take,), "<u4", data, pos + found * CALL_DTYPE.itemsize, (CALL_DTYPE.itemsize,))
-        other = np.flatnonzero(heads != CALL_HEAD)
+        heads = np.ndarray((take,), "<u4", data, pos + found * size, (size,))
+        other = np.flatnonzero(heads != head)
         if other.size:
             return found + int(other[0])
         found += take
@@ -124,8 +131,7 @@ def _call_run(data: bytes, pos: int, end: int) -> int:
 def _read_records(data: bytes, pos: int, out: RankFile, end: Optional[int] = None) -> Optional[str]:
     """Reads records from `pos` to `end`; the reason it stopped early, or None."""
     end = len(data) if end is None else end
-    run_starts: List[int] = []
-    run_lengths: List[int] = []
+    runs: List[Tuple[int, int, int]] = []  # start, count, kind
     ncalls = 0
     completions: List[Tuple[int, int, int, int, int]] = []
     unpack_head = RECORD_HEAD.unpack_from
@@ -141,12 +147,11 @@ def _read_records(data: bytes, pos: int, out: RankFile, end: Optional[int] = Non
         if pos + size > end:
             problem = f"truncated at byte {pos} (a {size}-byte record, {end - pos} bytes left)"
             break
-        if kind == R_CALL and size == CALL_DTYPE.itemsize:
-            n = _call_run(data, pos, end)
-            run_starts.append(pos)
-            run_lengths.append(n)
+        if kind in CALL_KINDS and size == CALL_KINDS[kind].itemsize:
+            n = _call_run(data, pos, end, kind)
+            runs.append((pos, n, kind))
             ncalls += n
-            pos += n * CALL_DTYPE.itemsize
+            pos += n * size
             continue
         if kind == R_COMPLETION and size == COMPLETION.size and ncalls > 0:
             _, _, source, request, tag, _, nbytes = COMPLETION.unpack_from(data, pos)
@@ -184,11 +189,22 @@ def _read_records(data: bytes, pos: int, out: RankFile, end: Optional[int] = Non
         pos += size
     # the call records, copied run by run into one array
     calls = np.empty(ncalls, CALL_DTYPE)
+    raw = calls.view(np.uint8)  # copied as bytes: a structured copy goes field by field
     offsets = np.empty(ncalls, np.int64)  # where each call record starts in the file
-    done = 0
-    for start, n in zip(run_starts, run_lengths):
-        calls[done:done + n] = np.frombuffer(data, CALL_DTYPE, n, start)
-        offsets[done:done + n] = np.arange(start, start + n * CALL_DTYPE.itemsize, CALL_DTYPE.itemsize)
+    done, size = 0, CALL_DTYPE.itemsize
+    for start, n, kind in runs:
+        if kind == R_CALL:
+            raw[done * size:(done + n) * size] = np.frombuffer(data, np.uint8, n * size, start)
+        else:
+            short = np.frombuffer(data, SHORT_DTYPE, n, start)
+            part = calls[done:done + n]
+            part.view(np.uint8).reshape(n, size)[:] = 0
+            for name in ("func", "depth", "flags", "enter", "leave", "comm"):
+                part[name] = short[name]
+            part["kind"], part["size"] = R_CALL, size
+            for name, value in CALL_DEFAULTS.items():
+                part[name] = value
+        offsets[done:done + n] = np.arange(start, start + n * CALL_KINDS[kind].itemsize, CALL_KINDS[kind].itemsize)
         done += n
     bad = (calls["leave"] < calls["enter"]) | ~np.isin(calls["func"], list(out.functions))
     if bad.any():  # read again up to the first bad call, so nothing after it counts
