@@ -10,6 +10,7 @@ import statistics
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from measure import ENTRY_LABELS, EXTRA_VARIANTS, VARIANTS, Config, cpu_model
+from trace_bench import trace_targets
 
 # Targets of issue 6 (this machine: 2 cores).
 TARGET_CORE0_OVER_INTERPOSER_NS = 0.5
@@ -82,7 +83,8 @@ def fortran_summary(rows: Dict[str, dict], status: Optional[dict]) -> Optional[d
 
 
 def summarise(args, name: str, nfuncs: int, configs: List[Config], codegen: List[float], compile_s: float,
-              cpu: Optional[int], header_stages: Optional[str], fortran_status: Optional[dict] = None) -> dict:
+              cpu: Optional[int], header_stages: Optional[str], fortran_status: Optional[dict] = None,
+              trace_merge: Optional[dict] = None) -> dict:
     rows: Dict[str, dict] = {}
     failures: Dict[str, List[str]] = {}
     for config in configs:
@@ -242,6 +244,7 @@ def summarise(args, name: str, nfuncs: int, configs: List[Config], codegen: List
            "" if "MPICH 5" in name else "the target is set for MPICH 5")
     target("compiling the core (`make -j2`)", f"{compile_s:.1f} s", f"<= {TARGET_COMPILE_S:.0f} s",
            compile_s <= TARGET_COMPILE_S)
+    trace_targets(rows, trace_merge, target, fmt)
 
     return {
         "mpi": name, "name": args.name, "num_mpi_funcs": nfuncs,
@@ -257,6 +260,6 @@ def summarise(args, name: str, nfuncs: int, configs: List[Config], codegen: List
         "reference": ref, "variants": variants, "pingpong_ns": pingpong,
         "memory": {"designed_bytes_per_instance": designed, "bound_bytes_per_instance": bound_bytes},
         "codegen_s": codegen, "codegen_median_s": cg, "compile_s": compile_s, "header_stages": header_stages,
-        "targets": targets, "failures": failures, "rows": rows, "fortran": fortran,
+        "targets": targets, "failures": failures, "rows": rows, "fortran": fortran, "trace_merge": trace_merge,
         "seconds_per_config": {c.key: round(c.seconds, 2) for c in configs},
     }

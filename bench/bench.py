@@ -11,6 +11,8 @@ For one MPI implementation (its mpicc and mpiexec):
      callback interface, plus 2-rank ping-pong with 0 and 8 tools; where the MPI has a
      Fortran driver (mpif90.mpich beside mpicc.mpich, ...), MPI_COMM_RANK from Fortran
      through the MPI's own binding and through the core's Fortran entry (bench_rank.f90);
+     The tracing rows (trace_bench.py) run with them: MPI_Comm_rank through the trace tool
+     against one empty tool; then a 4-rank traced run is merged into OTF2 and JSON, timed;
   4. writes results.json, results.md (medians, ratios to the floors, PASS/FAIL per target)
      and ns_per_call.png into the output directory.
 
@@ -61,6 +63,7 @@ from measure import (
     timed,
 )
 from report import combine, markdown, plot
+from trace_bench import run_merge_rows, trace_configs, trace_dir_root
 
 
 def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
@@ -159,6 +162,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     cpu = pick_cpu(args.cpu)
     log(f"single-rank runs pinned to CPU {cpu}" if cpu is not None else "taskset not found: runs not pinned")
     configs = build_configs(args.counts, bindir, core)
+    trace_dir = Path(tempfile.mkdtemp(prefix="qmpi-bench-tracecall-", dir=str(trace_dir_root())))
+    configs += trace_configs(trace_dir)  # each run rewrites the same rank file there
     if fortran["driver"]:
         configs += fortran_configs(core)
     for r in range(args.rounds):
@@ -168,12 +173,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 continue  # a configuration that failed once is not retried
             run_config(config, mpi, bindir, cpu, args.repeats, args.min_ms)
         log(f"round {r + 1}/{args.rounds}: {time.perf_counter() - t0:.0f} s")
+    shutil.rmtree(trace_dir, ignore_errors=True)
     for config in configs:
         for failure in config.failures:
             log(f"FAILED {config.key}: {failure}")
+    trace_merge = run_merge_rows(mpi, bindir, args.quick)
 
     # 4. results
-    results = summarise(args, name, nfuncs, configs, codegen, compile_s, cpu, header_stages, fortran)
+    results = summarise(args, name, nfuncs, configs, codegen, compile_s, cpu, header_stages, fortran, trace_merge)
     results["codegen_cpu_s"] = codegen_cpu
     results["compile_cpu_s"] = compile_cpu
     results["environment"]["loadavg_at_compile"] = compile_load

@@ -1,0 +1,161 @@
+"""`make bench`'s tracing rows (issue 12), beside the core's rows:
+
+  * cost per traced call: `MPI_Comm_rank` through the core with the trace tool
+    (sample_tools/trace.c as libqbtrace.so, QMPI_TRACE_FUNCTIONS=all so that Comm_rank is
+    traced, buffered mode, files on tmpfs when there is one: the tool's cost, not the
+    disk's) against the same call through one empty typed tool, both configurations
+    run in the same rounds as every other row;
+  * merge speed and memory: bench/trace_pairs.c traced at TRACE_RANKS ranks, then
+    `qmpigen trace`'s merge timed per output (OTF2 alone, JSON alone) in fresh processes
+    (bench/trace_merge.py); memory: their peak RSS growth against the same merge of
+    half the ranks (the largest file the same, the sum halved).
+
+measure.py runs the first kind like any row; run_merge_rows does the second."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Dict, List, Optional
+
+from measure import BENCH_DIR, Config, Mpi, log, run
+
+TRACE_RANKS = 4
+TRACE_ITERATIONS = 20000  # exchanges per rank pair (about 2 calls each per rank)
+TRACE_ITERATIONS_QUICK = 4000
+MERGE_REPEATS = 3
+MERGE_OUTPUTS = ("otf2", "json")
+
+
+def trace_dir_root() -> Path:
+    """Where traced runs write: tmpfs if the machine has one."""
+    shm = Path("/dev/shm")
+    return shm if shm.is_dir() else Path(tempfile.gettempdir())
+
+
+def trace_configs(trace_dir: Path) -> List[Config]:
+    return [
+        Config("trace/floor", "bench_core", ["rank"], {"TOOLS": "./t.so"}),
+        Config("trace/buffered", "bench_core", ["rank"],
+               {"TOOLS": "./libqbtrace.so", "QMPI_TRACE_FUNCTIONS": "all", "QMPI_TRACE_DIR": str(trace_dir)}),
+    ]
+
+
+def run_merge_rows(mpi: Mpi, bindir: Path, quick: bool) -> Dict:
+    """Traces trace_pairs at TRACE_RANKS ranks and times the merges; a dict for results.json."""
+    iterations = TRACE_ITERATIONS_QUICK if quick else TRACE_ITERATIONS
+    work = Path(tempfile.mkdtemp(prefix="qmpi-bench-trace-", dir=str(trace_dir_root())))
+    result: Dict = {"ranks": TRACE_RANKS, "iterations": iterations}
+    try:
+        env = dict(mpi.env)
+        env.update({"TOOLS": str(bindir / "libqbtrace.so"), "QMPI_TRACE_DIR": str(work / "run")})
+        launcher = list(mpi.mpiexec)
+        if any("openmpi" in part.lower() or "ompi" in part.lower() for part in launcher + [mpi.mpicc]):
+            launcher.append("--oversubscribe")
+        start = time.perf_counter()
+        proc = run([*launcher, "-n", str(TRACE_RANKS), str(bindir / "trace_pairs"), str(iterations)], env,
+                   cwd=work)
+        if proc.returncode != 0:
+            # Open MPI's launcher needs --oversubscribe beyond the cores; others refuse it
+            proc = run([*mpi.mpiexec, "--oversubscribe", "-n", str(TRACE_RANKS), str(bindir / "trace_pairs"),
+                        str(iterations)], env, cwd=work)
+        result["traced_run_s"] = round(time.perf_counter() - start, 2)
+        if proc.returncode != 0:
+            result["skipped"] = f"the traced run failed (exit {proc.returncode})"
+            return result
+        files = sorted((work / "run").glob("*.qtr"))
+        sizes = [f.stat().st_size for f in files]
+        result.update({"files": len(files), "largest_file_bytes": max(sizes), "sum_file_bytes": sum(sizes)})
+        # the same merge of half the ranks (pairs 0-1, ...): memory bounded by the largest
+        # file stays the same, memory that grows with the sum halves
+        half = work / "half"
+        half.mkdir()
+        for f in files:
+            if int(f.name.rsplit("_", 2)[-2]) < TRACE_RANKS // 2:
+                shutil.copy(f, half / f.name)
+        for outputs in MERGE_OUTPUTS:
+            samples = []
+            for _ in range(MERGE_REPEATS):
+                proc = run([sys.executable, str(BENCH_DIR / "trace_merge.py"), str(work / "run"),
+                            str(work / f"merged-{outputs}"), outputs], env)
+                line = next((x for x in proc.stdout.splitlines() if x.startswith("{")), None)
+                if proc.returncode != 0 or line is None:
+                    result[outputs] = {"failed": (proc.stderr.strip().splitlines() or ["?"])[-1]}
+                    break
+                samples.append(json.loads(line))
+            proc = run([sys.executable, str(BENCH_DIR / "trace_merge.py"), str(half), str(work / f"half-{outputs}"),
+                        outputs], env)
+            line = next((x for x in proc.stdout.splitlines() if x.startswith("{")), None)
+            half_growth = None
+            if proc.returncode == 0 and line is not None:
+                h = json.loads(line)
+                half_growth = (h["rss_peak_kb"] - h["rss_before_kb"]) * 1024
+            if samples:
+                seconds = statistics.median(s["seconds"] for s in samples)
+                last = samples[-1]
+                result[outputs] = {
+                    "seconds": [s["seconds"] for s in samples],
+                    "median_s": seconds,
+                    "calls": last["calls"],
+                    "messages": last["messages"],
+                    "calls_per_s": last["calls"] / seconds,
+                    "otf2_events": last["otf2_events"],
+                    "otf2_events_per_s": last["otf2_events"] / seconds if last["otf2_events"] else None,
+                    "otf2_mode": last["otf2_mode"],
+                    "rss_before_kb": max(s["rss_before_kb"] for s in samples),
+                    "rss_peak_kb": max(s["rss_peak_kb"] for s in samples),
+                }
+                row = result[outputs]
+                row["rss_growth_bytes"] = (row["rss_peak_kb"] - row["rss_before_kb"]) * 1024
+                row["half_ranks_rss_growth_bytes"] = half_growth
+                log(f"merge into {outputs}: {row['calls']} calls in {seconds:.2f} s = {row['calls_per_s']:,.0f} "
+                    f"calls/s; peak RSS {row['rss_peak_kb'] / 1024:.0f} MB ({row['rss_before_kb'] / 1024:.0f} MB "
+                    f"before), largest file {max(sizes) / 2**20:.1f} MB, sum {sum(sizes) / 2**20:.1f} MB")
+        return result
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def trace_targets(rows: Dict[str, dict], merge: Optional[Dict], target, fmt) -> None:
+    """Adds the tracing targets through analysis.summarise's `target`."""
+    floor, traced = rows.get("trace/floor"), rows.get("trace/buffered")
+    if floor and traced:
+        added = traced["median_ns"] - floor["median_ns"]
+        target("tracing, ns added per traced call (buffered, files on tmpfs) over an empty tool",
+               f"{fmt(added)} ns ({fmt(traced['median_ns'])} − {fmt(floor['median_ns'])})",
+               f"≤ {TARGET_TRACE_NS:g} ns", added <= TARGET_TRACE_NS)
+    if not merge or merge.get("skipped"):
+        if merge:
+            target("merge speed", "—", "", None, merge["skipped"])
+        return
+    for outputs, label in (("otf2", "OTF2"), ("json", "Perfetto JSON")):
+        row = merge.get(outputs) or {}
+        if "calls_per_s" not in row:
+            target(f"merge into {label}, calls per second", "—", "", None, row.get("failed", "not run"))
+            continue
+        note = (f"{row['calls']:,} calls of {merge['ranks']} ranks; "
+                + (f"{row['otf2_events']:,} OTF2 events = {row['otf2_events_per_s']:,.0f}/s, {row['otf2_mode']}"
+                   if row.get("otf2_events") else "the JSON alone"))
+        target(f"merge into {label}, calls (trace records) per second", f"{row['calls_per_s']:,.0f}/s",
+               f"≥ {TARGET_MERGE_PER_S:,}/s", row["calls_per_s"] >= TARGET_MERGE_PER_S, note)
+        largest, total = merge["largest_file_bytes"], merge["sum_file_bytes"]
+        growth, half = row["rss_growth_bytes"], row.get("half_ranks_rss_growth_bytes")
+        ratio = growth / half if half else None
+        target(f"merge into {label}, memory: peak RSS growth, {merge['ranks']} ranks vs the same merge of half of them",
+               f"{growth / 2**20:.1f} MB vs {half / 2**20 if half else float('nan'):.1f} MB = {fmt(ratio)}× "
+               f"(largest file {largest / 2**20:.1f} MB, sum {total / 2**20:.1f} MB)",
+               f"≤ {TARGET_MERGE_MEMORY_RATIO:g}× (bounded by the largest file: 1×; by the sum: 2×)",
+               None if ratio is None else ratio <= TARGET_MERGE_MEMORY_RATIO)
+
+
+TARGET_TRACE_NS = 100.0
+TARGET_MERGE_PER_S = 1_000_000
+# Bounded by the largest file, not the sum: the merge's memory growth (over the
+# interpreter with its imports) for all ranks within this many times its growth for half
+# of them (same largest file, half the sum).
+TARGET_MERGE_MEMORY_RATIO = 1.25
