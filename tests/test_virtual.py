@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from conftest import APPS, Mpi
+from conftest import APPS, Mpi, qmpi_errors
 
 pytestmark = pytest.mark.mpi
 
@@ -29,11 +29,20 @@ def app_calls(rank: int, size: int) -> int:
     return common + (size - 1 if rank == 0 else 1)  # rank 0 receives from every other rank; they each send
 
 
-@pytest.mark.parametrize("reserve", [1, 2])
-def test_the_application_sees_only_its_own_ranks(mpi, virtual_app, sample_tools, reserve):
-    size = RANKS - reserve
-    proc = mpi.run(RANKS, [virtual_app, str(size)],
-                   env={"TOOLS": str(sample_tools / "libvirtual.so"), "QMPI_VIRTUAL_RESERVE": str(reserve)})
+def conf(tmp_path, sample_tools, reserve) -> str:
+    """A configuration file giving the tool its `reserve` argument."""
+    path = tmp_path / "virtual.conf"
+    path.write_text(f"# the last {reserve} ranks serve the tool\n[virtual]\ntool = {sample_tools / 'libvirtual.so'}\n"
+                    f"reserve = {reserve}\n")
+    return str(path)
+
+
+@pytest.mark.parametrize("reserve", [None, 2])
+def test_the_application_sees_only_its_own_ranks(mpi, virtual_app, sample_tools, reserve, tmp_path):
+    """reserve: the default (1, from TOOLS), or 2 from a configuration file."""
+    env = {"TOOLS": str(sample_tools / "libvirtual.so")} if reserve is None else {"QMPI_CONF": conf(tmp_path, sample_tools, reserve)}
+    size = RANKS - (reserve or 1)
+    proc = mpi.run(RANKS, [virtual_app, str(size)], env=env)
     assert proc.returncode == 0 and "FAIL" not in proc.stdout, f"{proc.stdout}\n{proc.stderr}"
     assert f"RESULT virtual size={size} sum={size * (size - 1) // 2}" in proc.stdout
     assert sorted(re.findall(r"^RANK (\d+) ok$", proc.stdout, re.M)) == [str(r) for r in range(size)]
@@ -51,8 +60,18 @@ def test_tools_above_see_the_world_and_tools_below_the_virtual_one(mpi, virtual_
     assert reports == {(1, r) for r in range(RANKS - 1)} | {(3, r) for r in range(RANKS)}, proc.stdout
 
 
-def test_a_reserve_that_leaves_no_application_rank_stops_the_job(mpi, virtual_app, sample_tools):
-    proc = mpi.run(2, [virtual_app, "1"], env={"TOOLS": str(sample_tools / "libvirtual.so"), "QMPI_VIRTUAL_RESERVE": "2"})
+def test_a_reserve_that_leaves_no_application_rank_stops_the_job(mpi, virtual_app, sample_tools, tmp_path):
+    """One line naming the file, line and argument (the core's argument error), on each rank."""
+    path = conf(tmp_path, sample_tools, 2)
+    proc = mpi.run(2, [virtual_app, "1"], env={"QMPI_CONF": path})
     assert proc.returncode != 0
-    assert "virtual: QMPI_VIRTUAL_RESERVE=2: needs a whole number from 1 to 1 (MPI_COMM_WORLD has 2 ranks)" in proc.stderr
+    assert set(qmpi_errors(proc.stderr)) == {
+        f"qmpi: error: {path}:4: [virtual] reserve = 2: needs a whole number from 1 to 1 (MPI_COMM_WORLD has 2 ranks)"
+    }, proc.stderr
     assert "RANK" not in proc.stdout
+
+
+def test_the_default_reserve_needs_two_ranks(mpi, virtual_app, sample_tools):
+    proc = mpi.run(1, [virtual_app, "0"], env={"TOOLS": str(sample_tools / "libvirtual.so")})
+    assert proc.returncode != 0
+    assert "virtual: reserve = 1: needs a whole number from 1 to 0 (MPI_COMM_WORLD has 1 ranks)" in proc.stderr
