@@ -10,6 +10,7 @@ import statistics
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from measure import ENTRY_LABELS, EXTRA_VARIANTS, VARIANTS, Config, cpu_model
+from pmpi_bench import pmpi_summary, pmpi_targets
 from trace_bench import trace_targets
 
 # Targets of issue 6 (this machine: 2 cores).
@@ -244,6 +245,8 @@ def summarise(args, name: str, nfuncs: int, configs: List[Config], codegen: List
            "" if "MPICH 5" in name else "the target is set for MPICH 5")
     target("compiling the core (`make -j2`)", f"{compile_s:.1f} s", f"<= {TARGET_COMPILE_S:.0f} s",
            compile_s <= TARGET_COMPILE_S)
+    pmpi = pmpi_summary(rows, fit_slope)
+    pmpi_targets(pmpi, target, fmt)
     trace_targets(rows, trace_merge, target, fmt)
 
     return {
@@ -257,7 +260,7 @@ def summarise(args, name: str, nfuncs: int, configs: List[Config], codegen: List
         "floors": floors, "entry_ns": entry, "entry_paired": entry_deltas,
         "core0_minus_interposer_ns": core0_delta, "core0_minus_interposer_linked_ns": core0_delta_linked,
         "floor_slope_ns": floor_slope, "fit_counts": fit_counts, "counts": counts,
-        "reference": ref, "variants": variants, "pingpong_ns": pingpong,
+        "reference": ref, "variants": variants, "pingpong_ns": pingpong, "pmpi": pmpi,
         "memory": {"designed_bytes_per_instance": designed, "bound_bytes_per_instance": bound_bytes},
         "codegen_s": codegen, "codegen_median_s": cg, "compile_s": compile_s, "header_stages": header_stages,
         "targets": targets, "failures": failures, "rows": rows, "fortran": fortran, "trace_merge": trace_merge,

@@ -63,6 +63,7 @@ from measure import (
     timed,
 )
 from report import combine, markdown, plot
+from pmpi_bench import pmpi_configs
 from trace_bench import run_merge_rows, trace_configs, trace_dir_root
 
 
@@ -151,7 +152,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     bindir = out / "bin"
     must(run(["make", "-C", str(BENCH_DIR), "-j2", f"CORE={core}", f"OUT={bindir}", f"MPICC={args.mpicc}"],
              mpi.env), "building the benchmark")
-    for short, lib in (("t.so", "libqbtyped.so"), ("e.so", "libqbexec.so"), ("f.so", "libqbframes.so")):
+    for short, lib in (("t.so", "libqbtyped.so"), ("e.so", "libqbexec.so"), ("f.so", "libqbframes.so"),
+                       ("p.so", "libqbpmpi.so")):
         link = bindir / short
         if link.is_symlink() or link.exists():
             link.unlink()
@@ -164,6 +166,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     configs = build_configs(args.counts, bindir, core)
     trace_dir = Path(tempfile.mkdtemp(prefix="qmpi-bench-tracecall-", dir=str(trace_dir_root())))
     configs += trace_configs(trace_dir)  # each run rewrites the same rank file there
+    configs += pmpi_configs()
     if fortran["driver"]:
         configs += fortran_configs(core)
     for r in range(args.rounds):
