@@ -10,6 +10,7 @@ copy with its own globals. Refusals are one line and stop the job.
 from __future__ import annotations
 
 import re
+import subprocess
 
 import pytest
 
@@ -213,8 +214,14 @@ def test_refuses_a_library_that_is_neither_kind_of_tool(mpi, demo_app, test_tool
                    "neither a QMPI tool (it has no get_interceptions function) nor a PMPI tool")
 
 
+def mpi_library(app) -> str:
+    """The MPI library an application loads (libmpi.so.N, or Debian's MPICH libmpich.so.N)."""
+    ldd = subprocess.run(["ldd", str(app)], capture_output=True, text=True, check=True).stdout
+    return re.search(r"^\s*lib(?:mpi|mpich)\.so\S* => (\S+)", ldd, re.M).group(1)
+
+
 def test_refuses_the_mpi_library_itself(mpi, demo_app):
-    libmpi = sorted((mpi.bin.parent / "lib").glob("libmpi.so.*"))[0]
+    libmpi = mpi_library(demo_app)
     assert_refused(run_refused(mpi, demo_app, str(libmpi)), "an MPI library (it defines PMPI_ functions), not a tool")
 
 
