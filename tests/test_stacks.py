@@ -139,7 +139,7 @@ def test_a_switch_to_a_stack_that_does_not_exist_is_one_line(mpi, sample_tools, 
     assert proc.returncode != 0
     errors = qmpi_errors(proc.stderr)
     assert errors and set(errors) == {
-        f"qmpi: error: {conf}:12: [switch] stack = nosuch: no stack of that name (the stacks: default, heavy)"}, proc.stderr
+        f"qmpi: error: {conf}:11: [switch] stack = nosuch: no stack of that name (the stacks: default, heavy)"}, proc.stderr
     assert "ok " not in proc.stdout
 
 
@@ -149,5 +149,5 @@ def test_a_switch_to_its_own_stack_is_one_line(mpi, sample_tools, stacks_app, tm
     proc = mpi.run(2, [stacks_app], env={"QMPI_CONF": str(conf)})
     assert proc.returncode != 0
     assert set(qmpi_errors(proc.stderr)) == {
-        f"qmpi: error: {conf}:12: [switch] stack = default: the stack this instance is on: the call would come back to "
+        f"qmpi: error: {conf}:11: [switch] stack = default: the stack this instance is on: the call would come back to "
         "it"}, proc.stderr
