@@ -256,8 +256,7 @@ CONF_ERRORS = [
     ("[a]\nbad key = 1\n", "{f}:2: 'bad key' is not a key: keys are letters, digits, '_', '-' and '.'"),
     ("[a]\ntool =\n", "{f}:2: 'tool =' needs a path, %NAME or @NAME"),
     ("[a]\noutput = x\n", "{f}:1: [a] has no 'tool = ...' line (a path, %NAME or @NAME)"),
-    ("[stack row]\n", "{f}:1: '[stack row]': named stacks are not supported by this core yet; list the instances of the "
-                      "one stack as [NAME] sections"),
+    ("[stack row]\n", "{f}:1: [stack row] has no 'instances = NAME, ...' line"),
     ("[a]\ntool = {lib}\n\n[b]\ntool = /nonexistent/libx.so\n",
      "{f}:5: QMPI_CONF entry 2 (/nonexistent/libx.so): cannot load: /nonexistent/libx.so: cannot open shared object "
      "file: No such file or directory"),

@@ -375,6 +375,104 @@ static inline double QMPI_Next_Wtime(int qmpi_level, vector *qmpi_v)
     return ((QMPI_Wtime_wrapper_t)qmpi_link->func_ptr)(qmpi_link->level, qmpi_v);
 }
 
+/* Typed calls of another stack (named stacks, below): the call continues at the top of
+ * `stack` (a handle from QMPI_Stack_lookup) instead of the caller's next link. */
+static inline int QMPI_Stack_Abort(MPI_Comm comm, int errorcode, int qmpi_level, vector *qmpi_v)
+{
+    const cell *qmpi_link = qmpi_v->cells + (size_t)qmpi_level * NUM_MPI_FUNCS + _MPI_Abort;
+    return ((QMPI_Abort_wrapper_t)qmpi_link->func_ptr)(comm, errorcode, qmpi_link->level, qmpi_v);
+}
+static inline MPI_Aint QMPI_Stack_Aint_add(MPI_Aint base, MPI_Aint disp, int qmpi_level, vector *qmpi_v)
+{
+    const cell *qmpi_link = qmpi_v->cells + (size_t)qmpi_level * NUM_MPI_FUNCS + _MPI_Aint_add;
+    return ((QMPI_Aint_add_wrapper_t)qmpi_link->func_ptr)(base, disp, qmpi_link->level, qmpi_v);
+}
+static inline int QMPI_Stack_Attr_get(MPI_Comm comm, int keyval, void *attribute_val, int *flag, int qmpi_level, vector *qmpi_v)
+{
+    const cell *qmpi_link = qmpi_v->cells + (size_t)qmpi_level * NUM_MPI_FUNCS + _MPI_Attr_get;
+    return ((QMPI_Attr_get_wrapper_t)qmpi_link->func_ptr)(comm, keyval, attribute_val, flag, qmpi_link->level, qmpi_v);
+}
+static inline MPI_Fint QMPI_Stack_Comm_c2f(MPI_Comm comm, int qmpi_level, vector *qmpi_v)
+{
+    const cell *qmpi_link = qmpi_v->cells + (size_t)qmpi_level * NUM_MPI_FUNCS + _MPI_Comm_c2f;
+    return ((QMPI_Comm_c2f_wrapper_t)qmpi_link->func_ptr)(comm, qmpi_link->level, qmpi_v);
+}
+static inline MPI_Comm QMPI_Stack_Comm_f2c(MPI_Fint comm, int qmpi_level, vector *qmpi_v)
+{
+    const cell *qmpi_link = qmpi_v->cells + (size_t)qmpi_level * NUM_MPI_FUNCS + _MPI_Comm_f2c;
+    return ((QMPI_Comm_f2c_wrapper_t)qmpi_link->func_ptr)(comm, qmpi_link->level, qmpi_v);
+}
+static inline int QMPI_Stack_Comm_rank(MPI_Comm arg0, int *arg1, int qmpi_level, vector *qmpi_v)
+{
+    const cell *qmpi_link = qmpi_v->cells + (size_t)qmpi_level * NUM_MPI_FUNCS + _MPI_Comm_rank;
+    return ((QMPI_Comm_rank_wrapper_t)qmpi_link->func_ptr)(arg0, arg1, qmpi_link->level, qmpi_v);
+}
+static inline int QMPI_Stack_Comm_set_handler(MPI_Comm comm, MPI_Fixture_handler_ptr handler, int qmpi_level, vector *qmpi_v)
+{
+    const cell *qmpi_link = qmpi_v->cells + (size_t)qmpi_level * NUM_MPI_FUNCS + _MPI_Comm_set_handler;
+    return ((QMPI_Comm_set_handler_wrapper_t)qmpi_link->func_ptr)(comm, handler, qmpi_link->level, qmpi_v);
+}
+static inline int QMPI_Stack_Fixture_scalars(char c, unsigned char uc, short s, float f, double d, MPI_Fixture_short fs, int i, char *name, int qmpi_level, vector *qmpi_v)
+{
+    const cell *qmpi_link = qmpi_v->cells + (size_t)qmpi_level * NUM_MPI_FUNCS + _MPI_Fixture_scalars;
+    return ((QMPI_Fixture_scalars_wrapper_t)qmpi_link->func_ptr)(c, uc, s, f, d, fs, i, name, qmpi_link->level, qmpi_v);
+}
+static inline int QMPI_Stack_Group_range_incl(MPI_Group group, int n, int ranges[][3], MPI_Group *newgroup, int qmpi_level, vector *qmpi_v)
+{
+    const cell *qmpi_link = qmpi_v->cells + (size_t)qmpi_level * NUM_MPI_FUNCS + _MPI_Group_range_incl;
+    return ((QMPI_Group_range_incl_wrapper_t)qmpi_link->func_ptr)(group, n, ranges, newgroup, qmpi_link->level, qmpi_v);
+}
+static inline int QMPI_Stack_Info_dup(MPI_Info info, MPI_Info *newinfo, int qmpi_level, vector *qmpi_v)
+{
+    const cell *qmpi_link = qmpi_v->cells + (size_t)qmpi_level * NUM_MPI_FUNCS + _MPI_Info_dup;
+    return ((QMPI_Info_dup_wrapper_t)qmpi_link->func_ptr)(info, newinfo, qmpi_link->level, qmpi_v);
+}
+static inline int QMPI_Stack_Op_create(MPI_User_function *user_fn, int commute, MPI_Op *op, int qmpi_level, vector *qmpi_v)
+{
+    const cell *qmpi_link = qmpi_v->cells + (size_t)qmpi_level * NUM_MPI_FUNCS + _MPI_Op_create;
+    return ((QMPI_Op_create_wrapper_t)qmpi_link->func_ptr)(user_fn, commute, op, qmpi_link->level, qmpi_v);
+}
+static inline int QMPI_Stack_Pready_list(int length, const int array_of_partitions[], MPI_Request request, int qmpi_level, vector *qmpi_v)
+{
+    const cell *qmpi_link = qmpi_v->cells + (size_t)qmpi_level * NUM_MPI_FUNCS + _MPI_Pready_list;
+    return ((QMPI_Pready_list_wrapper_t)qmpi_link->func_ptr)(length, array_of_partitions, request, qmpi_link->level, qmpi_v);
+}
+static inline int QMPI_Stack_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, int qmpi_level, vector *qmpi_v)
+{
+    const cell *qmpi_link = qmpi_v->cells + (size_t)qmpi_level * NUM_MPI_FUNCS + _MPI_Send;
+    return ((QMPI_Send_wrapper_t)qmpi_link->func_ptr)(buf, count, datatype, dest, tag, comm, qmpi_link->level, qmpi_v);
+}
+static inline int QMPI_Stack_Send_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, int qmpi_level, vector *qmpi_v)
+{
+    const cell *qmpi_link = qmpi_v->cells + (size_t)qmpi_level * NUM_MPI_FUNCS + _MPI_Send_c;
+    return ((QMPI_Send_c_wrapper_t)qmpi_link->func_ptr)(buf, count, datatype, dest, tag, comm, qmpi_link->level, qmpi_v);
+}
+static inline int QMPI_Stack_Session_init(MPI_Info info, MPI_Errhandler errhandler, MPI_Session *session, int qmpi_level, vector *qmpi_v)
+{
+    const cell *qmpi_link = qmpi_v->cells + (size_t)qmpi_level * NUM_MPI_FUNCS + _MPI_Session_init;
+    return ((QMPI_Session_init_wrapper_t)qmpi_link->func_ptr)(info, errhandler, session, qmpi_link->level, qmpi_v);
+}
+static inline int QMPI_Stack_T_event_handle_free(MPI_T_event_registration event_registration, void *user_data, MPI_T_event_free_cb_function free_cb_function, int qmpi_level, vector *qmpi_v)
+{
+    const cell *qmpi_link = qmpi_v->cells + (size_t)qmpi_level * NUM_MPI_FUNCS + _MPI_T_event_handle_free;
+    return ((QMPI_T_event_handle_free_wrapper_t)qmpi_link->func_ptr)(event_registration, user_data, free_cb_function, qmpi_link->level, qmpi_v);
+}
+static inline int QMPI_Stack_Test(MPI_Request *request, int *flag, MPI_Status *status, int qmpi_level, vector *qmpi_v)
+{
+    const cell *qmpi_link = qmpi_v->cells + (size_t)qmpi_level * NUM_MPI_FUNCS + _MPI_Test;
+    return ((QMPI_Test_wrapper_t)qmpi_link->func_ptr)(request, flag, status, qmpi_link->level, qmpi_v);
+}
+static inline double QMPI_Stack_Wtick(int qmpi_level, vector *qmpi_v)
+{
+    const cell *qmpi_link = qmpi_v->cells + (size_t)qmpi_level * NUM_MPI_FUNCS + _MPI_Wtick;
+    return ((QMPI_Wtick_wrapper_t)qmpi_link->func_ptr)(qmpi_link->level, qmpi_v);
+}
+static inline double QMPI_Stack_Wtime(int qmpi_level, vector *qmpi_v)
+{
+    const cell *qmpi_link = qmpi_v->cells + (size_t)qmpi_level * NUM_MPI_FUNCS + _MPI_Wtime;
+    return ((QMPI_Wtime_wrapper_t)qmpi_link->func_ptr)(qmpi_link->level, qmpi_v);
+}
+
 /* ---- The MPI Forum / MPICH callback interface (seed 002) ----------------------------
  * Tools register from a constructor with QMPI_Register_tool_name; users pick them with
  * QMPI_TOOL_LIST=a:b:a (or MPIR_CVAR_QMPI_TOOL_LIST). What the MPI's own mpi.h already
@@ -444,12 +542,28 @@ int QMPI_Global_get(const char *name, int provider, void **value);
  * has called QMPI_Record_calls (at init), its enumeration index (-1 outside a call)
  * and the address of each of its arguments by position (NULL past the last).
  * Recording costs the chained path one predictable branch while off.
- * QMPI_Stack_name: the stack the call runs on ("default": there is one). */
+ * QMPI_Stack_name: the stack the application's calls enter, "default". */
 void QMPI_Record_calls(void);
 int QMPI_Call_function(void);
 void *QMPI_Call_site(void);
 void *QMPI_Call_argument(int position);
 const char *QMPI_Stack_name(void);
+
+/* ---- Named stacks and switching (qmpigen extension; PnMPI's XMPI_X_NewStack) --------
+ * QMPI_CONF's [stack NAME] sections give several stacks of tool instances; the
+ * application's calls enter [stack default]. QMPI_Stack_lookup(name) is a stack's
+ * handle (>= 0; "default" is 0), -1 if the file has no such stack: look it up once and
+ * keep it. A thesis-style wrapper continues its call on another stack with
+ * QMPI_Stack_<Name>(args, stack, v) instead of QMPI_Next_<Name>(args, level, v): the
+ * stack's first tool that intercepts the function, else PMPI. The handle is the level
+ * of the stack's top, so exec_func(f, stack, idx, v, ...) with f from
+ * v->items[stack]->table works too. Never switch to the stack the wrapper runs on
+ * from above its own level (the call would come back to it). QMPI_Stack_of(level): the
+ * name of the stack that holds a level (the one a wrapper at that level runs on).
+ * QMPI_Stack_names(): "default, heavy", for messages. */
+int QMPI_Stack_lookup(const char *name);
+const char *QMPI_Stack_of(int level);
+const char *QMPI_Stack_names(void);
 
 /* The thread level a tool supports, if not every level (PnMPI's
  * PNMPI_SupportedThreadingLevel): MPI_Init_thread then asks MPI for at most the lowest

@@ -34,6 +34,18 @@ QMPI_HIDDEN __thread va_list *qmpi_variadic_tail __attribute__((tls_model("initi
 QMPI_HIDDEN __thread const struct qmpi_call *qmpi_current_call __attribute__((tls_model("initial-exec")));
 QMPI_HIDDEN int qmpi_recording;
 
+/* The named stacks (QMPI_CONF's [stack NAME]): stack s is level `top` (a core level
+ * with no tool, the stack's handle) and the `count` levels below it. Stack 0 is the
+ * default stack, top 0: the application's calls enter it. */
+struct qmpi_stack {
+    const char *name;
+    int top;
+    int count;
+};
+static struct qmpi_stack qmpi_default_stack = { "default", 0, 0 };
+static struct qmpi_stack *qmpi_stacks = &qmpi_default_stack;
+static int qmpi_stack_count = 1;
+
 static void qmpi_set_context(vector *v, int index, const void *cntxt, size_t size);
 static void *qmpi_init_context(vector *v, int index, const void *cntxt, size_t size);
 static const char *qmpi_get_argument(int level, const char *name);
@@ -484,10 +496,61 @@ void *QMPI_Call_argument(int position)
     return call != NULL && position >= 0 && position < call->count ? call->arguments[position] : NULL;
 }
 
-/* One stack for now: every call runs on it. */
+/* The stack the application's calls enter. Which stack a tool's wrapper runs on is its
+ * level's (QMPI_Stack_of): a switch to another stack is an inline call in the tool,
+ * which the core does not see. */
 const char *QMPI_Stack_name(void)
 {
     return "default";
+}
+
+/* A named stack's handle (the level of its top), -1 if there is none of that name. */
+int QMPI_Stack_lookup(const char *name)
+{
+    int s;
+
+    if (qmpi_current_state() == QMPI_UNBUILT)
+        qmpi_build_chain();
+    for (s = 0; name != NULL && s < qmpi_stack_count; s++)
+        if (strcmp(qmpi_stacks[s].name, name) == 0)
+            return qmpi_stacks[s].top;
+    return -1;
+}
+
+/* The name of the stack that holds `level` (or is entered at it), NULL if none does. */
+const char *QMPI_Stack_of(int level)
+{
+    int s;
+
+    for (s = 0; s < qmpi_stack_count; s++)
+        if (level >= qmpi_stacks[s].top && level <= qmpi_stacks[s].top + qmpi_stacks[s].count)
+            return qmpi_stacks[s].name;
+    return NULL;
+}
+
+/* The names of the stacks, ", "-separated, for a tool's error message. */
+const char *QMPI_Stack_names(void)
+{
+    static char *names;
+    size_t length = 1;
+    char *text, *expected = NULL;
+    int s;
+
+    if (__atomic_load_n(&names, __ATOMIC_ACQUIRE) != NULL)
+        return names;
+    for (s = 0; s < qmpi_stack_count; s++)
+        length += strlen(qmpi_stacks[s].name) + 2;
+    text = (char *)calloc(length, 1);
+    if (text == NULL)
+        return "";
+    for (s = 0; s < qmpi_stack_count; s++) {
+        if (s)
+            strcat(text, ", ");
+        strcat(text, qmpi_stacks[s].name);
+    }
+    if (!__atomic_compare_exchange_n(&names, &expected, text, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        free(text);
+    return names;
 }
 
 /* ---- the thread level the stack supports ---------------------------------------------- */
@@ -995,6 +1058,7 @@ struct qmpi_entry {
     const char *where;        /* the variable it came from: QMPI_TOOLS, TOOLS, QMPI_TOOL_LIST, ... */
     int position;             /* 1-based position in that variable */
     char *text;               /* path or name */
+    int stack_top;            /* not a tool: the top of a named stack (QMPI_CONF) */
 };
 
 static void *qmpi_alloc(size_t count, size_t size)
@@ -1535,7 +1599,7 @@ static void qmpi_print_kind(FILE *out, int level)
 
 static void qmpi_report_chain(int rank)
 {
-    int tools = qmpi_chain.total - 1, level;
+    int tools = qmpi_chain.total - qmpi_stack_count, levels = qmpi_chain.total - 1, level, s = 0;
     char *text = NULL;
     size_t size = 0;
     FILE *out;
@@ -1551,9 +1615,18 @@ static void qmpi_report_chain(int rank)
     else if (qmpi_verbose)
         fprintf(out, "qmpi: chain: %d tool%s from %s; %s, enumeration %s\n", tools, tools == 1 ? "" : "s",
                 qmpi_chain_sources, QMPI_MPI_LIBRARY, QMPI_ENUM_HASH);
-    for (level = 1; level <= tools && qmpi_verbose; level++) {
+    for (level = 1; level <= levels && qmpi_verbose; level++) {
         const char *path = qmpi_chain.items[level]->path;
         int kind = qmpi_levels[level].kind, instance = 1, below;
+        if (qmpi_stack_count > 1 && level == 1)
+            fprintf(out, "qmpi: stack default (top 0, the application's calls): %d tool%s\n", qmpi_stacks[0].count,
+                    qmpi_stacks[0].count == 1 ? "" : "s");
+        if (s + 1 < qmpi_stack_count && level == qmpi_stacks[s + 1].top) {
+            s++;
+            fprintf(out, "qmpi: stack %s (top %d): %d tool%s\n", qmpi_stacks[s].name, level, qmpi_stacks[s].count,
+                    qmpi_stacks[s].count == 1 ? "" : "s");
+            continue;
+        }
         for (below = 1; below < level; below++)
             instance += qmpi_levels[below].kind == kind && strcmp(qmpi_chain.items[below]->path, path) == 0;
         fprintf(out, "qmpi: level %d: %s%s, ", level, kind == QMPI_CALLBACK_LEVEL ? "@" : "", path);
@@ -1561,9 +1634,10 @@ static void qmpi_report_chain(int rank)
         fprintf(out, ", instance %d, intercepts %d functions\n", instance, qmpi_level_functions(level));
     }
     if (qmpi_verbose)
-        fprintf(out, "qmpi: level %d: PMPI (%s)\n", tools + 1, QMPI_MPI_LIBRARY);
+        fprintf(out, "qmpi: level %d: PMPI (%s)%s\n", levels + 1, QMPI_MPI_LIBRARY,
+                qmpi_stack_count > 1 ? ", the end of every stack" : "");
     /* Said whether or not QMPI_VERBOSE is set: the tool works, but not as it would alone. */
-    for (level = 1; level <= tools; level++)
+    for (level = 1; level <= levels; level++)
         if (qmpi_levels[level].kind == QMPI_PMPI_LEVEL && qmpi_levels[level].pmpi->symbolic)
             fprintf(out, "qmpi: warning: level %d (%s): a PMPI tool linked with -Bsymbolic or with protected MPI_ "
                          "symbols: its own calls of the MPI functions it defines stay inside it and skip the %d "
@@ -1609,10 +1683,17 @@ static void *qmpi_end_link(int i, int callback)
  *     tool = ./libcounter.so       a path (as in TOOLS), %NAME (static) or @NAME (callback)
  *     output = outer.txt           anything else: an argument of this instance
  *
- * Values run to the end of the line, trimmed (no inline comments). Keys starting with
- * "qmpi." are reserved for the core; headers of two words, [KEYWORD NAME], too (named
- * stacks will be [stack NAME]). Every error is "FILE:LINE: ..." and stops the job. When
- * QMPI_CONF is set, QMPI_TOOLS, TOOLS and QMPI_TOOL_LIST are not read. */
+ * or, with named stacks, which instances each stack holds, in order:
+ *
+ *     [stack default]              the stack the application's calls enter (required)
+ *     instances = switch, plain
+ *     [stack heavy]                another stack, entered by a tool's switch
+ *     instances = tracer, counter
+ *
+ * Every instance is in exactly one stack. Values run to the end of the line, trimmed
+ * (no inline comments). Keys starting with "qmpi." are reserved for the core; headers
+ * of two words other than [stack NAME] too. Every error is "FILE:LINE: ..." and stops
+ * the job. When QMPI_CONF is set, QMPI_TOOLS, TOOLS and QMPI_TOOL_LIST are not read. */
 
 struct qmpi_argument {
     char *key;
@@ -1630,9 +1711,23 @@ struct qmpi_conf_instance {
     int count, capacity;
 };
 
+/* A [stack NAME] section: its instances, in order (indices into qmpi_conf_instances). */
+struct qmpi_conf_stack {
+    char *name;
+    int line;           /* of its [stack NAME] header */
+    int instances_line; /* of its instances = line, 0 if none */
+    char **names;       /* as written */
+    int *members;       /* indices into qmpi_conf_instances, once the file is read */
+    int count;
+};
+
 static const char *qmpi_conf_file; /* QMPI_CONF's value, when it built the chain */
 static struct qmpi_conf_instance *qmpi_conf_instances;
 static int qmpi_conf_count;
+static struct qmpi_conf_stack *qmpi_conf_current_stack; /* the [stack NAME] being read */
+static struct qmpi_conf_stack *qmpi_conf_stacks; /* [stack NAME] sections, in file order */
+static int qmpi_conf_stack_count;
+static struct qmpi_conf_instance **qmpi_conf_level; /* by level: its instance, NULL for a stack's top */
 
 /* QMPI_CONF, if set and not empty. */
 static const char *qmpi_conf_variable(void)
@@ -1660,6 +1755,53 @@ static int qmpi_conf_word(const char *text, size_t length)
     return 1;
 }
 
+/* Grows `*array` of `count` elements of `size` bytes by 8 when full. */
+static void qmpi_conf_grow(void *array, int count, size_t size)
+{
+    void **items = (void **)array;
+    if (count % 8 == 0) {
+        void *grown = realloc(*items, ((size_t)count + 8) * size);
+        if (grown == NULL)
+            qmpi_fatal("QMPI: out of memory reading the configuration file");
+        *items = grown;
+    }
+}
+
+/* The value of a stack's instances = line: NAME, NAME, ... (by name; resolved later). */
+static void qmpi_conf_stack_members(const char *file, int line, struct qmpi_conf_stack *stack, const char *value)
+{
+    const char *cursor = value;
+
+    if (stack->instances_line != 0)
+        qmpi_fatalf("%s:%d: duplicate key 'instances' in [stack %s] (first at line %d)", file, line, stack->name,
+                    stack->instances_line);
+    stack->instances_line = line;
+    if (*value == '\0')
+        qmpi_fatalf("%s:%d: [stack %s] instances = needs instance names: instances = NAME, NAME, ...", file, line,
+                    stack->name);
+    while (1) {
+        const char *end = strchr(cursor, ','), *last;
+
+        if (end == NULL)
+            end = cursor + strlen(cursor);
+        while (isspace((unsigned char)*cursor))
+            cursor++;
+        last = end;
+        while (last > cursor && isspace((unsigned char)last[-1]))
+            last--;
+        if (!qmpi_conf_word(cursor, (size_t)(last - cursor)))
+            qmpi_fatalf("%s:%d: [stack %s] instances = %s: '%.*s' is not an instance name", file, line, stack->name,
+                        value, (int)(last - cursor), cursor);
+        /* Names resolve once the whole file is read: sections may follow the stack. */
+        qmpi_conf_grow(&stack->names, stack->count, sizeof *stack->names);
+        stack->names[stack->count] = qmpi_conf_strdup(cursor, (size_t)(last - cursor));
+        stack->count++;
+        if (*end == '\0')
+            return;
+        cursor = end + 1;
+    }
+}
+
 static void qmpi_conf_line(const char *file, int line, char *text, struct qmpi_conf_instance **current)
 {
     size_t length = strlen(text);
@@ -1682,9 +1824,29 @@ static void qmpi_conf_line(const char *file, int line, char *text, struct qmpi_c
             name++;
         while (end > name && isspace((unsigned char)end[-1]))
             end--;
-        if (end - name >= 6 && strncmp(name, "stack", 5) == 0 && isspace((unsigned char)name[5]))
-            qmpi_fatalf("%s:%d: '%s': named stacks are not supported by this core yet; list the instances of the "
-                        "one stack as [NAME] sections", file, line, text);
+        if (end - name >= 6 && strncmp(name, "stack", 5) == 0 && isspace((unsigned char)name[5])) {
+            struct qmpi_conf_stack *stack;
+            char *stack_name = name + 6;
+
+            while (isspace((unsigned char)*stack_name))
+                stack_name++;
+            if (!qmpi_conf_word(stack_name, (size_t)(end - stack_name)))
+                qmpi_fatalf("%s:%d: '%s': a stack name is letters, digits, '_', '-' and '.' ([stack heavy])", file,
+                            line, text);
+            for (i = 0; i < qmpi_conf_stack_count; i++)
+                if (strlen(qmpi_conf_stacks[i].name) == (size_t)(end - stack_name) &&
+                    strncmp(qmpi_conf_stacks[i].name, stack_name, (size_t)(end - stack_name)) == 0)
+                    qmpi_fatalf("%s:%d: duplicate stack name '%s' (first at line %d)", file, line,
+                                qmpi_conf_stacks[i].name, qmpi_conf_stacks[i].line);
+            qmpi_conf_grow(&qmpi_conf_stacks, qmpi_conf_stack_count, sizeof *qmpi_conf_stacks);
+            stack = &qmpi_conf_stacks[qmpi_conf_stack_count++];
+            memset(stack, 0, sizeof *stack);
+            stack->name = qmpi_conf_strdup(stack_name, (size_t)(end - stack_name));
+            stack->line = line;
+            qmpi_conf_current_stack = stack;
+            *current = NULL;
+            return;
+        }
         if (!qmpi_conf_word(name, (size_t)(end - name)))
             qmpi_fatalf("%s:%d: '%s': an instance name is letters, digits, '_', '-' and '.' ([outer])", file, line, text);
         for (i = 0; i < qmpi_conf_count; i++)
@@ -1704,6 +1866,7 @@ static void qmpi_conf_line(const char *file, int line, char *text, struct qmpi_c
         instance->name = qmpi_conf_strdup(name, (size_t)(end - name));
         instance->line = line;
         *current = instance;
+        qmpi_conf_current_stack = NULL;
         return;
     }
     equals = strchr(text, '=');
@@ -1723,6 +1886,13 @@ static void qmpi_conf_line(const char *file, int line, char *text, struct qmpi_c
             qmpi_fatalf("%s:%d: '%.*s' is not a key: keys are letters, digits, '_', '-' and '.'", file, line,
                         (int)(key_end - key), key);
         *key_end = '\0';
+        if (instance == NULL && qmpi_conf_current_stack != NULL) {
+            if (strcmp(key, "instances") != 0)
+                qmpi_fatalf("%s:%d: unknown key '%s' in [stack %s]: a stack has one line, instances = NAME, NAME, ...",
+                            file, line, key, qmpi_conf_current_stack->name);
+            qmpi_conf_stack_members(file, line, qmpi_conf_current_stack, value);
+            return;
+        }
         if (instance == NULL)
             qmpi_fatalf("%s:%d: '%s = ...' before the first [NAME] section", file, line, key);
         if (strncmp(key, "qmpi.", 5) == 0)
@@ -1758,7 +1928,79 @@ static void qmpi_conf_line(const char *file, int line, char *text, struct qmpi_c
     }
 }
 
-/* Reads FILE into qmpi_conf_instances; returns the number of instances. */
+/* With [stack NAME] sections: every stack names known instances, each instance is in
+ * exactly one stack, and [stack default] exists. Then lays the stacks out as levels:
+ * the default stack at 0 (the core's top) and 1.., every other stack after it, in file
+ * order, as its top (a core level with no tool: the stack's handle) and its instances.
+ * Without stack sections: one default stack of every instance, in file order. */
+static void qmpi_conf_resolve_stacks(const char *file)
+{
+    struct qmpi_conf_stack all = { (char *)"default", 0, 0, NULL, NULL, qmpi_conf_count };
+    struct qmpi_conf_stack **order;
+    int *in_stack = (int *)qmpi_alloc((size_t)qmpi_conf_count + 1, sizeof *in_stack);
+    int stacks = qmpi_conf_stack_count ? qmpi_conf_stack_count : 1, s, k, i, level;
+
+    order = (struct qmpi_conf_stack **)qmpi_alloc((size_t)stacks, sizeof *order);
+    if (qmpi_conf_stack_count == 0) {
+        all.members = (int *)qmpi_alloc((size_t)qmpi_conf_count + 1, sizeof *all.members);
+        for (i = 0; i < qmpi_conf_count; i++)
+            all.members[i] = i;
+        order[0] = &all;
+    }
+    for (s = 0; s < qmpi_conf_stack_count; s++) {
+        struct qmpi_conf_stack *stack = &qmpi_conf_stacks[s];
+        if (stack->instances_line == 0)
+            qmpi_fatalf("%s:%d: [stack %s] has no 'instances = NAME, ...' line", file, stack->line, stack->name);
+        stack->members = (int *)qmpi_alloc((size_t)stack->count, sizeof *stack->members);
+        for (k = 0; k < stack->count; k++) {
+            for (i = 0; i < qmpi_conf_count && strcmp(qmpi_conf_instances[i].name, stack->names[k]) != 0; i++)
+                ;
+            if (i == qmpi_conf_count)
+                qmpi_fatalf("%s:%d: [stack %s] instances: no section [%s] in the file", file, stack->instances_line,
+                            stack->name, stack->names[k]);
+            if (in_stack[i])
+                qmpi_fatalf("%s:%d: [stack %s] instances: [%s] is already in [stack %s] (line %d): an instance is in "
+                            "one stack only (give the tool a second section for a second instance)", file,
+                            stack->instances_line, stack->name, stack->names[k], qmpi_conf_stacks[in_stack[i] - 1].name,
+                            qmpi_conf_stacks[in_stack[i] - 1].instances_line);
+            in_stack[i] = s + 1;
+            stack->members[k] = i;
+        }
+    }
+    if (qmpi_conf_stack_count > 0) {
+        for (s = 0; s < qmpi_conf_stack_count && strcmp(qmpi_conf_stacks[s].name, "default") != 0; s++)
+            ;
+        if (s == qmpi_conf_stack_count)
+            qmpi_fatalf("%s:%d: [stack %s] but no [stack default]: with stack sections, [stack default] lists the "
+                        "instances the application's calls enter", file, qmpi_conf_stacks[0].line, qmpi_conf_stacks[0].name);
+        order[0] = &qmpi_conf_stacks[s];
+        for (i = 0, k = 1; i < qmpi_conf_stack_count; i++)
+            if (i != s)
+                order[k++] = &qmpi_conf_stacks[i];
+        for (i = 0; i < qmpi_conf_count; i++)
+            if (!in_stack[i])
+                qmpi_fatalf("%s:%d: [%s] is in no stack: name it in the instances = line of a [stack NAME]", file,
+                            qmpi_conf_instances[i].line, qmpi_conf_instances[i].name);
+    }
+    qmpi_stacks = (struct qmpi_stack *)qmpi_alloc((size_t)stacks, sizeof *qmpi_stacks);
+    qmpi_conf_level = (struct qmpi_conf_instance **)qmpi_alloc((size_t)qmpi_conf_count + (size_t)stacks,
+                                                               sizeof *qmpi_conf_level);
+    for (s = 0, level = 0; s < stacks; s++) {
+        qmpi_stacks[s].name = qmpi_conf_strdup(order[s]->name, strlen(order[s]->name));
+        qmpi_stacks[s].top = level++;
+        qmpi_stacks[s].count = order[s]->count;
+        for (k = 0; k < order[s]->count; k++)
+            qmpi_conf_level[level++] = &qmpi_conf_instances[order[s]->members[k]];
+    }
+    qmpi_stack_count = stacks;
+    if (qmpi_conf_stack_count == 0)
+        free(all.members);
+    free(order);
+    free(in_stack);
+}
+
+/* Reads FILE into qmpi_conf_instances and lays out the stacks; returns the number of
+ * levels below level 0. */
 static int qmpi_conf_read(const char *file)
 {
     struct qmpi_conf_instance *current = NULL;
@@ -1783,19 +2025,29 @@ static int qmpi_conf_read(const char *file)
             qmpi_fatalf("%s:%d: [%s] has no 'tool = ...' line (a path, %%NAME or @NAME)", file,
                         qmpi_conf_instances[i].line, qmpi_conf_instances[i].name);
     qmpi_conf_file = file;
-    return qmpi_conf_count;
+    qmpi_conf_resolve_stacks(file);
+    return qmpi_conf_count + qmpi_stack_count - 1; /* levels below 0: the instances and the other stacks' tops */
 }
 
 /* The chain entries of the configuration file, in its order: entry k is level k + 1.
  * Errors about an entry start with "FILE:LINE:" of its tool = line. */
 static void qmpi_conf_entries(struct qmpi_entry *out)
 {
-    int i;
+    int levels = qmpi_conf_count + qmpi_stack_count - 1, i;
 
-    for (i = 0; i < qmpi_conf_count; i++) {
-        struct qmpi_conf_instance *instance = &qmpi_conf_instances[i];
-        const char *tool = instance->tool;
+    for (i = 0; i < levels; i++) {
+        struct qmpi_conf_instance *instance = qmpi_conf_level[i + 1];
+        const char *tool;
         char *where = NULL;
+
+        if (instance == NULL) { /* the top of a named stack: a core level */
+            out[i].stack_top = 1;
+            out[i].where = "QMPI_CONF";
+            out[i].position = i + 1;
+            out[i].text = (char *)"libqmpi";
+            continue;
+        }
+        tool = instance->tool;
 
         if (asprintf(&where, "%s:%d: QMPI_CONF", qmpi_conf_file, instance->tool_line) < 0)
             qmpi_fatal("QMPI: out of memory reading the configuration file");
@@ -1832,12 +2084,12 @@ static void qmpi_conf_check_arguments(int count)
 {
     int level, i;
 
-    for (level = 1; level <= count && level <= qmpi_conf_count; level++) {
-        const struct qmpi_conf_instance *instance = &qmpi_conf_instances[level - 1];
+    for (level = 1; level <= count; level++) {
+        const struct qmpi_conf_instance *instance = qmpi_conf_level[level];
         const struct dynamic_lib *tool = qmpi_chain.items[level];
         const char *known = NULL, *name;
 
-        if (qmpi_levels[level].kind != QMPI_THESIS_LEVEL)
+        if (instance == NULL || qmpi_levels[level].kind != QMPI_THESIS_LEVEL)
             continue;
         if (tool->handle != NULL)
             known = (const char *)dlsym(tool->handle, "qmpi_tool_arguments");
@@ -1871,9 +2123,10 @@ static const struct qmpi_argument *qmpi_find_argument(int level, const char *nam
 {
     int i;
 
-    if (qmpi_conf_file == NULL || level < 1 || level > qmpi_conf_count || name == NULL)
+    if (qmpi_conf_file == NULL || level < 1 || level >= qmpi_conf_count + qmpi_stack_count || name == NULL ||
+        qmpi_conf_level[level] == NULL)
         return NULL;
-    *of = &qmpi_conf_instances[level - 1];
+    *of = qmpi_conf_level[level];
     for (i = 0; i < (*of)->count; i++)
         if (strcmp((*of)->arguments[i].key, name) == 0)
             return &(*of)->arguments[i];
@@ -1921,7 +2174,7 @@ static void qmpi_fill_table(int level, const int *next, int end)
 
     for (i = 0; i < NUM_MPI_FUNCS; i++) {
         int target = next[i];
-        table[i].level = target;
+        table[i].level = target; /* the end: qmpi_chain.total, whichever stack */
         if (target == end)
             table[i].func_ptr = qmpi_end_link(i, callback);
         else if (callback)
@@ -1931,6 +2184,15 @@ static void qmpi_fill_table(int level, const int *next, int end)
             table[i].func_ptr = qmpi_thesis_form(target, i);
     }
 }
+
+/* The functions that pass through every stack, in stack order (the default stack first),
+ * each tool once, then PMPI: the start and end of MPI, so that the tools of every stack
+ * see them (init and finalize hooks), and MPI_Pcontrol's fan-out. Any other function
+ * ends in PMPI at the bottom of the stack it runs on. */
+static const unsigned char qmpi_every_stack[NUM_MPI_FUNCS] = {
+    [_MPI_Pcontrol] = 1,
+    [_MPI_Session_init] = 1,
+};
 
 /* Runs a callback tool's init function with its tables ready, so it may already
  * ask QMPI_Get_function for its next links (levels are initialised bottom-up). */
@@ -1975,7 +2237,8 @@ static int qmpi_load_tools(void)
     void ***shared;
     int *next;
     cell *cells;
-    int from_tools = 0, from_list = 0, from_conf = 0, count, distinct = 0, pmpi_slots = 0, level, i;
+    int from_tools = 0, from_list = 0, from_conf = 0, count, distinct = 0, pmpi_slots = 0, level, i, s;
+    void **no_functions;
 
     if (qmpi_conf_variable() != NULL) /* QMPI_CONF wins: the others are not read */
         from_conf = qmpi_conf_stack(&tools, tools_where, &list, list_where);
@@ -1987,6 +2250,8 @@ static int qmpi_load_tools(void)
     qmpi_registration_closed = 1; /* from here on the set of tools is fixed */
     pthread_mutex_unlock(&qmpi_registry_lock);
     count = from_tools + from_list + from_conf;
+    if (!from_conf)
+        qmpi_default_stack.count = count;
     qmpi_verbose = qmpi_flag("QMPI_VERBOSE");
     if (count == 0 && !qmpi_verbose)
         return QMPI_DIRECT;
@@ -2014,6 +2279,8 @@ static int qmpi_load_tools(void)
     registration = (const struct qmpi_registration **)qmpi_alloc((size_t)count + 1, sizeof *registration);
     shared = (void ***)qmpi_alloc((size_t)qmpi_registered + 1, sizeof *shared);
     next = (int *)qmpi_alloc(NUM_MPI_FUNCS, sizeof *next);
+    no_functions = (void **)qmpi_alloc(NUM_MPI_FUNCS, sizeof *no_functions);
+    qmpi_levels[0].native = no_functions;
 
     instances[0].path = (char *)"libqmpi";
     for (level = 0; level <= count; level++) {
@@ -2034,6 +2301,11 @@ static int qmpi_load_tools(void)
         int d;
 
         tool->path = entry->text;
+        if (entry->stack_top) { /* a named stack's top: a core level, like level 0 */
+            qmpi_levels[level].kind = QMPI_THESIS_LEVEL;
+            qmpi_levels[level].native = no_functions;
+            continue;
+        }
         if (entry->callback) {
             registration[level] = qmpi_registered_tool(entry);
             if (registration[level] == NULL)
@@ -2079,17 +2351,23 @@ static int qmpi_load_tools(void)
      * tools) its init function, then it becomes the next link of the levels above. */
     for (i = 0; i < NUM_MPI_FUNCS; i++)
         next[i] = count + 1;
-    for (level = count; level >= 0; level--) {
-        qmpi_fill_table(level, next, count + 1);
-        if (level == 0)
-            break;
-        if (qmpi_levels[level].kind == QMPI_CALLBACK_LEVEL) {
-            int r = (int)(registration[level] - qmpi_registry);
-            qmpi_init_callback_level(level, registration[level], &shared[r]);
-        }
+    for (s = qmpi_stack_count - 1; s >= 0; s--) { /* each stack ends in PMPI, but qmpi_every_stack's functions */
+        const struct qmpi_stack *stack = &qmpi_stacks[s];
         for (i = 0; i < NUM_MPI_FUNCS; i++)
-            if (qmpi_levels[level].native[i] != NULL)
-                next[i] = level;
+            if (!qmpi_every_stack[i])
+                next[i] = count + 1;
+        for (level = stack->top + stack->count; level >= stack->top; level--) {
+            qmpi_fill_table(level, next, count + 1);
+            if (level == stack->top)
+                break;
+            if (qmpi_levels[level].kind == QMPI_CALLBACK_LEVEL) {
+                int r = (int)(registration[level] - qmpi_registry);
+                qmpi_init_callback_level(level, registration[level], &shared[r]);
+            }
+            for (i = 0; i < NUM_MPI_FUNCS; i++)
+                if (qmpi_levels[level].native[i] != NULL)
+                    next[i] = level;
+        }
     }
     qmpi_top = instances[0].table;
     for (level = 1; level <= count; level++) /* PMPI tools' calls now continue below them */
