@@ -5,7 +5,7 @@ Spec tools: empty.qmpi (pass-through, every function), counter.qmpi (the build-c
 issue's counter, now generated), profiler.qmpi (mpiP-like), virtual.qmpi (MPI
 virtualization: tests/test_virtual.py), reqtrack.qmpi and reqcheck.qmpi (services
 between tools: tests/test_services.py), limit_threading.qmpi (the stack's thread level:
-tests/test_thread_limit.py). Hand-written: printer.c,
+tests/test_thread_limit.py), switch.qmpi (named stacks: tests/test_stacks.py). Hand-written: printer.c,
 tbcast.c, trace.c (its rank files go to tmp_path). The profiler around TBcast reproduces the thesis's figures 4.8-4.9.
 """
 
@@ -37,16 +37,22 @@ def chain(tools, *names):
 
 
 def test_the_samples_are_the_ones_we_know():
-    assert SAMPLES == ["counter", "empty", "limit_threading", "profiler", "reqcheck", "reqtrack", "virtual", "printer", "tbcast",
-                       "trace"]
+    assert SAMPLES == ["counter", "empty", "limit_threading", "profiler", "reqcheck", "reqtrack", "switch", "virtual",
+                       "printer", "tbcast", "trace"]
 
 
 @pytest.mark.parametrize("name", SAMPLES)
 def test_every_sample_tool_is_built_and_runs_alone(mpi, demo_app, sample_tools, name, tmp_path):
     assert (sample_tools / f"lib{name}.so").exists()
     # tools that write files (trace: QMPI_TRACE_DIR, default ./qmpi-trace) write them under tmp_path
-    proc = mpi.run(2, [demo_app], env={"TOOLS": chain(sample_tools, name), "QMPI_TRACE_DIR": str(tmp_path / "trace")},
-                   cwd=tmp_path)
+    env = {"TOOLS": chain(sample_tools, name), "QMPI_TRACE_DIR": str(tmp_path / "trace")}
+    if name == "switch":  # it needs a stack to switch to (tests/test_stacks.py): a configuration file
+        conf = tmp_path / "switch.conf"
+        conf.write_text(f"[stack default]\ninstances = switch\n[stack side]\ninstances = count\n"
+                        f"[switch]\ntool = {sample_tools / 'libswitch.so'}\nstack = side\n"
+                        f"[count]\ntool = {sample_tools / 'libcounter.so'}\n")
+        env = {"QMPI_CONF": str(conf)}
+    proc = mpi.run(2, [demo_app], env=env, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     if name == "virtual":  # it keeps the last rank for itself (tests/test_virtual.py)
         assert app_lines(proc.stdout) == expected_app(1)
