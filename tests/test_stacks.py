@@ -72,9 +72,9 @@ def test_the_heavy_stack_sees_only_the_small_communicator_calls(mpi, sample_tool
     assert report[0].startswith(f"qmpi: chain: 3 tools from QMPI_CONF={conf};")
     assert report[1] == "qmpi: stack default (top 0, the application's calls): 2 tools"
     assert re.fullmatch(r"qmpi: level 1: .*/libswitch\.so, thesis-style, instance 1, intercepts \d+ functions", report[2])
-    assert re.fullmatch(r"qmpi: level 2: .*/libcounter\.so, thesis-style, instance 1, intercepts 12 functions", report[3])
+    assert re.fullmatch(r"qmpi: level 2: .*/libcounter\.so, thesis-style, instance 1, intercepts \d+ functions", report[3])
     assert report[4] == "qmpi: stack heavy (top 3): 1 tool"
-    assert re.fullmatch(r"qmpi: level 4: .*/libcounter\.so, thesis-style, instance 2, intercepts 12 functions", report[5])
+    assert re.fullmatch(r"qmpi: level 4: .*/libcounter\.so, thesis-style, instance 2, intercepts \d+ functions", report[5])
     assert re.fullmatch(r"qmpi: level 5: PMPI \(.*\), the end of every stack", report[6])
 
 
