@@ -278,96 +278,188 @@ typedef double (*QMPI_Wtick_wrapper_t)(int qmpi_level, vector *qmpi_v);
 typedef double (*QMPI_Wtime_wrapper_t)(int qmpi_level, vector *qmpi_v);
 
 /* Typed calls of the next link (the fast path of listing 3.10, without a lookup
- * function or variadic unpacking): call from the wrapper running at `qmpi_level`. */
+ * function or variadic unpacking): call from the wrapper running at `qmpi_level`.
+ * QMPI_Stack_<Name> (named stacks, below) continues the call at the top of `stack`, a
+ * handle from QMPI_Stack_lookup: a stack's top is a level, so it is the same call. */
 static inline int QMPI_Next_Abort(MPI_Comm comm, int errorcode, int qmpi_level, vector *qmpi_v)
 {
     const cell *qmpi_link = qmpi_v->cells + (size_t)qmpi_level * NUM_MPI_FUNCS + _MPI_Abort;
     return ((QMPI_Abort_wrapper_t)qmpi_link->func_ptr)(comm, errorcode, qmpi_link->level, qmpi_v);
+}
+
+static inline int QMPI_Stack_Abort(MPI_Comm comm, int errorcode, int qmpi_level, vector *qmpi_v)
+{
+    return QMPI_Next_Abort(comm, errorcode, qmpi_level, qmpi_v);
 }
 static inline MPI_Aint QMPI_Next_Aint_add(MPI_Aint base, MPI_Aint disp, int qmpi_level, vector *qmpi_v)
 {
     const cell *qmpi_link = qmpi_v->cells + (size_t)qmpi_level * NUM_MPI_FUNCS + _MPI_Aint_add;
     return ((QMPI_Aint_add_wrapper_t)qmpi_link->func_ptr)(base, disp, qmpi_link->level, qmpi_v);
 }
+
+static inline MPI_Aint QMPI_Stack_Aint_add(MPI_Aint base, MPI_Aint disp, int qmpi_level, vector *qmpi_v)
+{
+    return QMPI_Next_Aint_add(base, disp, qmpi_level, qmpi_v);
+}
 static inline int QMPI_Next_Attr_get(MPI_Comm comm, int keyval, void *attribute_val, int *flag, int qmpi_level, vector *qmpi_v)
 {
     const cell *qmpi_link = qmpi_v->cells + (size_t)qmpi_level * NUM_MPI_FUNCS + _MPI_Attr_get;
     return ((QMPI_Attr_get_wrapper_t)qmpi_link->func_ptr)(comm, keyval, attribute_val, flag, qmpi_link->level, qmpi_v);
+}
+
+static inline int QMPI_Stack_Attr_get(MPI_Comm comm, int keyval, void *attribute_val, int *flag, int qmpi_level, vector *qmpi_v)
+{
+    return QMPI_Next_Attr_get(comm, keyval, attribute_val, flag, qmpi_level, qmpi_v);
 }
 static inline MPI_Fint QMPI_Next_Comm_c2f(MPI_Comm comm, int qmpi_level, vector *qmpi_v)
 {
     const cell *qmpi_link = qmpi_v->cells + (size_t)qmpi_level * NUM_MPI_FUNCS + _MPI_Comm_c2f;
     return ((QMPI_Comm_c2f_wrapper_t)qmpi_link->func_ptr)(comm, qmpi_link->level, qmpi_v);
 }
+
+static inline MPI_Fint QMPI_Stack_Comm_c2f(MPI_Comm comm, int qmpi_level, vector *qmpi_v)
+{
+    return QMPI_Next_Comm_c2f(comm, qmpi_level, qmpi_v);
+}
 static inline MPI_Comm QMPI_Next_Comm_f2c(MPI_Fint comm, int qmpi_level, vector *qmpi_v)
 {
     const cell *qmpi_link = qmpi_v->cells + (size_t)qmpi_level * NUM_MPI_FUNCS + _MPI_Comm_f2c;
     return ((QMPI_Comm_f2c_wrapper_t)qmpi_link->func_ptr)(comm, qmpi_link->level, qmpi_v);
+}
+
+static inline MPI_Comm QMPI_Stack_Comm_f2c(MPI_Fint comm, int qmpi_level, vector *qmpi_v)
+{
+    return QMPI_Next_Comm_f2c(comm, qmpi_level, qmpi_v);
 }
 static inline int QMPI_Next_Comm_rank(MPI_Comm arg0, int *arg1, int qmpi_level, vector *qmpi_v)
 {
     const cell *qmpi_link = qmpi_v->cells + (size_t)qmpi_level * NUM_MPI_FUNCS + _MPI_Comm_rank;
     return ((QMPI_Comm_rank_wrapper_t)qmpi_link->func_ptr)(arg0, arg1, qmpi_link->level, qmpi_v);
 }
+
+static inline int QMPI_Stack_Comm_rank(MPI_Comm arg0, int *arg1, int qmpi_level, vector *qmpi_v)
+{
+    return QMPI_Next_Comm_rank(arg0, arg1, qmpi_level, qmpi_v);
+}
 static inline int QMPI_Next_Comm_set_handler(MPI_Comm comm, MPI_Fixture_handler_ptr handler, int qmpi_level, vector *qmpi_v)
 {
     const cell *qmpi_link = qmpi_v->cells + (size_t)qmpi_level * NUM_MPI_FUNCS + _MPI_Comm_set_handler;
     return ((QMPI_Comm_set_handler_wrapper_t)qmpi_link->func_ptr)(comm, handler, qmpi_link->level, qmpi_v);
+}
+
+static inline int QMPI_Stack_Comm_set_handler(MPI_Comm comm, MPI_Fixture_handler_ptr handler, int qmpi_level, vector *qmpi_v)
+{
+    return QMPI_Next_Comm_set_handler(comm, handler, qmpi_level, qmpi_v);
 }
 static inline int QMPI_Next_Fixture_scalars(char c, unsigned char uc, short s, float f, double d, MPI_Fixture_short fs, int i, char *name, int qmpi_level, vector *qmpi_v)
 {
     const cell *qmpi_link = qmpi_v->cells + (size_t)qmpi_level * NUM_MPI_FUNCS + _MPI_Fixture_scalars;
     return ((QMPI_Fixture_scalars_wrapper_t)qmpi_link->func_ptr)(c, uc, s, f, d, fs, i, name, qmpi_link->level, qmpi_v);
 }
+
+static inline int QMPI_Stack_Fixture_scalars(char c, unsigned char uc, short s, float f, double d, MPI_Fixture_short fs, int i, char *name, int qmpi_level, vector *qmpi_v)
+{
+    return QMPI_Next_Fixture_scalars(c, uc, s, f, d, fs, i, name, qmpi_level, qmpi_v);
+}
 static inline int QMPI_Next_Group_range_incl(MPI_Group group, int n, int ranges[][3], MPI_Group *newgroup, int qmpi_level, vector *qmpi_v)
 {
     const cell *qmpi_link = qmpi_v->cells + (size_t)qmpi_level * NUM_MPI_FUNCS + _MPI_Group_range_incl;
     return ((QMPI_Group_range_incl_wrapper_t)qmpi_link->func_ptr)(group, n, ranges, newgroup, qmpi_link->level, qmpi_v);
+}
+
+static inline int QMPI_Stack_Group_range_incl(MPI_Group group, int n, int ranges[][3], MPI_Group *newgroup, int qmpi_level, vector *qmpi_v)
+{
+    return QMPI_Next_Group_range_incl(group, n, ranges, newgroup, qmpi_level, qmpi_v);
 }
 static inline int QMPI_Next_Info_dup(MPI_Info info, MPI_Info *newinfo, int qmpi_level, vector *qmpi_v)
 {
     const cell *qmpi_link = qmpi_v->cells + (size_t)qmpi_level * NUM_MPI_FUNCS + _MPI_Info_dup;
     return ((QMPI_Info_dup_wrapper_t)qmpi_link->func_ptr)(info, newinfo, qmpi_link->level, qmpi_v);
 }
+
+static inline int QMPI_Stack_Info_dup(MPI_Info info, MPI_Info *newinfo, int qmpi_level, vector *qmpi_v)
+{
+    return QMPI_Next_Info_dup(info, newinfo, qmpi_level, qmpi_v);
+}
 static inline int QMPI_Next_Op_create(MPI_User_function *user_fn, int commute, MPI_Op *op, int qmpi_level, vector *qmpi_v)
 {
     const cell *qmpi_link = qmpi_v->cells + (size_t)qmpi_level * NUM_MPI_FUNCS + _MPI_Op_create;
     return ((QMPI_Op_create_wrapper_t)qmpi_link->func_ptr)(user_fn, commute, op, qmpi_link->level, qmpi_v);
+}
+
+static inline int QMPI_Stack_Op_create(MPI_User_function *user_fn, int commute, MPI_Op *op, int qmpi_level, vector *qmpi_v)
+{
+    return QMPI_Next_Op_create(user_fn, commute, op, qmpi_level, qmpi_v);
 }
 static inline int QMPI_Next_Pready_list(int length, const int array_of_partitions[], MPI_Request request, int qmpi_level, vector *qmpi_v)
 {
     const cell *qmpi_link = qmpi_v->cells + (size_t)qmpi_level * NUM_MPI_FUNCS + _MPI_Pready_list;
     return ((QMPI_Pready_list_wrapper_t)qmpi_link->func_ptr)(length, array_of_partitions, request, qmpi_link->level, qmpi_v);
 }
+
+static inline int QMPI_Stack_Pready_list(int length, const int array_of_partitions[], MPI_Request request, int qmpi_level, vector *qmpi_v)
+{
+    return QMPI_Next_Pready_list(length, array_of_partitions, request, qmpi_level, qmpi_v);
+}
 static inline int QMPI_Next_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, int qmpi_level, vector *qmpi_v)
 {
     const cell *qmpi_link = qmpi_v->cells + (size_t)qmpi_level * NUM_MPI_FUNCS + _MPI_Send;
     return ((QMPI_Send_wrapper_t)qmpi_link->func_ptr)(buf, count, datatype, dest, tag, comm, qmpi_link->level, qmpi_v);
+}
+
+static inline int QMPI_Stack_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, int qmpi_level, vector *qmpi_v)
+{
+    return QMPI_Next_Send(buf, count, datatype, dest, tag, comm, qmpi_level, qmpi_v);
 }
 static inline int QMPI_Next_Send_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, int qmpi_level, vector *qmpi_v)
 {
     const cell *qmpi_link = qmpi_v->cells + (size_t)qmpi_level * NUM_MPI_FUNCS + _MPI_Send_c;
     return ((QMPI_Send_c_wrapper_t)qmpi_link->func_ptr)(buf, count, datatype, dest, tag, comm, qmpi_link->level, qmpi_v);
 }
+
+static inline int QMPI_Stack_Send_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, int qmpi_level, vector *qmpi_v)
+{
+    return QMPI_Next_Send_c(buf, count, datatype, dest, tag, comm, qmpi_level, qmpi_v);
+}
 static inline int QMPI_Next_Session_init(MPI_Info info, MPI_Errhandler errhandler, MPI_Session *session, int qmpi_level, vector *qmpi_v)
 {
     const cell *qmpi_link = qmpi_v->cells + (size_t)qmpi_level * NUM_MPI_FUNCS + _MPI_Session_init;
     return ((QMPI_Session_init_wrapper_t)qmpi_link->func_ptr)(info, errhandler, session, qmpi_link->level, qmpi_v);
+}
+
+static inline int QMPI_Stack_Session_init(MPI_Info info, MPI_Errhandler errhandler, MPI_Session *session, int qmpi_level, vector *qmpi_v)
+{
+    return QMPI_Next_Session_init(info, errhandler, session, qmpi_level, qmpi_v);
 }
 static inline int QMPI_Next_T_event_handle_free(MPI_T_event_registration event_registration, void *user_data, MPI_T_event_free_cb_function free_cb_function, int qmpi_level, vector *qmpi_v)
 {
     const cell *qmpi_link = qmpi_v->cells + (size_t)qmpi_level * NUM_MPI_FUNCS + _MPI_T_event_handle_free;
     return ((QMPI_T_event_handle_free_wrapper_t)qmpi_link->func_ptr)(event_registration, user_data, free_cb_function, qmpi_link->level, qmpi_v);
 }
+
+static inline int QMPI_Stack_T_event_handle_free(MPI_T_event_registration event_registration, void *user_data, MPI_T_event_free_cb_function free_cb_function, int qmpi_level, vector *qmpi_v)
+{
+    return QMPI_Next_T_event_handle_free(event_registration, user_data, free_cb_function, qmpi_level, qmpi_v);
+}
 static inline int QMPI_Next_Test(MPI_Request *request, int *flag, MPI_Status *status, int qmpi_level, vector *qmpi_v)
 {
     const cell *qmpi_link = qmpi_v->cells + (size_t)qmpi_level * NUM_MPI_FUNCS + _MPI_Test;
     return ((QMPI_Test_wrapper_t)qmpi_link->func_ptr)(request, flag, status, qmpi_link->level, qmpi_v);
 }
+
+static inline int QMPI_Stack_Test(MPI_Request *request, int *flag, MPI_Status *status, int qmpi_level, vector *qmpi_v)
+{
+    return QMPI_Next_Test(request, flag, status, qmpi_level, qmpi_v);
+}
 static inline double QMPI_Next_Wtick(int qmpi_level, vector *qmpi_v)
 {
     const cell *qmpi_link = qmpi_v->cells + (size_t)qmpi_level * NUM_MPI_FUNCS + _MPI_Wtick;
     return ((QMPI_Wtick_wrapper_t)qmpi_link->func_ptr)(qmpi_link->level, qmpi_v);
+}
+
+static inline double QMPI_Stack_Wtick(int qmpi_level, vector *qmpi_v)
+{
+    return QMPI_Next_Wtick(qmpi_level, qmpi_v);
 }
 static inline double QMPI_Next_Wtime(int qmpi_level, vector *qmpi_v)
 {
@@ -375,102 +467,9 @@ static inline double QMPI_Next_Wtime(int qmpi_level, vector *qmpi_v)
     return ((QMPI_Wtime_wrapper_t)qmpi_link->func_ptr)(qmpi_link->level, qmpi_v);
 }
 
-/* Typed calls of another stack (named stacks, below): the call continues at the top of
- * `stack` (a handle from QMPI_Stack_lookup) instead of the caller's next link. */
-static inline int QMPI_Stack_Abort(MPI_Comm comm, int errorcode, int qmpi_level, vector *qmpi_v)
-{
-    const cell *qmpi_link = qmpi_v->cells + (size_t)qmpi_level * NUM_MPI_FUNCS + _MPI_Abort;
-    return ((QMPI_Abort_wrapper_t)qmpi_link->func_ptr)(comm, errorcode, qmpi_link->level, qmpi_v);
-}
-static inline MPI_Aint QMPI_Stack_Aint_add(MPI_Aint base, MPI_Aint disp, int qmpi_level, vector *qmpi_v)
-{
-    const cell *qmpi_link = qmpi_v->cells + (size_t)qmpi_level * NUM_MPI_FUNCS + _MPI_Aint_add;
-    return ((QMPI_Aint_add_wrapper_t)qmpi_link->func_ptr)(base, disp, qmpi_link->level, qmpi_v);
-}
-static inline int QMPI_Stack_Attr_get(MPI_Comm comm, int keyval, void *attribute_val, int *flag, int qmpi_level, vector *qmpi_v)
-{
-    const cell *qmpi_link = qmpi_v->cells + (size_t)qmpi_level * NUM_MPI_FUNCS + _MPI_Attr_get;
-    return ((QMPI_Attr_get_wrapper_t)qmpi_link->func_ptr)(comm, keyval, attribute_val, flag, qmpi_link->level, qmpi_v);
-}
-static inline MPI_Fint QMPI_Stack_Comm_c2f(MPI_Comm comm, int qmpi_level, vector *qmpi_v)
-{
-    const cell *qmpi_link = qmpi_v->cells + (size_t)qmpi_level * NUM_MPI_FUNCS + _MPI_Comm_c2f;
-    return ((QMPI_Comm_c2f_wrapper_t)qmpi_link->func_ptr)(comm, qmpi_link->level, qmpi_v);
-}
-static inline MPI_Comm QMPI_Stack_Comm_f2c(MPI_Fint comm, int qmpi_level, vector *qmpi_v)
-{
-    const cell *qmpi_link = qmpi_v->cells + (size_t)qmpi_level * NUM_MPI_FUNCS + _MPI_Comm_f2c;
-    return ((QMPI_Comm_f2c_wrapper_t)qmpi_link->func_ptr)(comm, qmpi_link->level, qmpi_v);
-}
-static inline int QMPI_Stack_Comm_rank(MPI_Comm arg0, int *arg1, int qmpi_level, vector *qmpi_v)
-{
-    const cell *qmpi_link = qmpi_v->cells + (size_t)qmpi_level * NUM_MPI_FUNCS + _MPI_Comm_rank;
-    return ((QMPI_Comm_rank_wrapper_t)qmpi_link->func_ptr)(arg0, arg1, qmpi_link->level, qmpi_v);
-}
-static inline int QMPI_Stack_Comm_set_handler(MPI_Comm comm, MPI_Fixture_handler_ptr handler, int qmpi_level, vector *qmpi_v)
-{
-    const cell *qmpi_link = qmpi_v->cells + (size_t)qmpi_level * NUM_MPI_FUNCS + _MPI_Comm_set_handler;
-    return ((QMPI_Comm_set_handler_wrapper_t)qmpi_link->func_ptr)(comm, handler, qmpi_link->level, qmpi_v);
-}
-static inline int QMPI_Stack_Fixture_scalars(char c, unsigned char uc, short s, float f, double d, MPI_Fixture_short fs, int i, char *name, int qmpi_level, vector *qmpi_v)
-{
-    const cell *qmpi_link = qmpi_v->cells + (size_t)qmpi_level * NUM_MPI_FUNCS + _MPI_Fixture_scalars;
-    return ((QMPI_Fixture_scalars_wrapper_t)qmpi_link->func_ptr)(c, uc, s, f, d, fs, i, name, qmpi_link->level, qmpi_v);
-}
-static inline int QMPI_Stack_Group_range_incl(MPI_Group group, int n, int ranges[][3], MPI_Group *newgroup, int qmpi_level, vector *qmpi_v)
-{
-    const cell *qmpi_link = qmpi_v->cells + (size_t)qmpi_level * NUM_MPI_FUNCS + _MPI_Group_range_incl;
-    return ((QMPI_Group_range_incl_wrapper_t)qmpi_link->func_ptr)(group, n, ranges, newgroup, qmpi_link->level, qmpi_v);
-}
-static inline int QMPI_Stack_Info_dup(MPI_Info info, MPI_Info *newinfo, int qmpi_level, vector *qmpi_v)
-{
-    const cell *qmpi_link = qmpi_v->cells + (size_t)qmpi_level * NUM_MPI_FUNCS + _MPI_Info_dup;
-    return ((QMPI_Info_dup_wrapper_t)qmpi_link->func_ptr)(info, newinfo, qmpi_link->level, qmpi_v);
-}
-static inline int QMPI_Stack_Op_create(MPI_User_function *user_fn, int commute, MPI_Op *op, int qmpi_level, vector *qmpi_v)
-{
-    const cell *qmpi_link = qmpi_v->cells + (size_t)qmpi_level * NUM_MPI_FUNCS + _MPI_Op_create;
-    return ((QMPI_Op_create_wrapper_t)qmpi_link->func_ptr)(user_fn, commute, op, qmpi_link->level, qmpi_v);
-}
-static inline int QMPI_Stack_Pready_list(int length, const int array_of_partitions[], MPI_Request request, int qmpi_level, vector *qmpi_v)
-{
-    const cell *qmpi_link = qmpi_v->cells + (size_t)qmpi_level * NUM_MPI_FUNCS + _MPI_Pready_list;
-    return ((QMPI_Pready_list_wrapper_t)qmpi_link->func_ptr)(length, array_of_partitions, request, qmpi_link->level, qmpi_v);
-}
-static inline int QMPI_Stack_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, int qmpi_level, vector *qmpi_v)
-{
-    const cell *qmpi_link = qmpi_v->cells + (size_t)qmpi_level * NUM_MPI_FUNCS + _MPI_Send;
-    return ((QMPI_Send_wrapper_t)qmpi_link->func_ptr)(buf, count, datatype, dest, tag, comm, qmpi_link->level, qmpi_v);
-}
-static inline int QMPI_Stack_Send_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, int qmpi_level, vector *qmpi_v)
-{
-    const cell *qmpi_link = qmpi_v->cells + (size_t)qmpi_level * NUM_MPI_FUNCS + _MPI_Send_c;
-    return ((QMPI_Send_c_wrapper_t)qmpi_link->func_ptr)(buf, count, datatype, dest, tag, comm, qmpi_link->level, qmpi_v);
-}
-static inline int QMPI_Stack_Session_init(MPI_Info info, MPI_Errhandler errhandler, MPI_Session *session, int qmpi_level, vector *qmpi_v)
-{
-    const cell *qmpi_link = qmpi_v->cells + (size_t)qmpi_level * NUM_MPI_FUNCS + _MPI_Session_init;
-    return ((QMPI_Session_init_wrapper_t)qmpi_link->func_ptr)(info, errhandler, session, qmpi_link->level, qmpi_v);
-}
-static inline int QMPI_Stack_T_event_handle_free(MPI_T_event_registration event_registration, void *user_data, MPI_T_event_free_cb_function free_cb_function, int qmpi_level, vector *qmpi_v)
-{
-    const cell *qmpi_link = qmpi_v->cells + (size_t)qmpi_level * NUM_MPI_FUNCS + _MPI_T_event_handle_free;
-    return ((QMPI_T_event_handle_free_wrapper_t)qmpi_link->func_ptr)(event_registration, user_data, free_cb_function, qmpi_link->level, qmpi_v);
-}
-static inline int QMPI_Stack_Test(MPI_Request *request, int *flag, MPI_Status *status, int qmpi_level, vector *qmpi_v)
-{
-    const cell *qmpi_link = qmpi_v->cells + (size_t)qmpi_level * NUM_MPI_FUNCS + _MPI_Test;
-    return ((QMPI_Test_wrapper_t)qmpi_link->func_ptr)(request, flag, status, qmpi_link->level, qmpi_v);
-}
-static inline double QMPI_Stack_Wtick(int qmpi_level, vector *qmpi_v)
-{
-    const cell *qmpi_link = qmpi_v->cells + (size_t)qmpi_level * NUM_MPI_FUNCS + _MPI_Wtick;
-    return ((QMPI_Wtick_wrapper_t)qmpi_link->func_ptr)(qmpi_link->level, qmpi_v);
-}
 static inline double QMPI_Stack_Wtime(int qmpi_level, vector *qmpi_v)
 {
-    const cell *qmpi_link = qmpi_v->cells + (size_t)qmpi_level * NUM_MPI_FUNCS + _MPI_Wtime;
-    return ((QMPI_Wtime_wrapper_t)qmpi_link->func_ptr)(qmpi_link->level, qmpi_v);
+    return QMPI_Next_Wtime(qmpi_level, qmpi_v);
 }
 
 /* ---- The MPI Forum / MPICH callback interface (seed 002) ----------------------------
