@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/sendfile.h>
 #include <sys/stat.h>
@@ -58,12 +59,32 @@ static __thread int qmpi_building; /* this thread is loading tools right now */
 
 /* ---- stopping the job with one clear line -------------------------------------- */
 
+/* Under a launcher, stderr is a pipe to its forwarding daemon. MPI_Abort makes the
+ * launcher kill the daemons, and one that handles the abort before reading the pipe
+ * drops the error line (seen with Debian's MPICH 4.0.2 hydra in CI): wait, at most
+ * 2 s, until the pipe is empty, i.e. the daemon has taken the line. */
+static void qmpi_wait_stderr_taken(void)
+{
+    const struct timespec millisecond = {0, 1000000};
+    struct stat stderr_stat;
+    int waited, unread;
+
+    if (fstat(STDERR_FILENO, &stderr_stat) != 0 || !S_ISFIFO(stderr_stat.st_mode))
+        return;
+    for (waited = 0; waited < 2000; waited++) {
+        if (ioctl(STDERR_FILENO, FIONREAD, &unread) != 0 || unread <= 0)
+            return;
+        nanosleep(&millisecond, NULL);
+    }
+}
+
 static void qmpi_stop_job(void) __attribute__((noreturn));
 static void qmpi_stop_job(void)
 {
     int initialized = 0, finalized = 0;
 
     fflush(NULL);
+    qmpi_wait_stderr_taken();
     if (PMPI_Initialized(&initialized) == MPI_SUCCESS && initialized)
         PMPI_Finalized(&finalized);
     /* Ranks that are fine wait for this one inside MPI_Init or a collective, and a
