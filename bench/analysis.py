@@ -11,6 +11,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from measure import ENTRY_LABELS, EXTRA_VARIANTS, VARIANTS, Config, cpu_model
 from pmpi_bench import pmpi_summary, pmpi_targets
+from stacks_bench import stacks_summary, stacks_targets
 from trace_bench import trace_targets
 
 # Targets of issue 6 (this machine: 2 cores).
@@ -247,6 +248,8 @@ def summarise(args, name: str, nfuncs: int, configs: List[Config], codegen: List
            compile_s <= TARGET_COMPILE_S)
     pmpi = pmpi_summary(rows, fit_slope)
     pmpi_targets(pmpi, target, fmt)
+    stacks = stacks_summary(rows, variants["typed"]["slope_ns"])
+    stacks_targets(stacks, target, fmt)
     trace_targets(rows, trace_merge, target, fmt)
 
     return {
@@ -261,6 +264,7 @@ def summarise(args, name: str, nfuncs: int, configs: List[Config], codegen: List
         "core0_minus_interposer_ns": core0_delta, "core0_minus_interposer_linked_ns": core0_delta_linked,
         "floor_slope_ns": floor_slope, "fit_counts": fit_counts, "counts": counts,
         "reference": ref, "variants": variants, "pingpong_ns": pingpong, "pmpi": pmpi,
+        "stacks": stacks,
         "memory": {"designed_bytes_per_instance": designed, "bound_bytes_per_instance": bound_bytes},
         "codegen_s": codegen, "codegen_median_s": cg, "compile_s": compile_s, "header_stages": header_stages,
         "targets": targets, "failures": failures, "rows": rows, "fortran": fortran, "trace_merge": trace_merge,

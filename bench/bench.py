@@ -11,6 +11,8 @@ For one MPI implementation (its mpicc and mpiexec):
      callback interface, plus 2-rank ping-pong with 0 and 8 tools; where the MPI has a
      Fortran driver (mpif90.mpich beside mpicc.mpich, ...), MPI_COMM_RANK from Fortran
      through the MPI's own binding and through the core's Fortran entry (bench_rank.f90);
+     the named-stack rows (stacks_bench.py): a call switched to a second stack against
+     the same call on the tool's next link, and service lookups against the registry's size;
      The tracing rows (trace_bench.py) run with them: MPI_Comm_rank through the trace tool
      against one empty tool; then a 4-rank traced run is merged into OTF2 and JSON, timed;
   4. writes results.json, results.md (medians, ratios to the floors, PASS/FAIL per target)
@@ -64,6 +66,7 @@ from measure import (
 )
 from report import combine, markdown, plot
 from pmpi_bench import pmpi_configs
+from stacks_bench import stacks_configs
 from trace_bench import run_merge_rows, trace_configs, trace_dir_root
 
 
@@ -167,6 +170,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     trace_dir = Path(tempfile.mkdtemp(prefix="qmpi-bench-tracecall-", dir=str(trace_dir_root())))
     configs += trace_configs(trace_dir)  # each run rewrites the same rank file there
     configs += pmpi_configs()
+    configs += stacks_configs(bindir)
     if fortran["driver"]:
         configs += fortran_configs(core)
     for r in range(args.rounds):

@@ -135,8 +135,8 @@ def test_stack_section_errors_are_one_line_with_file_and_line(mpi, sample_tools,
 def test_a_switch_to_a_stack_that_does_not_exist_is_one_line(mpi, sample_tools, stacks_app, tmp_path):
     conf = tmp_path / "stacks.conf"
     conf.write_text(two_stacks(sample_tools, switch_stack="nosuch"))
-    # 2 ranks, as the other run-time errors: with more, MPICH's launcher was once seen
-    # ending the job on the first rank's MPI_Abort before forwarding any stderr
+    # 2 ranks, as the other run-time errors (the core waits until the launcher has taken
+    # the error line before MPI_Abort: errors.c.j2)
     proc = mpi.run(2, [stacks_app], env={"QMPI_CONF": str(conf)})
     assert proc.returncode != 0
     errors = qmpi_errors(proc.stderr)
@@ -153,3 +153,63 @@ def test_a_switch_to_its_own_stack_is_one_line(mpi, sample_tools, stacks_app, tm
     assert set(qmpi_errors(proc.stderr)) == {
         f"qmpi: error: {conf}:11: [switch] stack = default: the stack this instance is on: the call would come back to "
         "it"}, proc.stderr
+
+
+# ---- switching from a callback tool (QMPI_Get_stack_function) ----------------------------
+
+@pytest.fixture(scope="session")
+def cbswitch(mpi: Mpi, core, tmp_path_factory):
+    out = tmp_path_factory.mktemp(f"cbswitch-{mpi.name}")
+    return mpi.compile([APPS.parent / "callback_tools" / "cbswitch.c"], out / "libcbswitch.so",
+                       ["-shared", "-fPIC", "-Wall", "-Wextra", "-Werror", "-include", str(core / "qmpi.h")])
+
+
+def callback_two_stacks(sample_tools, switch_stack="heavy"):
+    return f"""[stack default]
+instances = cbswitch, plain
+
+[stack heavy]
+instances = heavy
+
+[cbswitch]
+tool = @cbswitch
+threshold = {RANKS}
+stack = {switch_stack}
+
+[plain]
+tool = {sample_tools / "libcounter.so"}
+
+[heavy]
+tool = {sample_tools / "libcounter.so"}
+"""
+
+
+def test_a_callback_tool_switches_small_communicator_calls_to_the_heavy_stack(mpi, core, cbswitch, sample_tools,
+                                                                               stacks_app, tmp_path):
+    conf = tmp_path / "stacks.conf"
+    conf.write_text(callback_two_stacks(sample_tools))
+    env = {"QMPI_CONF": str(conf), "LD_PRELOAD": f"{core / 'libqmpi.so'}:{cbswitch}"}
+    proc = mpi.run(RANKS, [stacks_app], env=env)
+    assert proc.returncode == 0, f"{proc.stdout}\n{proc.stderr}"
+    # the same levels and counts as with the spec switch: its three functions are the
+    # ones stacks_app calls on the 2-rank sub-communicators
+    assert counter_reports(proc.stdout) == {**{(2, r): PLAIN for r in range(RANKS)},
+                                            **{(4, r): HEAVY for r in range(RANKS)}}, proc.stdout
+
+
+@pytest.mark.parametrize("stack, why", [
+    ("nosuch", "-1 is not a stack's handle (the stacks: default, heavy)"),
+    ("default", "tool 1 is on stack default: the call would come back to it"),
+])
+def test_a_callback_switch_to_no_stack_or_its_own_is_one_line(mpi, core, cbswitch, sample_tools, stacks_app,
+                                                                 tmp_path, stack, why):
+    conf = tmp_path / "stacks.conf"
+    conf.write_text(callback_two_stacks(sample_tools, switch_stack=stack))
+    env = {"QMPI_CONF": str(conf), "LD_PRELOAD": f"{core / 'libqmpi.so'}:{cbswitch}"}
+    proc = mpi.run(2, [stacks_app], env=env)
+    assert proc.returncode != 0
+    handle = -1 if stack == "nosuch" else 0
+    # at 2 ranks MPI_COMM_WORLD is below the threshold: the first call, a Barrier, switches
+    assert set(qmpi_errors(proc.stderr)) == {
+        f"qmpi: error: QMPI_Get_stack_function(1, {handle}, MPI_Barrier): {why}"}, proc.stderr
+    assert "ok " not in proc.stdout

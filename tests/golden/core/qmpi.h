@@ -559,10 +559,15 @@ const char *QMPI_Stack_name(void);
  * v->items[stack]->table works too. Never switch to the stack the wrapper runs on
  * from above its own level (the call would come back to it). QMPI_Stack_of(level): the
  * name of the stack that holds a level (the one a wrapper at that level runs on).
- * QMPI_Stack_names(): "default, heavy", for messages. */
+ * QMPI_Stack_names(): "default, heavy", for messages. A callback tool switches with
+ * QMPI_Get_stack_function(tool_id, stack, MPI_X_T, &fn, &next_tool_id): what
+ * QMPI_Get_function gives, for the top of `stack`; a handle that is no stack's, or the
+ * stack the tool is on, stops the job with one line. */
 int QMPI_Stack_lookup(const char *name);
 const char *QMPI_Stack_of(int level);
 const char *QMPI_Stack_names(void);
+int QMPI_Get_stack_function(int calling_tool_id, int stack, int function_enum, void (**function_ptr)(void),
+                            int *next_tool_id);
 
 /* The thread level a tool supports, if not every level (PnMPI's
  * PNMPI_SupportedThreadingLevel): MPI_Init_thread then asks MPI for at most the lowest

@@ -381,10 +381,17 @@ struct qmpi_service {
     char *signature; /* NULL for a global */
     QMPI_Service_function function;
     void *data;      /* the function's data, or the global's value */
+    uint64_t hash;   /* of the name and kind */
+    size_t next;     /* 1 + the next entry of this hash bucket, 0 at the end */
 };
 
+/* The entries in registration order, and a chained hash table over them (bucket heads
+ * are 1 + an index, 0 for none; the count of buckets is a power of two, at most 4/3 of
+ * the entries): a lookup costs the same with 10 or 100,000 names registered. */
 static struct qmpi_service *qmpi_service_list;
 static size_t qmpi_service_count, qmpi_service_capacity;
+static size_t *qmpi_service_buckets;
+static size_t qmpi_service_bucket_count;
 static pthread_mutex_t qmpi_service_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static char *qmpi_service_copy(const char *text)
@@ -395,17 +402,68 @@ static char *qmpi_service_copy(const char *text)
     return copy;
 }
 
+/* FNV-1a over the name, then the kind: a service and a global may share a name. */
+static uint64_t qmpi_service_hash(const char *name, int global)
+{
+    uint64_t hash = 14695981039346656037ULL;
+
+    for (; *name != '\0'; name++)
+        hash = (hash ^ (unsigned char)*name) * 1099511628211ULL;
+    return (hash ^ (uint64_t)(global != 0)) * 1099511628211ULL;
+}
+
+/* Doubles the buckets and relinks every entry (the lock is held). */
+static void qmpi_service_rehash(void)
+{
+    size_t count = qmpi_service_bucket_count ? 2 * qmpi_service_bucket_count : 64, i;
+    size_t *buckets = calloc(count, sizeof *buckets);
+
+    if (buckets == NULL)
+        qmpi_fatal("QMPI: out of memory registering a service");
+    for (i = 0; i < qmpi_service_count; i++) {
+        size_t b = (size_t)(qmpi_service_list[i].hash & (count - 1));
+        qmpi_service_list[i].next = buckets[b];
+        buckets[b] = i + 1;
+    }
+    free(qmpi_service_buckets);
+    qmpi_service_buckets = buckets;
+    qmpi_service_bucket_count = count;
+}
+
+/* The entry for `name` from `provider` (QMPI_ANY_PROVIDER: the lowest level that has
+ * it, the instance nearest the application), or NULL. Walks one bucket: the names that
+ * share its hash bits, and one entry per instance that registered `name`. */
+static const struct qmpi_service *qmpi_service_find(const char *name, int global, int provider)
+{
+    const struct qmpi_service *found = NULL;
+    uint64_t hash;
+    size_t at;
+
+    if (name == NULL || qmpi_service_bucket_count == 0)
+        return NULL;
+    hash = qmpi_service_hash(name, global);
+    for (at = qmpi_service_buckets[hash & (qmpi_service_bucket_count - 1)]; at != 0; at = qmpi_service_list[at - 1].next) {
+        const struct qmpi_service *s = &qmpi_service_list[at - 1];
+        if (s->hash != hash || (s->signature == NULL) != global || strcmp(s->name, name) != 0)
+            continue;
+        if (provider != QMPI_ANY_PROVIDER ? s->level == provider : found == NULL || s->level < found->level)
+            found = s;
+    }
+    return found;
+}
+
 static void qmpi_service_add(int level, const char *name, const char *signature, QMPI_Service_function function, void *data)
 {
-    size_t i;
+    struct qmpi_service *entry;
+    int global = signature == NULL;
 
     if (name == NULL || *name == '\0')
-        qmpi_fatalf("level %d registered a %s without a name", level, signature ? "service" : "global");
+        qmpi_fatalf("level %d registered a %s without a name", level, global ? "global" : "service");
     pthread_mutex_lock(&qmpi_service_lock);
-    for (i = 0; i < qmpi_service_count; i++)
-        if (qmpi_service_list[i].level == level && strcmp(qmpi_service_list[i].name, name) == 0
-            && (qmpi_service_list[i].signature == NULL) == (signature == NULL))
-            qmpi_fatalf("level %d registered the %s '%s' twice", level, signature ? "service" : "global", name);
+    if (qmpi_service_find(name, global, level) != NULL) {
+        pthread_mutex_unlock(&qmpi_service_lock);
+        qmpi_fatalf("level %d registered the %s '%s' twice", level, global ? "global" : "service", name);
+    }
     if (qmpi_service_count == qmpi_service_capacity) {
         size_t capacity = qmpi_service_capacity ? 2 * qmpi_service_capacity : 16;
         struct qmpi_service *grown = realloc(qmpi_service_list, capacity * sizeof *grown);
@@ -414,30 +472,22 @@ static void qmpi_service_add(int level, const char *name, const char *signature,
         qmpi_service_list = grown;
         qmpi_service_capacity = capacity;
     }
-    qmpi_service_list[qmpi_service_count].level = level;
-    qmpi_service_list[qmpi_service_count].name = qmpi_service_copy(name);
-    qmpi_service_list[qmpi_service_count].signature = signature ? qmpi_service_copy(signature) : NULL;
-    qmpi_service_list[qmpi_service_count].function = function;
-    qmpi_service_list[qmpi_service_count].data = data;
+    entry = &qmpi_service_list[qmpi_service_count];
+    entry->level = level;
+    entry->name = qmpi_service_copy(name);
+    entry->signature = global ? NULL : qmpi_service_copy(signature);
+    entry->function = function;
+    entry->data = data;
+    entry->hash = qmpi_service_hash(name, global);
     qmpi_service_count++;
-    pthread_mutex_unlock(&qmpi_service_lock);
-}
-
-/* The entry for `name` from `provider` (QMPI_ANY_PROVIDER: the lowest level that has
- * it, the instance nearest the application), or NULL. */
-static const struct qmpi_service *qmpi_service_find(const char *name, int globals, int provider)
-{
-    const struct qmpi_service *found = NULL;
-    size_t i;
-
-    for (i = 0; name != NULL && i < qmpi_service_count; i++) {
-        const struct qmpi_service *s = &qmpi_service_list[i];
-        if ((s->signature == NULL) != globals || strcmp(s->name, name) != 0)
-            continue;
-        if (provider != QMPI_ANY_PROVIDER ? s->level == provider : found == NULL || s->level < found->level)
-            found = s;
+    if (4 * qmpi_service_count > 3 * qmpi_service_bucket_count) {
+        qmpi_service_rehash(); /* links the new entry too */
+    } else {
+        size_t b = (size_t)(entry->hash & (qmpi_service_bucket_count - 1));
+        entry->next = qmpi_service_buckets[b];
+        qmpi_service_buckets[b] = qmpi_service_count;
     }
-    return found;
+    pthread_mutex_unlock(&qmpi_service_lock);
 }
 
 int QMPI_Service_register(int level, const char *name, const char *signature, QMPI_Service_function function, void *data)
@@ -2187,6 +2237,18 @@ void QMPI_Tool_argument_error(int tool_id, const char *name, const char *why)
  * convention of `level` itself. No holes (thesis figure 3.1), and each cell carries
  * the level its target runs at, so a wrapper calling another MPI function through
  * its own table continues the chain below itself (figure 2.2). */
+/* The function that runs `target`'s link for function i, called in the thesis or the
+ * callback convention (`end`: the end of the chain, PMPI). */
+static void *qmpi_link_in_form(int target, int i, int end, int callback)
+{
+    if (target == end)
+        return qmpi_end_link(i, callback);
+    if (callback)
+        return qmpi_levels[target].kind == QMPI_CALLBACK_LEVEL ? qmpi_levels[target].native[i]
+                                                              : qmpi_thesis_as_callback[i];
+    return qmpi_thesis_form(target, i);
+}
+
 static void qmpi_fill_table(int level, const int *next, int end)
 {
     cell *table = qmpi_chain.items[level]->table;
@@ -2194,16 +2256,39 @@ static void qmpi_fill_table(int level, const int *next, int end)
     int i;
 
     for (i = 0; i < NUM_MPI_FUNCS; i++) {
-        int target = next[i];
-        table[i].level = target; /* the end: qmpi_chain.total, whichever stack */
-        if (target == end)
-            table[i].func_ptr = qmpi_end_link(i, callback);
-        else if (callback)
-            table[i].func_ptr = qmpi_levels[target].kind == QMPI_CALLBACK_LEVEL ? qmpi_levels[target].native[i]
-                                                                               : qmpi_thesis_as_callback[i];
-        else
-            table[i].func_ptr = qmpi_thesis_form(target, i);
+        table[i].level = next[i]; /* the end: qmpi_chain.total, whichever stack */
+        table[i].func_ptr = qmpi_link_in_form(next[i], i, end, callback);
     }
+}
+
+/* Switching for callback tools (qmpigen extension): QMPI_Get_function's answer for the
+ * top of `stack` (a handle from QMPI_Stack_lookup) instead of the caller's next link.
+ * Misuse stops the job: the wrapper asking has no function to call. */
+int QMPI_Get_stack_function(int calling_tool_id, int stack, int function_enum, void (**function_ptr)(void),
+                            int *next_tool_id)
+{
+    int index = qmpi_forum_index(function_enum), s, target;
+    const char *own;
+
+    if (calling_tool_id <= 0 || calling_tool_id >= qmpi_chain.total ||
+        qmpi_levels[calling_tool_id].kind != QMPI_CALLBACK_LEVEL)
+        qmpi_fatalf("QMPI_Get_stack_function: %d is not the id of a callback tool in the chain", calling_tool_id);
+    if (index < 0)
+        qmpi_fatalf("QMPI_Get_stack_function(%d, %d, %d): not a function this core intercepts (0..%d)",
+                    calling_tool_id, stack, function_enum, MPI_LAST_FUNC_T - 1);
+    for (s = 0; s < qmpi_stack_count && qmpi_stacks[s].top != stack; s++)
+        continue;
+    if (s == qmpi_stack_count)
+        qmpi_fatalf("QMPI_Get_stack_function(%d, %d, %s): %d is not a stack's handle (the stacks: %s)",
+                    calling_tool_id, stack, QMPI_Function_name(index), stack, QMPI_Stack_names());
+    own = QMPI_Stack_of(calling_tool_id);
+    if (own != NULL && strcmp(own, qmpi_stacks[s].name) == 0)
+        qmpi_fatalf("QMPI_Get_stack_function(%d, %d, %s): tool %d is on stack %s: the call would come back to it",
+                    calling_tool_id, stack, QMPI_Function_name(index), calling_tool_id, own);
+    target = qmpi_chain.items[stack]->table[index].level;
+    *(void **)function_ptr = qmpi_link_in_form(target, index, qmpi_chain.total, 1);
+    *next_tool_id = target;
+    return MPI_SUCCESS;
 }
 
 /* The functions that pass through every stack, in stack order (the default stack first),
