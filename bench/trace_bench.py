@@ -106,6 +106,8 @@ def run_merge_rows(mpi: Mpi, bindir: Path, quick: bool) -> Dict:
                     "calls_per_s": last["calls"] / seconds,
                     "otf2_events": last["otf2_events"],
                     "otf2_events_per_s": last["otf2_events"] / seconds if last["otf2_events"] else None,
+                    "json_events": last.get("json_events", 0),
+                    "json_events_per_s": last["json_events"] / seconds if last.get("json_events") else None,
                     "otf2_mode": last["otf2_mode"],
                     "rss_before_kb": max(s["rss_before_kb"] for s in samples),
                     "rss_peak_kb": max(s["rss_peak_kb"] for s in samples),
@@ -133,16 +135,16 @@ def trace_targets(rows: Dict[str, dict], merge: Optional[Dict], target, fmt) -> 
         if merge:
             target("merge speed", "—", "", None, merge["skipped"])
         return
-    for outputs, label in (("otf2", "OTF2"), ("json", "Perfetto JSON")):
+    for outputs, label, unit in (("otf2", "OTF2", "OTF2 events"), ("json", "Perfetto JSON", "trace events")):
         row = merge.get(outputs) or {}
-        if "calls_per_s" not in row:
-            target(f"merge into {label}, calls per second", "—", "", None, row.get("failed", "not run"))
+        per_s = row.get(f"{outputs}_events_per_s")
+        if "calls_per_s" not in row or per_s is None:
+            target(f"merge into {label}, events per second", "—", "", None, row.get("failed", "not run"))
             continue
-        note = (f"{row['calls']:,} calls of {merge['ranks']} ranks; "
-                + (f"{row['otf2_events']:,} OTF2 events = {row['otf2_events_per_s']:,.0f}/s, {row['otf2_mode']}"
-                   if row.get("otf2_events") else "the JSON alone"))
-        target(f"merge into {label}, calls (trace records) per second", f"{row['calls_per_s']:,.0f}/s",
-               f"≥ {TARGET_MERGE_PER_S:,}/s", row["calls_per_s"] >= TARGET_MERGE_PER_S, note)
+        note = (f"{row[outputs + '_events']:,} {unit} from {row['calls']:,} calls of {merge['ranks']} ranks "
+                f"= {row['calls_per_s']:,.0f} calls/s" + (f", {row['otf2_mode']}" if outputs == "otf2" else ""))
+        target(f"merge into {label}, {unit} written per second", f"{per_s:,.0f}/s",
+               f"≥ {TARGET_MERGE_PER_S:,}/s", per_s >= TARGET_MERGE_PER_S, note)
         largest, total = merge["largest_file_bytes"], merge["sum_file_bytes"]
         growth, half = row["rss_growth_bytes"], row.get("half_ranks_rss_growth_bytes")
         ratio = growth / half if half else None
@@ -154,6 +156,8 @@ def trace_targets(rows: Dict[str, dict], merge: Optional[Dict], target, fmt) -> 
 
 
 TARGET_TRACE_NS = 100.0
+# Issue 12: "≥ 1 million events per second into OTF2 and JSON": the events each output
+# holds (OTF2: Enter, Leave, MpiSend, ...; JSON: slices and flow ends), calls/s beside.
 TARGET_MERGE_PER_S = 1_000_000
 # Bounded by the largest file, not the sum: the merge's memory growth (over the
 # interpreter with its imports) for all ranks within this many times its growth for half

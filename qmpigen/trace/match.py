@@ -4,7 +4,9 @@ communicator and tag)."""
 
 from __future__ import annotations
 
-from typing import Tuple
+from collections import defaultdict
+from pathlib import Path
+from typing import Dict, Iterator, List, Tuple
 
 import numpy as np
 
@@ -74,3 +76,42 @@ def match(sends: np.ndarray, receives: np.ndarray) -> Tuple[np.ndarray, np.ndarr
     by_time = np.argsort(sends["time"][send_index], kind="stable")
     send_index, receive_index = send_index[by_time], receive_index[by_time]
     return send_index, receive_index, len(sends) - len(send_index), len(receives) - len(receive_index)
+
+
+class EndpointSpill:
+    """Message endpoints kept on disk until matching, so that the merge's memory does not
+    grow with the trace: appended per rank file, grouped by sender; `by_sender` yields
+    one sender's sends and receives at a time (a message has one sender, so each group
+    matches on its own). The index holds one run per file and sender."""
+
+    def __init__(self, directory: Path):
+        directory.mkdir()
+        self.paths = (directory / "sends.bin", directory / "receives.bin")
+        self.streams = [open(path, "wb") for path in self.paths]
+        self.sizes = [0, 0]  # endpoints written per side
+        self.runs: Dict[int, List[Tuple[int, int, int]]] = defaultdict(list)  # sender -> (side, first, count)
+
+    def add(self, side: int, endpoints: np.ndarray) -> None:
+        if not len(endpoints):
+            return
+        sender = endpoints["sender"]
+        if sender.min() == sender.max():  # a rank file's sends: one sender, one run
+            senders, first, counts = sender[:1], np.zeros(1, np.int64), np.array([len(endpoints)])
+        else:
+            endpoints = endpoints[np.argsort(sender, kind="stable")]
+            senders, first = np.unique(endpoints["sender"], return_index=True)
+            counts = np.diff(np.append(first, len(endpoints)))
+        for sender, at, count in zip(senders.tolist(), first.tolist(), counts.tolist()):
+            self.runs[sender].append((side, self.sizes[side] + at, count))
+        self.streams[side].write(endpoints.tobytes())
+        self.sizes[side] += len(endpoints)
+
+    def by_sender(self) -> Iterator[Tuple[int, np.ndarray, np.ndarray]]:
+        for stream in self.streams:
+            stream.close()
+        for sender in sorted(self.runs):
+            parts: Tuple[List[np.ndarray], List[np.ndarray]] = ([], [])
+            for side, first, count in self.runs[sender]:
+                parts[side].append(np.fromfile(self.paths[side], ENDPOINT_DTYPE, count,
+                                               offset=first * ENDPOINT_DTYPE.itemsize))
+            yield sender, *(np.concatenate(p) if p else np.empty(0, ENDPOINT_DTYPE) for p in parts)

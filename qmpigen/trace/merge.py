@@ -1,29 +1,35 @@
 """`qmpigen trace DIR -o OUT`: the per-rank files of one tool instance merged into
 OUT/traces.otf2 (+ OUT/traces/, OUT/traces.def), OUT/trace.json, OUT/timeline.png and
 OUT/summary.txt. Two streaming passes over the files, one file in memory at a time:
-pass 1 keeps each file's definitions, clocks, timers and requests; pass 2 reads the
-calls again and writes them out. A file's calls are numpy arrays: times converted and
-aligned, requests and messages found, and OTF2, JSON and the timeline fed per file, with
-no Python work per call. Faulty files: one line each, the rest merged; written
-all-or-nothing into a staging directory moved into place."""
+pass 1 keeps each file's definitions, clocks, timers, requests and the span of its
+calls; pass 2 reads the calls again and writes them out. A file's calls are numpy
+arrays: times converted and aligned, requests and messages found, and OTF2, JSON and the
+timeline fed per file, with no Python work per call. Message endpoints wait on disk
+(match.EndpointSpill) and are paired one sender at a time; the timeline keeps pixel
+columns, not calls: what stays in memory besides one file is its definitions and
+requests (Isend/Irecv calls, about 50 bytes each). Faulty files: one line each, the rest
+merged; written all-or-nothing into a staging directory moved into place."""
 
 from __future__ import annotations
 
+import ctypes
 import shutil
 import tempfile
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Dict, FrozenSet, List, Optional, Tuple
+from typing import Dict, FrozenSet, List, Optional, Tuple
 
 import numpy as np
 
-from .match import COLLECTIVES, ENDPOINT_DTYPE, REQUEST_STARTS, SENDS, match, match_requests
+from .clocks import axis_span, clock_alignment, ticks_to_ns
+from .match import COLLECTIVES, ENDPOINT_DTYPE, REQUEST_STARTS, SENDS, EndpointSpill, match, match_requests
 from .read import CALL_HAS_REQUEST, RankFile, TraceFileError, iter_level, levels_in, read_rank_file, trace_files
 
 OUTPUTS = frozenset({"otf2", "json", "timeline"})
 RECORD = np.dtype((np.void, 80))  # a call record as 80 opaque bytes
 IO_CALLS = {"MPI_File_write_at": 1, "MPI_File_read_at": 0}  # name -> OTF2 I/O operation mode
+M_MMAP_THRESHOLD = -3  # glibc's <malloc.h>
 
 
 class MergeError(Exception):
@@ -41,6 +47,7 @@ class MergeReport:
     events: int = 0  # calls
     messages: int = 0
     otf2_events: int = 0
+    json_events: int = 0
     otf2_mode: str = ""
     summary: str = ""
 
@@ -52,6 +59,11 @@ class FileInfo:
     head: RankFile
     calls: int = 0
     first_enter: int = 0  # ticks
+    # the timeline's axis (ticks): the last leave, the end of MPI_Init and the start of
+    # MPI_Finalize (None if the file has none)
+    last_leave: int = 0
+    init_leave: Optional[int] = None
+    finalize_enter: Optional[int] = None
     # the file's Isend/Irecv calls (index, handle, leave ticks) and completions
     starts: Optional[np.ndarray] = None
     start_func: Optional[np.ndarray] = None  # function codes
@@ -75,29 +87,6 @@ class RankRequests:
     comm: np.ndarray  # merged communicator id
 
 
-def _ticks_to_ns(files: List[FileInfo]) -> Callable[[np.ndarray], np.ndarray]:
-    """Ticks -> CLOCK_MONOTONIC ns for one rank: the line through its first and last timer
-    pairs (all its threads read the same tick counter). Format 1 files hold ns already."""
-    points = sorted({p for f in files for p in f.head.timers})
-    if any(f.head.version == 1 for f in files) or not points:
-        return lambda t: t.astype(np.int64)
-    (t0, n0), (t1, n1) = points[0], points[-1]
-    slope = (n1 - n0) / (t1 - t0) if t1 > t0 else 1.0
-    return lambda t: n0 + np.rint((t.astype(np.int64) - t0) * slope).astype(np.int64)
-
-
-def _clock(rank_file: RankFile) -> Callable[[np.ndarray], np.ndarray]:
-    """Local ns -> rank 0's ns, interpolating the offsets measured at init and finalize."""
-    if 0 not in rank_file.clocks:
-        return lambda t: t
-    local0, offset0 = rank_file.clocks[0]
-    local1, offset1 = rank_file.clocks.get(1, rank_file.clocks[0])
-    if local1 == local0:
-        return lambda t: t + offset0
-    slope = (offset1 - offset0) / (local1 - local0)
-    return lambda t: t + offset0 + np.rint(slope * (t - local0)).astype(np.int64)
-
-
 def _codes(rank_file: RankFile, names: set) -> np.ndarray:
     return np.array([code for code, name in rank_file.functions.items() if name in names], np.uint16)
 
@@ -111,7 +100,12 @@ def _pass1(path: Path, report: MergeReport) -> Optional[FileInfo]:
     calls = rank_file.calls
     if rank_file.problem:
         report.notes.append(f"{path.name}: {rank_file.problem}; merged the {len(calls)} calls before it")
-    info = FileInfo(rank_file, len(calls), int(calls["enter"].min()) if len(calls) else 0)
+    info = FileInfo(rank_file, len(calls), int(calls["enter"].min()) if len(calls) else 0,
+                    int(calls["leave"].max()) if len(calls) else 0)
+    init = np.isin(calls["func"], _codes(rank_file, {"MPI_Init", "MPI_Init_thread"}))
+    finalize = np.isin(calls["func"], _codes(rank_file, {"MPI_Finalize"}))
+    info.init_leave = int(calls["leave"][init].max()) if init.any() else None
+    info.finalize_enter = int(calls["enter"][finalize].min()) if finalize.any() else None
     starts = np.flatnonzero(np.isin(calls["func"], _codes(rank_file, REQUEST_STARTS)) &
                             (calls["flags"] & CALL_HAS_REQUEST != 0))
     info.starts = starts
@@ -171,6 +165,19 @@ def _io_events(archive, rank_file: RankFile, rank: int, calls: np.ndarray, func:
     events["request"][rows] = rows  # the matching id: unique per location
 
 
+def _big_arrays_from_mmap() -> None:
+    """glibc raises its mmap threshold to the size of the largest block freed so far (up
+    to 32 MiB), after which a rank file's arrays come from the heap, where the OTF2
+    library's chunks between them keep it from shrinking: the merge's peak memory then
+    grew with the number of files. A fixed 1 MiB threshold keeps every large array in its
+    own mapping, returned when freed. Elsewhere than glibc, nothing to do."""
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):
+        return
+    mallopt(M_MMAP_THRESHOLD, 1 << 20)
+
+
 def merge(directory: Path, out: Path, level: Optional[int] = None, outputs: FrozenSet[str] = OUTPUTS) -> MergeReport:
     from .otf2_out import (COLLECTIVE_OPS, COMPLETE_IRECV, COMPLETE_ISEND, COMPLETION_FIELDS, CALL_FIELDS, OP_COLLECTIVE,
                            OP_IO, OP_IRECV_REQUEST, OP_ISEND, OP_RECV, OP_SEND, Otf2Writer)
@@ -179,6 +186,7 @@ def merge(directory: Path, out: Path, level: Optional[int] = None, outputs: Froz
 
     if not directory.is_dir():
         raise MergeError(f"{directory}: no such directory")
+    _big_arrays_from_mmap()
     paths = trace_files(directory)
     levels = levels_in(paths)
     if level is None and len(levels) > 1:
@@ -224,11 +232,11 @@ def merge(directory: Path, out: Path, level: Optional[int] = None, outputs: Froz
         valid = [r for r in ranks if 0 <= r < world_size]
         table[valid] = [ranks.index(r) for r in valid]
         local_rank[gid] = table
-    to_ns = {rank: _ticks_to_ns(files) for rank, files in by_rank.items()}
+    to_ns = {rank: ticks_to_ns(files) for rank, files in by_rank.items()}
     aligned = {}
     for rank, files in by_rank.items():
         with_clock = [f.head for f in files if 0 in f.head.clocks]
-        aligned[rank] = _clock(with_clock[0]) if with_clock else (lambda t: t)
+        aligned[rank] = clock_alignment(with_clock[0]) if with_clock else (lambda t: t)
     origin = min((int(aligned[f.head.rank](to_ns[f.head.rank](np.array([f.first_enter], np.uint64)))[0])
                   for f in infos if f.calls), default=0)
     requests: Dict[int, RankRequests] = {}
@@ -250,9 +258,9 @@ def merge(directory: Path, out: Path, level: Optional[int] = None, outputs: Froz
                 comm_refs[gid] = archive.comm(gid, members[gid], comm_names[gid])._ref
         stream = open(staging / "trace.json", "wb") if "json" in outputs else None
         json_out = PerfettoWriter(stream) if stream is not None else None
-        timeline = Timeline()
-        sends: List[np.ndarray] = []
-        receives: List[np.ndarray] = []
+        timeline = Timeline(world_size)
+        timeline.set_axis([axis_span(f, aligned[f.head.rank], to_ns[f.head.rank], origin) for f in infos if f.calls])
+        spill = EndpointSpill(staging / ".messages")
         io_handles: Dict[Tuple[int, int], int] = {}
         # pass 2: events, one file at a time, in rank order
         for info in infos:
@@ -317,12 +325,12 @@ def merge(directory: Path, out: Path, level: Optional[int] = None, outputs: Froz
             endpoint["sender"], endpoint["receiver"], endpoint["comm"] = rank, calls["peer"][s], comm_gid[s]
             endpoint["tag"], endpoint["bytes"], endpoint["time"], endpoint["thread"] = (calls["tag"][s],
                                                                                        calls["bytes"][s], enter[s], thread)
-            sends.append(endpoint)
+            spill.add(0, endpoint)
             endpoint = np.empty(int(is_recv.sum()), ENDPOINT_DTYPE)
             endpoint["sender"], endpoint["receiver"], endpoint["comm"] = calls["peer"][is_recv], rank, comm_gid[is_recv]
             endpoint["tag"], endpoint["bytes"], endpoint["time"], endpoint["thread"] = (
                 calls["tag"][is_recv], calls["bytes"][is_recv], leave[is_recv], thread)
-            receives.append(endpoint)
+            spill.add(1, endpoint)
             # completions: of an Isend (OTF2 IsendComplete) or an Irecv (OTF2 Irecv, a receive)
             done, rank_requests = rank_file.completions, requests[rank]
             k = info.done_start
@@ -351,7 +359,7 @@ def merge(directory: Path, out: Path, level: Optional[int] = None, outputs: Froz
             endpoint["sender"], endpoint["receiver"], endpoint["comm"] = sender_world, rank, gid[r]
             endpoint["tag"], endpoint["bytes"], endpoint["time"], endpoint["thread"] = (
                 done["tag"][r], done["bytes"][r], leave[position[done["call"][r]]], thread)
-            receives.append(endpoint)
+            spill.add(1, endpoint)
             if archive is not None:
                 events = np.zeros(n, [(name, dtype) for name, dtype in CALL_FIELDS])
                 events["enter"], events["leave"] = enter, leave
@@ -384,24 +392,31 @@ def merge(directory: Path, out: Path, level: Optional[int] = None, outputs: Froz
                 json_out.slices(rank, thread, names, func, enter, leave, args, calls["depth"])
             timeline.add(rank, thread, func, enter, leave)
             report.events += n
-        sends_all = np.concatenate(sends) if sends else np.empty(0, ENDPOINT_DTYPE)
-        receives_all = np.concatenate(receives) if receives else np.empty(0, ENDPOINT_DTYPE)
-        send_index, receive_index, unmatched_sends, unmatched_receives = match(sends_all, receives_all)
-        senders, receivers = sends_all[send_index], receives_all[receive_index]
+        # messages, one sender at a time (memory: that sender's messages)
+        unmatched_sends = unmatched_receives = 0
+        for _, sends, receives in spill.by_sender():
+            send_index, receive_index, lost_sends, lost_receives = match(sends, receives)
+            senders, receivers = sends[send_index], receives[receive_index]
+            unmatched_sends += lost_sends
+            unmatched_receives += lost_receives
+            if json_out is not None:
+                json_out.messages(senders, receivers)
+            timeline.add_messages(senders, receivers, spill.sizes[0])
+        shutil.rmtree(staging / ".messages")
         if json_out is not None:
-            json_out.messages(senders, receivers)
             json_out.close()
             stream.close()
+            report.json_events = json_out.events
         if archive is not None:
             archive.close(min(f.head.realtime_origin_ns for f in infos) / 1e9)
             report.otf2_mode = archive.bulk_mode
-        report.messages = len(senders)
-        report.summary = timeline.summary(senders, unmatched_sends, unmatched_receives, world_size)
+        report.messages = timeline.matched
+        report.summary = timeline.summary(unmatched_sends, unmatched_receives)
         (staging / "summary.txt").write_text(report.summary)
         if "timeline" in outputs:
             program = infos[0].head.program
-            timeline.plot(staging / "timeline.png", senders, receivers,
-                          f"{program}: {world_size} ranks, {report.events} calls, {len(senders)} messages")
+            timeline.plot(staging / "timeline.png",
+                          f"{program}: {world_size} ranks, {report.events} calls, {report.messages} messages")
         if out.exists():
             shutil.rmtree(out)
         staging.rename(out)

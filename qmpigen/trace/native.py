@@ -1,5 +1,6 @@
-"""The merge's two loops over calls, in C: OTF2 events through the OTF2 library the otf2
-package bundles (otf2_out.py), and Chrome trace JSON text (perfetto.py). Python code per
+"""The merge's loops over records and calls, in C: reading rank files (read.py), OTF2
+events through the OTF2 library the otf2 package bundles (otf2_out.py), and Chrome trace
+JSON text (perfetto.py). Python code per
 call costs about a microsecond a value; these loops take the calls as numpy arrays, one
 call per rank file. C_SOURCE is compiled on first use, once per machine, with the C
 compiler on PATH ($CC, cc or gcc: qmpigen's users build tools with one) into the cache
@@ -215,6 +216,63 @@ int64_t qmpi_json_flows(char *out, int64_t cap, int64_t n, int64_t first_id, con
         *p++ = '}';
     }
     return p - out;
+}
+
+/* ---- reading a rank file (read.py): records sorted out in one walk ---- */
+struct scan {
+    uint8_t *calls;          /* 80-byte call records, in file order (short ones: a row left for Python) */
+    int64_t *call_offset;    /* where each call starts in the file */
+    uint8_t *shorts;         /* 32-byte short call records */
+    int64_t *short_row;      /* the row of each in `calls` */
+    uint8_t *completions;    /* 32-byte completion records */
+    int64_t *completion_at;  /* 2 per completion: its offset, the index of the call before it */
+    int64_t *other_at;       /* 2 per other record: its offset, the number of calls before it */
+    int64_t counts[4];       /* calls, shorts, completions, others */
+};
+
+/* Walks the records from `pos` to `end` and sorts them: calls (kind 6, 80 bytes; kind 10,
+ * 32 bytes), completions (kind 7, 32 bytes, after a call) and the rest, for Python. With
+ * NULL buffers it only counts. Returns where it stopped: `end`, or the first record whose
+ * header cannot be walked (Python says why). */
+int64_t qmpi_scan_records(const uint8_t *data, int64_t pos, int64_t end, struct scan *s)
+{
+    int64_t *n = s->counts;
+    n[0] = n[1] = n[2] = n[3] = 0;
+    while (end - pos >= 4) {
+        uint16_t kind, size;
+        memcpy(&kind, data + pos, 2);
+        memcpy(&size, data + pos + 2, 2);
+        if (size < 8 || size % 8 || pos + size > end)
+            break;
+        if ((kind == 6 && size == 80) || (kind == 10 && size == 32)) {
+            if (s->calls) {
+                s->call_offset[n[0]] = pos;
+                if (kind == 6) {
+                    memcpy(s->calls + 80 * n[0], data + pos, 80);
+                } else {
+                    memcpy(s->shorts + 32 * n[1], data + pos, 32);
+                    s->short_row[n[1]] = n[0];
+                }
+            }
+            n[1] += kind == 10;
+            n[0]++;
+        } else if (kind == 7 && size == 32 && n[0] > 0) {
+            if (s->calls) {
+                memcpy(s->completions + 32 * n[2], data + pos, 32);
+                s->completion_at[2 * n[2]] = pos;
+                s->completion_at[2 * n[2] + 1] = n[0] - 1;
+            }
+            n[2]++;
+        } else {
+            if (s->calls) {
+                s->other_at[2 * n[3]] = pos;
+                s->other_at[2 * n[3] + 1] = n[0];
+            }
+            n[3]++;
+        }
+        pos += size;
+    }
+    return pos;
 }
 """
 

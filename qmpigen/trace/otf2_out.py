@@ -40,6 +40,10 @@ from . import native
 # What a call adds between its Enter and Leave (the `op` array of native.C_SOURCE).
 OP_NONE, OP_SEND, OP_RECV, OP_ISEND, OP_IRECV_REQUEST, OP_COLLECTIVE, OP_IO = range(7)
 COMPLETE_ISEND, COMPLETE_IRECV = 1, 2
+# OTF2 keeps one event chunk per location in memory until the archive closes (a
+# location's writer cannot be closed early: the package closes them all at the end):
+# 256 KiB instead of the default 1 MiB keeps that small beside one rank file.
+CHUNK_BYTES = 256 * 1024
 IO_MODE_READ, IO_MODE_WRITE = 0, 1  # OTF2_IO_OPERATION_MODE_*
 
 
@@ -74,7 +78,7 @@ def _otf2_library() -> ctypes.CDLL:
 
 class Otf2Writer:
     def __init__(self, path: Path, world_size: int, hosts: Dict[int, str], threads: Dict[int, list]):
-        self.writer = otf2.writer.Writer(str(path), timer_resolution=1_000_000_000)
+        self.writer = otf2.writer.Writer(str(path), timer_resolution=1_000_000_000, chunk_size_events=CHUNK_BYTES)
         defs = self.writer.definitions
         machine = defs.system_tree_node("machine")
         nodes = {host: defs.system_tree_node(host, parent=machine) for host in sorted(set(hosts.values()))}
@@ -134,7 +138,8 @@ class Otf2Writer:
         COMPLETION_FIELDS (ordered by call)."""
         if len(calls) == 0:
             return 0
-        writer = self.writer.event_writer_from_location(self.locations[(rank, thread)])
+        location = self.locations[(rank, thread)]
+        writer = self.writer.event_writer_from_location(location)
         handle = ctypes.cast(writer._handle, ctypes.c_void_p).value
         columns = [np.ascontiguousarray(calls[name], dtype) for name, dtype in CALL_FIELDS]
         done = [np.ascontiguousarray(completions[name], dtype) for name, dtype in COMPLETION_FIELDS]
@@ -151,6 +156,10 @@ class Otf2Writer:
         if written < 0:
             raise RuntimeError(f"the OTF2 library refused the events of call {-1 - written} of rank {rank} "
                                f"thread {thread}")
+        # the location's definition carries its event count (the package counts only the
+        # events it writes itself); its writer is closed now, so that its buffers do not
+        # stay for the rest of the merge (one location's at a time: memory as the largest)
+        location._number_of_events_written = written
         first, last = int(columns[0].min()), int(columns[1].max())
         self.first = first if self.first is None else min(self.first, first)
         self.last = last if self.last is None else max(self.last, last)

@@ -10,6 +10,7 @@ one-line reason; a file without a valid header gives nothing.
 
 from __future__ import annotations
 
+import ctypes
 import re
 import struct
 from dataclasses import dataclass, field
@@ -128,9 +129,133 @@ def _call_run(data: bytes, pos: int, end: int, kind: int) -> int:
     return found
 
 
+def _walk_problem(data: bytes, pos: int, end: int) -> str:
+    """Why the record at `pos` cannot be walked (its header, or it runs past the end)."""
+    if end - pos < 4:
+        return f"truncated at byte {pos} (a record header cut short)"
+    kind, size = RECORD_HEAD.unpack_from(data, pos)
+    if size < 8 or size % 8:
+        return f"corrupt record at byte {pos} (size {size})"
+    return f"truncated at byte {pos} (a {size}-byte record, {end - pos} bytes left)"
+
+
+def _other_record(data: bytes, pos: int, kind: int, size: int, out: RankFile) -> Optional[str]:
+    """Reads a definition, clock or timer record into `out`; why it is corrupt, or None."""
+    if kind == R_FUNCTION:
+        (code,) = struct.unpack_from("<i", data, pos + 4)
+        out.functions[code] = _string(data, pos + 8, pos + size)
+    elif kind == R_PROCESS:
+        program, _, rest = data[pos + 8:pos + size].partition(b"\0")
+        out.program = program.decode(errors="replace")
+        out.host = rest.split(b"\0", 1)[0].decode(errors="replace")
+    elif kind == R_COMM:
+        comm_id, comm_size = struct.unpack_from("<ii", data, pos + 4)
+        if comm_size < 0 or 12 + 4 * comm_size > size:
+            return f"corrupt communicator record at byte {pos}"
+        out.comms[comm_id] = struct.unpack_from(f"<{comm_size}i", data, pos + 12)
+    elif kind == R_TYPE:
+        type_id, type_size, named, nints, naddrs, ntypes = struct.unpack_from("<6i", data, pos + 4)
+        name = _string(data, pos + 28, pos + size)
+        out.types[type_id] = (type_size, name if named or name else
+                              f"derived(ints={nints},addrs={naddrs},types={ntypes})")
+    elif kind == R_FILE:
+        file_id, _, initial = struct.unpack_from("<iiq", data, pos + 4)
+        out.files[file_id] = (_string(data, pos + 20, pos + size), initial)
+    elif kind == R_CLOCK and size == CLOCK.size:
+        _, _, phase, local, offset, _rtt = CLOCK.unpack_from(data, pos)
+        out.clocks[phase] = (local, offset)
+    elif kind == R_TIMER and size == TIMER.size:
+        _, _, _, ticks, ns = TIMER.unpack_from(data, pos)
+        out.timers.append((ticks, ns))
+    else:
+        return f"corrupt record at byte {pos} (kind {kind}, size {size})"
+    return None
+
+
 def _read_records(data: bytes, pos: int, out: RankFile, end: Optional[int] = None) -> Optional[str]:
     """Reads records from `pos` to `end`; the reason it stopped early, or None."""
+    from . import native
+
     end = len(data) if end is None else end
+    lib = native.load()
+    if lib is not None:
+        calls, offsets, completions, problem = _scan_native(lib, data, pos, end, out)
+    else:
+        calls, offsets, completions, problem = _scan_python(data, pos, end, out)
+    bad = (calls["leave"] < calls["enter"]) | ~np.isin(calls["func"], list(out.functions))
+    if bad.any():  # read again up to the first bad call, so nothing after it counts
+        at = int(offsets[int(np.argmax(bad))])
+        fresh = RankFile(out.path, out.rank, out.thread, out.level, out.world_size, out.version,
+                         out.realtime_origin_ns)
+        _read_records(data, HEADER.size, fresh, at)
+        fresh.problem = f"corrupt call record at byte {at}"
+        out.__dict__.update(fresh.__dict__)
+        return fresh.problem
+    out.calls = calls
+    if len(completions):
+        out.completions = completions
+    return problem
+
+
+RAW_COMPLETION = np.dtype([("kind", "<u2"), ("size", "<u2"), ("source", "<i4"), ("request", "<u8"),
+                           ("tag", "<i4"), ("pad", "<i4"), ("bytes", "<i8")])
+assert RAW_COMPLETION.itemsize == COMPLETION.size
+
+
+class _Scan(ctypes.Structure):
+    _fields_ = [("calls", ctypes.c_void_p), ("call_offset", ctypes.c_void_p), ("shorts", ctypes.c_void_p),
+                ("short_row", ctypes.c_void_p), ("completions", ctypes.c_void_p),
+                ("completion_at", ctypes.c_void_p), ("other_at", ctypes.c_void_p), ("counts", ctypes.c_int64 * 4)]
+
+
+def _scan_native(lib, data: bytes, pos: int, end: int, out: RankFile):
+    """The records sorted out by native.py's walk (one count, one copy); the few others
+    (definitions, clocks, timers) read here. Calls and completions after a corrupt
+    record do not count."""
+    scan_records = lib.qmpi_scan_records
+    scan_records.restype = ctypes.c_int64
+    buffer = ctypes.c_char_p(data)
+    scan = _Scan()
+    scan_records(buffer, ctypes.c_int64(pos), ctypes.c_int64(end), ctypes.byref(scan))
+    n_calls, n_shorts, n_completions, n_others = scan.counts
+    calls = np.empty(n_calls, CALL_DTYPE)
+    offsets = np.empty(n_calls, np.int64)
+    shorts = np.empty(n_shorts, SHORT_DTYPE)
+    short_row = np.empty(n_shorts, np.int64)
+    raw_completions = np.empty(n_completions, RAW_COMPLETION)
+    completion_at = np.empty((n_completions, 2), np.int64)
+    other_at = np.empty((n_others, 2), np.int64)
+    for name, array in (("calls", calls), ("call_offset", offsets), ("shorts", shorts), ("short_row", short_row),
+                        ("completions", raw_completions), ("completion_at", completion_at), ("other_at", other_at)):
+        setattr(scan, name, array.ctypes.data if array.size else ctypes.addressof(scan))  # not NULL: copy
+    stop = scan_records(buffer, ctypes.c_int64(pos), ctypes.c_int64(end), ctypes.byref(scan))
+    problem, cut, cut_at = (_walk_problem(data, stop, end), n_calls, stop) if stop < end else (None, n_calls, end)
+    for at, calls_before in other_at.tolist():
+        kind, size = RECORD_HEAD.unpack_from(data, at)
+        problem_here = _other_record(data, at, kind, size, out)
+        if problem_here is not None:
+            problem, cut, cut_at = problem_here, calls_before, at
+            break
+    if n_shorts:
+        part = calls[short_row]
+        part.view(np.uint8).reshape(n_shorts, CALL_DTYPE.itemsize)[:] = 0
+        for name in ("func", "depth", "flags", "enter", "leave", "comm"):
+            part[name] = shorts[name]
+        part["kind"], part["size"] = R_CALL, CALL_DTYPE.itemsize
+        for name, value in CALL_DEFAULTS.items():
+            part[name] = value
+        calls[short_row] = part
+    keep = completion_at[:, 0] < cut_at
+    completions = np.empty(int(keep.sum()), COMPLETION_DTYPE)
+    completions["call"] = completion_at[keep, 1]
+    for name in ("request", "source", "tag", "bytes"):
+        completions[name] = raw_completions[name][keep]
+    return calls[:cut], offsets[:cut], completions, problem
+
+
+def _scan_python(data: bytes, pos: int, end: int, out: RankFile):
+    """The same without a C compiler: runs of call records found with numpy, the other
+    records one by one."""
     runs: List[Tuple[int, int, int]] = []  # start, count, kind
     ncalls = 0
     completions: List[Tuple[int, int, int, int, int]] = []
@@ -138,14 +263,11 @@ def _read_records(data: bytes, pos: int, out: RankFile, end: Optional[int] = Non
     problem = None
     while pos < end:
         if end - pos < 4:
-            problem = f"truncated at byte {pos} (a record header cut short)"
+            problem = _walk_problem(data, pos, end)
             break
         kind, size = unpack_head(data, pos)
-        if size < 8 or size % 8:
-            problem = f"corrupt record at byte {pos} (size {size})"
-            break
-        if pos + size > end:
-            problem = f"truncated at byte {pos} (a {size}-byte record, {end - pos} bytes left)"
+        if size < 8 or size % 8 or pos + size > end:
+            problem = _walk_problem(data, pos, end)
             break
         if kind in CALL_KINDS and size == CALL_KINDS[kind].itemsize:
             n = _call_run(data, pos, end, kind)
@@ -156,36 +278,10 @@ def _read_records(data: bytes, pos: int, out: RankFile, end: Optional[int] = Non
         if kind == R_COMPLETION and size == COMPLETION.size and ncalls > 0:
             _, _, source, request, tag, _, nbytes = COMPLETION.unpack_from(data, pos)
             completions.append((ncalls - 1, request, source, tag, nbytes))
-        elif kind == R_FUNCTION:
-            (code,) = struct.unpack_from("<i", data, pos + 4)
-            out.functions[code] = _string(data, pos + 8, pos + size)
-        elif kind == R_PROCESS:
-            program, _, rest = data[pos + 8:pos + size].partition(b"\0")
-            out.program = program.decode(errors="replace")
-            out.host = rest.split(b"\0", 1)[0].decode(errors="replace")
-        elif kind == R_COMM:
-            comm_id, comm_size = struct.unpack_from("<ii", data, pos + 4)
-            if comm_size < 0 or 12 + 4 * comm_size > size:
-                problem = f"corrupt communicator record at byte {pos}"
-                break
-            out.comms[comm_id] = struct.unpack_from(f"<{comm_size}i", data, pos + 12)
-        elif kind == R_TYPE:
-            type_id, type_size, named, nints, naddrs, ntypes = struct.unpack_from("<6i", data, pos + 4)
-            name = _string(data, pos + 28, pos + size)
-            out.types[type_id] = (type_size, name if named or name else
-                                  f"derived(ints={nints},addrs={naddrs},types={ntypes})")
-        elif kind == R_FILE:
-            file_id, _, initial = struct.unpack_from("<iiq", data, pos + 4)
-            out.files[file_id] = (_string(data, pos + 20, pos + size), initial)
-        elif kind == R_CLOCK and size == CLOCK.size:
-            _, _, phase, local, offset, _rtt = CLOCK.unpack_from(data, pos)
-            out.clocks[phase] = (local, offset)
-        elif kind == R_TIMER and size == TIMER.size:
-            _, _, _, ticks, ns = TIMER.unpack_from(data, pos)
-            out.timers.append((ticks, ns))
         else:
-            problem = f"corrupt record at byte {pos} (kind {kind}, size {size})"
-            break
+            problem = _other_record(data, pos, kind, size, out)
+            if problem is not None:
+                break
         pos += size
     # the call records, copied run by run into one array
     calls = np.empty(ncalls, CALL_DTYPE)
@@ -206,19 +302,7 @@ def _read_records(data: bytes, pos: int, out: RankFile, end: Optional[int] = Non
                 part[name] = value
         offsets[done:done + n] = np.arange(start, start + n * CALL_KINDS[kind].itemsize, CALL_KINDS[kind].itemsize)
         done += n
-    bad = (calls["leave"] < calls["enter"]) | ~np.isin(calls["func"], list(out.functions))
-    if bad.any():  # read again up to the first bad call, so nothing after it counts
-        at = int(offsets[int(np.argmax(bad))])
-        fresh = RankFile(out.path, out.rank, out.thread, out.level, out.world_size, out.version,
-                         out.realtime_origin_ns)
-        _read_records(data, HEADER.size, fresh, at)
-        fresh.problem = f"corrupt call record at byte {at}"
-        out.__dict__.update(fresh.__dict__)
-        return fresh.problem
-    out.calls = calls
-    if completions:
-        out.completions = np.array(completions, COMPLETION_DTYPE)
-    return problem
+    return calls, offsets, np.array(completions, COMPLETION_DTYPE), problem
 
 
 def _string(data: bytes, start: int, stop: int) -> str:

@@ -6,22 +6,30 @@ from __future__ import annotations
 import warnings
 from collections import defaultdict
 from pathlib import Path
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
 COLUMNS = 2400  # pixel columns of the time axis the calls are drawn into
+MAX_LINES = 50_000  # message lines drawn: more only darken the same pixels
 
 
 class Timeline:
-    """Collects what the picture and the summary need: spans per track (numpy arrays, a
-    function index each), calls and time per rank and function."""
+    """What the picture and the summary need, in memory that does not grow with the
+    trace: per track and function, the pixel columns its calls occupy (the axis is known
+    before the calls come, from pass 1); calls and time per rank and function; the
+    message matrix; an evenly spaced sample of at most MAX_LINES messages to draw."""
 
-    def __init__(self) -> None:
+    def __init__(self, world_size: int) -> None:
         self.functions: List[str] = []  # index -> name
         self.index: Dict[str, int] = {}
-        self.spans: Dict[Tuple[int, int], List[Tuple[np.ndarray, np.ndarray, np.ndarray]]] = defaultdict(list)
+        self.lo, self.hi, self.xlabel = 0.0, 1.0, ""
+        self.columns: Dict[Tuple[int, int], Dict[int, np.ndarray]] = defaultdict(dict)  # track -> func -> used
         self.time_per_function: Dict[Tuple[int, str], List[int]] = defaultdict(lambda: [0, 0])  # calls, ns
+        self.counts = np.zeros((world_size, world_size), np.int64)
+        self.volume = np.zeros((world_size, world_size), np.int64)
+        self.matched = 0
+        self.lines: List[np.ndarray] = []  # (x0, track0, x1, track1) rows, ms and (rank, thread) keys
 
     def function_index(self, name: str) -> int:
         if name not in self.index:
@@ -29,97 +37,117 @@ class Timeline:
             self.functions.append(name)
         return self.index[name]
 
+    def set_axis(self, spans: List[Tuple[int, int, Optional[int], Optional[int]]]) -> None:
+        """The time axis, from each track's (first enter, last leave, end of its MPI_Init,
+        start of its MPI_Finalize), aligned ns. MPI_Init and MPI_Finalize take far longer
+        than the work between them: the axis shows from the end of the last Init to the
+        start of the first Finalize when there are both."""
+        lo = min((s[0] for s in spans), default=0) / 1e6
+        hi = max((s[1] for s in spans), default=1_000_000) / 1e6
+        self.xlabel = "time (ms, aligned to rank 0's clock)"
+        init_ends = [s[2] for s in spans if s[2] is not None]
+        finalize_starts = [s[3] for s in spans if s[3] is not None]
+        if init_ends and finalize_starts and min(finalize_starts) > max(init_ends):
+            lo, hi = max(init_ends) / 1e6, min(finalize_starts) / 1e6
+            self.xlabel += "; from the end of the last MPI_Init to the start of the first MPI_Finalize"
+        if hi <= lo:
+            hi = lo + 1.0
+        self.lo, self.hi = lo - 0.03 * (hi - lo), hi + 0.03 * (hi - lo)
+
     def add(self, rank: int, thread: int, func: np.ndarray, enter_ns: np.ndarray, leave_ns: np.ndarray) -> None:
-        """A track's calls: `func` holds function_index values."""
+        """A track's calls (`func` holds function_index values): counted, and drawn into
+        the columns each function occupies."""
         duration = leave_ns - enter_ns
-        self.spans[(rank, thread)].append((enter_ns / 1e6, np.maximum(duration, 1).astype(np.float32) / 1e6,
-                                           func.astype(np.int16)))
         counts = np.bincount(func, minlength=len(self.functions))
         times = np.bincount(func, weights=duration, minlength=len(self.functions))
         for f in np.flatnonzero(counts).tolist():
             entry = self.time_per_function[(rank, self.functions[f])]
             entry[0] += int(counts[f])
             entry[1] += int(times[f])
+        width = (self.hi - self.lo) / COLUMNS
+        start = enter_ns / 1e6
+        first = np.clip(((start - self.lo) / width).astype(np.int64), -1, COLUMNS)
+        last = np.clip(((start + np.maximum(duration, 1) / 1e6 - self.lo) / width).astype(np.int64), -1, COLUMNS)
+        track = self.columns[(rank, thread)]
+        for f in np.flatnonzero(counts).tolist():
+            mine = func == f
+            cover = np.zeros(COLUMNS + 3, np.int64)  # columns -1 .. COLUMNS, shifted by one
+            np.add.at(cover, first[mine] + 1, 1)
+            np.add.at(cover, last[mine] + 2, -1)
+            used = np.cumsum(cover)[1:COLUMNS + 1] > 0
+            track[f] = track[f] | used if f in track else used
 
-    def summary(self, pairs: np.ndarray, unmatched_sends: int, unmatched_receives: int, world_size: int) -> str:
+    def add_messages(self, senders: np.ndarray, receivers: np.ndarray, total_hint: int) -> None:
+        """Matched pairs (ENDPOINT_DTYPE, pairwise), one sender's at a time: counted, and
+        every k-th kept to draw, k such that about MAX_LINES of `total_hint` are kept."""
+        np.add.at(self.counts, (senders["sender"], senders["receiver"]), 1)
+        np.add.at(self.volume, (senders["sender"], senders["receiver"]), senders["bytes"])
+        self.matched += len(senders)
+        step = max(1, -(-total_hint // MAX_LINES))
+        keep = slice(0, len(senders), step)
+        s, r = senders[keep], receivers[keep]
+        line = np.empty(len(s), [("x0", "<f8"), ("rank0", "<i4"), ("thread0", "<i4"), ("x1", "<f8"),
+                                 ("rank1", "<i4"), ("thread1", "<i4")])
+        line["x0"], line["rank0"], line["thread0"] = s["time"] / 1e6, s["sender"], s["thread"]
+        line["x1"], line["rank1"], line["thread1"] = r["time"] / 1e6, r["receiver"], r["thread"]
+        self.lines.append(line)
+
+    def summary(self, unmatched_sends: int, unmatched_receives: int) -> str:
+        world_size = len(self.counts)
         lines = ["time per function per rank (calls, total ms):"]
         for (rank, func), (calls, ns) in sorted(self.time_per_function.items()):
             lines.append(f"  rank {rank:<4} {func:<22} {calls:>8} {ns / 1e6:>12.3f}")
-        counts = np.zeros((world_size, world_size), np.int64)
-        volume = np.zeros((world_size, world_size), np.int64)
-        np.add.at(counts, (pairs["sender"], pairs["receiver"]), 1)
-        np.add.at(volume, (pairs["sender"], pairs["receiver"]), pairs["bytes"])
         lines.append("messages sender -> receiver (count / bytes):")
         lines.append("        " + "".join(f"{'to ' + str(r):>14}" for r in range(world_size)))
         for s in range(world_size):
-            cells = "".join(f"{counts[s, r]:>6} /{volume[s, r]:>6}" for r in range(world_size))
+            cells = "".join(f"{self.counts[s, r]:>6} /{self.volume[s, r]:>6}" for r in range(world_size))
             lines.append(f"  {'from ' + str(s):<6}{cells}")
-        lines.append(f"{len(pairs)} messages matched, {unmatched_sends} sends and {unmatched_receives} receives unmatched")
+        lines.append(f"{self.matched} messages matched, {unmatched_sends} sends and {unmatched_receives} receives "
+                     "unmatched")
         return "\n".join(lines) + "\n"
 
-    def plot(self, path: Path, senders: np.ndarray, receivers: np.ndarray, title: str) -> None:
-        """Calls drawn per pixel column (COLUMNS across the axis): a column shows each
-        function that occupies it, so a million calls draw as fast as a thousand."""
+    def plot(self, path: Path, title: str) -> None:
+        """The columns each function occupies per track, as bars; the sampled messages as
+        one LineCollection (one Line2D each took minutes for 100,000)."""
         import matplotlib
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
         from matplotlib.collections import LineCollection
 
-        tracks = sorted(self.spans)
+        tracks = sorted(self.columns)
         row = {track: i for i, track in enumerate(tracks)}
-        spans = {track: tuple(np.concatenate(part) for part in zip(*self.spans[track])) for track in tracks}
         order = sorted(range(len(self.functions)), key=lambda f: self.functions[f])
         colour_of = {f: i for i, f in enumerate(order)}
         colours = plt.get_cmap("tab20")
-        # MPI_Init and MPI_Finalize take far longer than the work between them: the axis
-        # shows from the end of the last Init to the start of the first Finalize
-        init = [self.index[f] for f in ("MPI_Init", "MPI_Init_thread") if f in self.index]
-        final = self.index.get("MPI_Finalize")
-        init_ends = [float((s + d)[np.isin(f, init)].max()) for s, d, f in spans.values() if np.isin(f, init).any()]
-        finalize_starts = [float(s[f == final].min()) for s, d, f in spans.values() if final is not None and
-                           (f == final).any()]
-        lo = min((float(s.min()) for s, _, _ in spans.values() if len(s)), default=0.0)
-        hi = max((float((s + d).max()) for s, d, _ in spans.values() if len(s)), default=1.0)
-        xlabel = "time (ms, aligned to rank 0's clock)"
-        if init_ends and finalize_starts and min(finalize_starts) > max(init_ends):
-            lo, hi = max(init_ends), min(finalize_starts)
-            xlabel += "; from the end of the last MPI_Init to the start of the first MPI_Finalize"
-        lo, hi = lo - 0.03 * (hi - lo), hi + 0.03 * (hi - lo)
-        width = (hi - lo) / COLUMNS or 1.0
+        lo, hi = self.lo, self.hi
+        width = (hi - lo) / COLUMNS
         fig, ax = plt.subplots(figsize=(12, 1.2 + 0.5 * len(tracks)))
         for track in tracks:
-            start, duration, func = spans[track]
-            first = np.clip(((start - lo) / width).astype(np.int64), -1, COLUMNS)
-            last = np.clip(((start + duration - lo) / width).astype(np.int64), -1, COLUMNS)
-            for f in np.unique(func).tolist():
-                mine = func == f
-                cover = np.zeros(COLUMNS + 3, np.int64)  # columns -1 .. COLUMNS, shifted by one
-                np.add.at(cover, first[mine] + 1, 1)
-                np.add.at(cover, last[mine] + 2, -1)
-                used = np.cumsum(cover)[1:COLUMNS + 1] > 0
+            for f, used in sorted(self.columns[track].items()):
                 edges = np.diff(np.concatenate([[0], used.astype(np.int8), [0]]))
                 begins, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
                 if len(begins):
                     bars = list(zip((lo + begins * width).tolist(), ((ends - begins) * width).tolist()))
                     ax.broken_barh(bars, (row[track] - 0.4, 0.8), color=colours(colour_of[f] % 20))
-        # one artist for all the messages (one Line2D each took minutes for 100,000)
-        y0 = np.array([row.get(t, -1) for t in zip(senders["sender"].tolist(), senders["thread"].tolist())], float)
-        y1 = np.array([row.get(t, -1) for t in zip(receivers["receiver"].tolist(), receivers["thread"].tolist())],
-                      float)
-        keep = (y0 >= 0) & (y1 >= 0)
-        if keep.any():
-            lines = np.stack([np.stack([senders["time"][keep] / 1e6, y0[keep]], axis=1),
-                              np.stack([receivers["time"][keep] / 1e6, y1[keep]], axis=1)], axis=1)
-            ax.add_collection(LineCollection(lines, colors="black", linewidths=0.6, alpha=0.7))
+        if self.lines:
+            line = np.concatenate(self.lines)
+            y0 = np.array([row.get(t, -1) for t in zip(line["rank0"].tolist(), line["thread0"].tolist())], float)
+            y1 = np.array([row.get(t, -1) for t in zip(line["rank1"].tolist(), line["thread1"].tolist())], float)
+            keep = (y0 >= 0) & (y1 >= 0)
+            if keep.any():
+                segments = np.stack([np.stack([line["x0"][keep], y0[keep]], axis=1),
+                                     np.stack([line["x1"][keep], y1[keep]], axis=1)], axis=1)
+                ax.add_collection(LineCollection(segments, colors="black", linewidths=0.6, alpha=0.7))
         ax.set_xlim(lo, hi)
         ax.set_yticks(range(len(tracks)))
         ax.set_yticklabels([f"rank {r}" + (f" t{t}" if t else "") for r, t in tracks])
         ax.set_ylim(len(tracks) - 0.5, -0.5)
-        ax.set_xlabel(xlabel)
+        ax.set_xlabel(self.xlabel)
         ax.set_title(title)
-        handles = [plt.Rectangle((0, 0), 1, 1, color=colours(colour_of[f] % 20)) for f in order]
-        ax.legend(handles, [self.functions[f] for f in order], loc="upper left", bbox_to_anchor=(1.0, 1.0),
+        used_functions = sorted({f for columns in self.columns.values() for f in columns}, key=colour_of.get)
+        handles = [plt.Rectangle((0, 0), 1, 1, color=colours(colour_of[f] % 20)) for f in used_functions]
+        ax.legend(handles, [self.functions[f] for f in used_functions], loc="upper left", bbox_to_anchor=(1.0, 1.0),
                   fontsize=7)
         with warnings.catch_warnings():  # a tall legend beside few tracks: no tight layout, no matter
             warnings.simplefilter("ignore", UserWarning)

@@ -1,0 +1,47 @@
+"""Time in the merge: a rank's ticks to CLOCK_MONOTONIC ns (its timer records), its ns to
+rank 0's (the clock offsets measured at init and finalize), and the span of a file's
+calls on the aligned axis (the timeline's)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable, List, Optional, Tuple
+
+import numpy as np
+
+from .read import RankFile
+
+if TYPE_CHECKING:
+    from .merge import FileInfo
+
+
+def ticks_to_ns(files: List[FileInfo]) -> Callable[[np.ndarray], np.ndarray]:
+    """Ticks -> CLOCK_MONOTONIC ns for one rank: the line through its first and last timer
+    pairs (all its threads read the same tick counter). Format 1 files hold ns already."""
+    points = sorted({p for f in files for p in f.head.timers})
+    if any(f.head.version == 1 for f in files) or not points:
+        return lambda t: t.astype(np.int64)
+    (t0, n0), (t1, n1) = points[0], points[-1]
+    slope = (n1 - n0) / (t1 - t0) if t1 > t0 else 1.0
+    return lambda t: n0 + np.rint((t.astype(np.int64) - t0) * slope).astype(np.int64)
+
+
+def clock_alignment(rank_file: RankFile) -> Callable[[np.ndarray], np.ndarray]:
+    """Local ns -> rank 0's ns, interpolating the offsets measured at init and finalize."""
+    if 0 not in rank_file.clocks:
+        return lambda t: t
+    local0, offset0 = rank_file.clocks[0]
+    local1, offset1 = rank_file.clocks.get(1, rank_file.clocks[0])
+    if local1 == local0:
+        return lambda t: t + offset0
+    slope = (offset1 - offset0) / (local1 - local0)
+    return lambda t: t + offset0 + np.rint(slope * (t - local0)).astype(np.int64)
+
+
+def axis_span(info: FileInfo, aligned: Callable, to_ns: Callable, origin: int) -> Tuple[int, int, Optional[int],
+                                                                                      Optional[int]]:
+    """A file's first enter, last leave, end of MPI_Init and start of MPI_Finalize as
+    aligned ns from `origin` (the timeline's axis)."""
+    def ns(ticks: Optional[int]) -> Optional[int]:
+        return None if ticks is None else int(aligned(to_ns(np.array([ticks], np.uint64)))[0]) - origin
+
+    return ns(info.first_enter), ns(info.last_leave), ns(info.init_leave), ns(info.finalize_enter)

@@ -1,0 +1,100 @@
+"""Reading rank files (qmpigen/trace/read.py) without an MPI: synthetic files with every
+record kind, read by the C walk of native.py and by the Python fallback, must give the
+same calls, completions, definitions and one-line problem — also when the file is cut
+or holds a corrupt record, where only what comes before the fault counts."""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+
+np = pytest.importorskip("numpy")
+
+from qmpigen.trace import native, read  # noqa: E402
+
+FUNCS = {0: "MPI_Init", 1: "MPI_Send", 2: "MPI_Wait", 3: "MPI_Comm_rank"}
+
+
+def record(kind: int, body: bytes) -> bytes:
+    size = 4 + len(body)
+    body += b"\0" * (-size % 8)
+    return struct.pack("<HH", kind, 4 + len(body)) + body
+
+
+def long_call(func: int, enter: int, peer: int = 1) -> bytes:
+    fields = struct.pack("<HBBQQiiiiiiqqqQ", func, 0, 0, enter, enter + 5, 0, peer, 7, -1, 3, -1, 2, 8, 0, 0)
+    return struct.pack("<HH", read.R_CALL, 80) + fields
+
+
+def short_call(func: int, enter: int) -> bytes:
+    return struct.pack("<HHHBBQQii", read.R_SHORT_CALL, 32, func, 0, 0, enter, enter + 2, 0, 0)
+
+
+def completion(request: int) -> bytes:
+    return read.COMPLETION.pack(read.R_COMPLETION, 32, 1, request, 7, 0, 8)
+
+
+def rank_file(tail: bytes = b"") -> bytes:
+    header = read.HEADER.pack(read.MAGIC, 2, read.HEADER.size, 0, 0, 0, 1, 2, 1, 0, 0, 0, 0)
+    body = b"".join(record(read.R_FUNCTION, struct.pack("<i", code) + name.encode() + b"\0")
+                    for code, name in FUNCS.items())
+    body += record(read.R_COMM, struct.pack("<iii", 0, 2, 0) + struct.pack("<i", 1))
+    body += read.TIMER.pack(read.R_TIMER, read.TIMER.size, 0, 100, 1000)
+    calls = []
+    for i in range(300):  # runs of long calls broken by short ones and completions
+        calls.append(long_call(1, 1000 + 10 * i) if i % 7 else short_call(3, 1000 + 10 * i))
+        if i % 50 == 49:
+            calls.append(long_call(2, 1000 + 10 * i + 6) + completion(0xABC + i))
+    return header + body + b"".join(calls) + tail
+
+
+def read_both(tmp_path, data: bytes, monkeypatch):
+    path = tmp_path / "app_h_0_0.L1.qtr"
+    path.write_bytes(data)
+    if native.load() is None:
+        pytest.skip("no C compiler for native.py")
+    with_c = read.read_rank_file(path)
+    monkeypatch.setenv("QMPIGEN_TRACE_NO_NATIVE", "1")
+    native._loaded.clear()
+    try:
+        without = read.read_rank_file(path)
+    finally:
+        monkeypatch.delenv("QMPIGEN_TRACE_NO_NATIVE")
+        native._loaded.clear()
+    for name in ("functions", "comms", "timers", "problem"):
+        assert getattr(with_c, name) == getattr(without, name), name
+    assert with_c.calls.tobytes() == without.calls.tobytes()
+    assert with_c.completions.tobytes() == without.completions.tobytes()
+    return with_c
+
+
+def test_a_whole_file_reads_the_same_both_ways(tmp_path, monkeypatch):
+    got = read_both(tmp_path, rank_file(), monkeypatch)
+    assert got.problem is None and len(got.calls) == 306 and len(got.completions) == 6
+    assert got.functions == FUNCS and got.comms == {0: (0, 1)}
+    short = got.calls[got.calls["func"] == 3]
+    assert len(short) == 43 and (short["peer"] == -1).all() and (short["size"] == 80).all()
+    assert got.completions["request"].tolist() == [0xABC + i for i in range(49, 300, 50)]
+
+
+@pytest.mark.parametrize("cut", [3, 12, 40, 81])
+def test_a_cut_file_keeps_the_records_before_the_cut(tmp_path, monkeypatch, cut):
+    data = rank_file()
+    got = read_both(tmp_path, data[:len(data) - cut], monkeypatch)
+    # the file ends with a call and its completion: a cut of up to 32 bytes loses the
+    # completion, a longer one the call too
+    assert got.problem.startswith("truncated at byte")
+    assert len(got.calls) == (306 if cut <= 32 else 305) and len(got.completions) == 5
+
+
+def test_a_corrupt_record_ends_what_counts(tmp_path, monkeypatch):
+    bad = struct.pack("<HHi", 99, 8, 0)  # an unknown kind
+    got = read_both(tmp_path, rank_file(bad + long_call(1, 99999) + completion(1)), monkeypatch)
+    assert got.problem.startswith("corrupt record at byte") and len(got.calls) == 306
+    assert len(got.completions) == 6  # the completion after the bad record does not count
+
+
+def test_a_call_with_an_unknown_function_is_where_reading_stops(tmp_path, monkeypatch):
+    got = read_both(tmp_path, rank_file(long_call(42, 99999)), monkeypatch)
+    assert got.problem.startswith("corrupt call record at byte") and len(got.calls) == 306
