@@ -48,8 +48,52 @@ def match(sends: np.ndarray, receives: np.ndarray) -> Tuple[np.ndarray, np.ndarr
     """Pairs in order per (sender, receiver, comm, tag): the n-th send of a key with the
     n-th receive of that key. Indices into sends and receives (pairs in send time
     order), unmatched sends, unmatched receives."""
+    both = np.concatenate([sends, receives])
+    key, key_bits = _packed_key(both)
+    n_sends = len(sends)
+    place = np.concatenate([_nth(key[:n_sends], sends["time"]), _nth(key[n_sends:], receives["time"])])
+    bits = int(place.max(initial=0)).bit_length()
+    if key_bits + bits > 62:  # the four fields and the place do not fit in one int64
+        return _match_by_fields(sends, receives)
+    # (key, place) is unique on each side: the pairs are the values both sides have
+    paired = key << bits | place
+    _, send_index, receive_index = np.intersect1d(paired[:n_sends], paired[n_sends:], assume_unique=True,
+                                                  return_indices=True)
+    by_time = np.argsort(sends["time"][send_index], kind="stable")
+    send_index, receive_index = send_index[by_time], receive_index[by_time]
+    return send_index, receive_index, n_sends - len(send_index), len(receives) - len(receive_index)
+
+
+def _packed_key(e: np.ndarray) -> Tuple[np.ndarray, int]:
+    """(sender, receiver, comm, tag) as one int64 per endpoint, ordered as the four fields
+    are, and its width in bits (over 62: not usable, the key is then only a hash of
+    them for _nth, which pairs nothing)."""
+    key = np.zeros(len(e), np.int64)
+    used = 0
+    for name in ("sender", "receiver", "comm", "tag"):
+        column = e[name].astype(np.int64)
+        low = int(column.min(initial=0))
+        width = max(1, (int(column.max(initial=0)) - low).bit_length())
+        used += width
+        key = key << width | (column - low) if used <= 62 else key
+    return key, used
+
+
+def _nth(key: np.ndarray, time: np.ndarray) -> np.ndarray:
+    """Each endpoint's place among those of its key, in time order."""
+    order = np.lexsort((time, key))
+    ordered = key[order]
+    new = np.ones(len(order), bool)
+    new[1:] = ordered[1:] != ordered[:-1]
+    index = np.arange(len(order))
+    place = np.empty(len(order), np.int64)
+    place[order] = index - np.maximum.accumulate(np.where(new, index, 0))
+    return place
+
+
+def _match_by_fields(sends: np.ndarray, receives: np.ndarray) -> Tuple[np.ndarray, np.ndarray, int, int]:
+    """match() for keys too wide to pack: the four fields sorted one by one."""
     def nth(e: np.ndarray) -> np.ndarray:
-        """Each endpoint's place among those of its key, in time order."""
         order = np.lexsort((e["time"], e["tag"], e["comm"], e["receiver"], e["sender"]))
         key = [e[name][order] for name in ("sender", "receiver", "comm", "tag")]
         new = np.ones(len(order), bool)

@@ -294,15 +294,18 @@ def merge(directory: Path, out: Path, level: Optional[int] = None, outputs: Froz
             has_comm = comm_gid >= 0
 
             def is_func(wanted) -> np.ndarray:
-                return np.isin(func, [timeline.index[w] for w in wanted if w in timeline.index])
+                table = np.zeros(len(names), bool)  # a lookup per call: isin sorts
+                table[[timeline.index[w] for w in wanted if w in timeline.index]] = True
+                return table[func]
 
             def local(world: np.ndarray) -> np.ndarray:
                 """World ranks -> ranks in each call's communicator (-1: not a member)."""
                 result = np.full(len(world), -1, np.int64)
-                for gid in np.unique(comm_gid[has_comm]).tolist():
-                    mine = comm_gid == gid
-                    w = world[mine]
-                    result[mine] = np.where((w >= 0) & (w < world_size), local_rank[gid][np.clip(w, 0, world_size)], -1)
+                rows = np.flatnonzero(has_comm & (world >= 0) & (world < world_size))  # calls with a peer or root
+                gids = comm_gid[rows]
+                for gid in np.unique(gids).tolist():
+                    mine = rows[gids == gid]
+                    result[mine] = local_rank[gid][world[mine]]
                 return result
 
             peer_local = local(calls["peer"].astype(np.int64))

@@ -71,9 +71,9 @@ class Timeline:
         track = self.columns[(rank, thread)]
         for f in np.flatnonzero(counts).tolist():
             mine = func == f
-            cover = np.zeros(COLUMNS + 3, np.int64)  # columns -1 .. COLUMNS, shifted by one
-            np.add.at(cover, first[mine] + 1, 1)
-            np.add.at(cover, last[mine] + 2, -1)
+            # +1 where a call's columns begin, -1 after they end (columns -1 .. COLUMNS, shifted by one)
+            cover = (np.bincount(first[mine] + 1, minlength=COLUMNS + 3)
+                     - np.bincount(last[mine] + 2, minlength=COLUMNS + 3))
             used = np.cumsum(cover)[1:COLUMNS + 1] > 0
             track[f] = track[f] | used if f in track else used
 
