@@ -4,6 +4,8 @@
  * Perfetto JSON, a PNG timeline and a summary. Format: docs/trace-format.md.
  *
  * Build: mpicc -shared -fPIC -Wall -Wextra -Werror -I<core> trace.c -o libtrace.so -lpthread
+ *        (sample_tools/Makefile also links in the wrappers trace_all.qmpi generates; alone,
+ *        trace.c traces only the functions of its table)
  * Run:   TOOLS=./libtrace.so:./libtbcast.so:./libtrace.so mpiexec -n 4 ./app
  *
  * Stackable: one library serves every instance in the chain; each instance keeps its
@@ -13,8 +15,9 @@
  *   QMPI_TRACE_FLUSH=full|record write when a thread's buffer is full (default) or every record
  *   QMPI_TRACE_NESTED=1|0       record calls made while a traced call of an instance above
  *                               is open on this thread (e.g. TBcast's Send/Recv) (default 1)
- *   QMPI_TRACE_FUNCTIONS=default|all  `all` adds the ordinary functions (no arguments worth
- *                               recording: Comm_rank, Comm_size), seed 004 section 3.1.4
+ *   QMPI_TRACE_FUNCTIONS=default|all  `all` adds the ordinary functions of the table below
+ *                               (Comm_rank, Comm_size) and every other MPI function, seed 004
+ *                               section 3.1.4 (see "every other MPI function" at the end)
  *   QMPI_TRACE_BUFFER=bytes     per-thread buffer (default 1 MiB, at least 4096)
  * No MPI communication happens for tracing's sake except the clock ping-pong with world
  * rank 0 right after MPI_Init and right before MPI_Finalize, through PMPI.
@@ -46,7 +49,8 @@
 
 /* Stable function codes written in the files (the core's indices differ per MPI); the
  * names reach the merger in FUNCTION records, so this table is their only home. The
- * third column: 1 = interesting (always traced), 0 = ordinary (QMPI_TRACE_FUNCTIONS=all). */
+ * third column: 1 = interesting (always traced), 0 = ordinary (QMPI_TRACE_FUNCTIONS=all).
+ * Every other function traced under `all` has code TF_COUNT + its core index. */
 #define TRACE_FUNCTIONS(X)                                                                         \
     X(INIT, Init, 1) X(INIT_THREAD, Init_thread, 1) X(FINALIZE, Finalize, 1)                       \
     X(SEND, Send, 1) X(SSEND, Ssend, 1) X(RECV, Recv, 1) X(ISEND, Isend, 1) X(IRECV, Irecv, 1)     \
@@ -159,6 +163,8 @@ struct thread_buffer {
     struct handle_entry *cache[CACHE_SLOTS];
     unsigned cache_next;
     struct thread_buffer *next_in_instance;
+    /* core indices whose FUNCTION record this file has (QMPI_TRACE_FUNCTIONS=all) */
+    unsigned char named[(NUM_MPI_FUNCS + 7) / 8];
     char data[];
 };
 
@@ -1077,6 +1083,66 @@ _EXTERN_C_ int TR_File_close(MPI_File *fh, int level, vector *v)
 FILE_AT_WRAPPER(File_write_at, TF_FILE_WRITE_AT, const void *)
 FILE_AT_WRAPPER(File_read_at, TF_FILE_READ_AT, void *)
 
+/* ---- every other MPI function (QMPI_TRACE_FUNCTIONS=all) ----
+ * trace_all.qmpi makes a wrapper for every function of the core's enumeration that
+ * calls trace_all_begin before the next link and trace_all_end after it;
+ * sample_tools/Makefile links that generated C into libtrace.so, its get_interceptions
+ * renamed trace_all_get_interceptions. Such a call is a SHORT CALL record without
+ * arguments (generic code cannot know them), with code TF_COUNT + core index, named in
+ * a FUNCTION record before its first call in each file (not all up front: an MPI 5
+ * core has 700 functions, a thread calls a few). trace.c built alone (bench/) has no
+ * generated part: the weak reference is NULL and `all` adds only the table's ordinary
+ * functions. Hidden: one library, so the wrappers call these directly, not via PLT. */
+_Static_assert(TF_COUNT + NUM_MPI_FUNCS <= UINT16_MAX, "function codes are 16 bits in call records");
+extern char *trace_all_get_interceptions(int i) __attribute__((weak, visibility("hidden")));
+__attribute__((visibility("hidden"))) uint64_t trace_all_begin(int level, int index);
+__attribute__((visibility("hidden"))) void trace_all_end(int level, int index, uint64_t enter, int failed);
+
+/* begin() for a function outside the table: its enter ticks, or 0 if not recorded. The
+ * depth goes on the thread's open-call stack, where trace_all_end finds it. */
+uint64_t trace_all_begin(int level, int index)
+{
+    struct thread_state *ts = &thread_state;
+    struct thread_buffer *tb;
+    int func = TF_COUNT + index, depth;
+    uint64_t enter;
+    if ((unsigned)level >= MAX_LEVELS || !__atomic_load_n(&instances[level].active, __ATOMIC_ACQUIRE))
+        return 0;
+    depth = call_depth(ts, func);
+    if (depth > 0 && !options.nested)
+        return 0;
+    tb = ts->buffers[level];
+    if (__builtin_expect(tb == NULL, 0) && (tb = thread_buffer(&instances[level])) == NULL)
+        return 0;
+    if (__builtin_expect(!(tb->named[index / 8] & (1u << index % 8)), 0)) {
+        int32_t code = func;
+        const char *name = QMPI_Function_name(index);
+        tb->named[index / 8] |= (unsigned char)(1u << index % 8);
+        append_variable(&instances[level], tb, R_FUNCTION, &code, 4, name, strlen(name) + 1);
+    }
+    if (ts->open_calls < MAX_OPEN) {
+        ts->open_stack[ts->open_calls].func = (uint16_t)func;
+        ts->open_stack[ts->open_calls].depth = (uint8_t)(depth > 255 ? 255 : depth);
+    }
+    ts->open_calls++;
+    enter = ticks();
+    return enter != 0 ? enter : 1;
+}
+
+/* end() for it; `failed`: the function returns an MPI error code and it is not MPI_SUCCESS. */
+void trace_all_end(int level, int index, uint64_t enter, int failed)
+{
+    uint64_t leave = ticks();
+    struct thread_state *ts = &thread_state;
+    struct short_call_record s = {R_SHORT_CALL, sizeof s, (uint16_t)(TF_COUNT + index), 255,
+                                  failed ? CALL_FAILED : 0, enter, leave, -1, 0};
+    if (ts->open_calls <= MAX_OPEN)
+        s.depth = ts->open_stack[ts->open_calls - 1].depth;
+    ts->open_calls--;
+    append(&instances[level], ts->buffers[level], &s, sizeof s);
+}
+
+/* Called when the core builds the chain: the options decide which wrappers it installs. */
 _EXTERN_C_ char *get_interceptions(int i)
 {
     switch (i) {
@@ -1086,6 +1152,8 @@ _EXTERN_C_ char *get_interceptions(int i)
         TRACE_FUNCTIONS(INTERCEPT)
 #undef INTERCEPT
     default:
-        return "NULL";
+        pthread_once(&options_once, read_options);
+        return options.all_functions && trace_all_get_interceptions != NULL ? trace_all_get_interceptions(i)
+                                                                            : "NULL";
     }
 }

@@ -1,7 +1,9 @@
 """The trace tool (sample_tools/trace.c) and `qmpigen trace`, on the real MPIs: a 4-rank
 application traced above and below TBcast, merged; otf2-print (OTF2's own reader) must
 read the archive with one ENTER per call the application made, per rank and function,
-and every send must have its receive (rank, tag, bytes). Skipped with a reason when
+and every send must have its receive (rank, tag, bytes); QMPI_TRACE_FUNCTIONS=all must
+record every other MPI function too (their depth and failed flag read from the rank
+files as docs/trace-format.md describes them). Skipped with a reason when
 otf2-print or the otf2/matplotlib packages are missing, a failure when
 QMPIGEN_REQUIRE_TRACE=1 (as in `make test-trace`, which installs otf2-tools). Marked
 `trace`: not in `make test`."""
@@ -12,12 +14,13 @@ import json
 import os
 import re
 import shutil
+import struct
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
-from conftest import APPS, qmpigen
+from conftest import APPS, SAMPLE_TOOLS, qmpigen
 
 pytestmark = [pytest.mark.mpi, pytest.mark.trace]
 
@@ -255,3 +258,123 @@ def test_flush_record_keeps_every_call_of_a_killed_rank(mpi, core, sample_tools,
     enters, _, _ = _otf2_enters(out / "traces.otf2")
     assert enters[(0, "MPI_Barrier")] == (100 if flush == "record" else 0)
     assert enters[(0, "MPI_Init")] == (1 if flush == "record" else 0)
+
+
+# -- QMPI_TRACE_FUNCTIONS=all: every MPI function ----------------------------------------------------
+
+
+def _otf2_enters_per_rank(archive: Path) -> Counter:
+    """ENTERs per (rank, region), over the rank's threads (a location each)."""
+    import subprocess
+
+    enters, _, _ = _otf2_enters(archive)
+    definitions = subprocess.run(["otf2-print", "-G", str(archive)], capture_output=True, text=True, timeout=120)
+    rank_of = {int(m[1]): int(m[2]) for m in re.finditer(r'^LOCATION\s+(\d+)\s+Name: "rank (\d+) thread', definitions.stdout,
+                                                       re.M)}
+    per_rank = Counter()
+    for (location, region), n in enters.items():
+        per_rank[(rank_of[location], region)] += n
+    return per_rank
+
+
+def _raw_calls(run: Path, level: int) -> tuple:
+    """The call records of one instance's rank files, read as docs/trace-format.md
+    describes them (not through qmpigen.trace): (rank, function, depth, failed) -> count,
+    and each file's function codes (name -> code). Every call's code must be named by a
+    FUNCTION record earlier in its own file."""
+    calls, codes = Counter(), []
+    for path in sorted(run.glob(f"*.L{level}.qtr")):
+        data = path.read_bytes()
+        assert data[:8] == b"QMPITRC\0", path
+        rank = struct.unpack_from("<i", data, 16)[0]
+        names, pos = {}, 64
+        while pos < len(data):
+            kind, size = struct.unpack_from("<HH", data, pos)
+            assert size >= 8 and size % 8 == 0 and pos + size <= len(data), (path, pos)
+            if kind == 1:  # FUNCTION: i32 code, name
+                (code,) = struct.unpack_from("<i", data, pos + 4)
+                names[code] = data[pos + 8:pos + size].split(b"\0", 1)[0].decode()
+            elif kind in (6, 10):  # CALL, SHORT CALL: u16 function, u8 depth, u8 flags
+                func, depth, flags = struct.unpack_from("<HBB", data, pos + 4)
+                assert func in names, (path, pos, func)
+                calls[(rank, names[func], depth, bool(flags & 2))] += 1
+            pos += size
+        codes.append({name: code for code, name in names.items()})
+    return calls, codes
+
+
+TABLE_CODES = 24  # the functions of trace.c's own table: codes 0..23, the same in every file
+
+
+def _run_all_app(mpi, core, tools: str, work: Path, **env: str):
+    app = mpi.build_app(APPS / "trace_all_app.c", core, work / "trace_all_app", ["-lpthread"])
+    proc = mpi.run(2, [app], env={"QMPI_TOOLS": tools, "QMPI_TRACE_DIR": str(work / "run"), **env}, cwd=work)
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(re.findall(r"^failed (\d+) 1$", proc.stdout, re.M)) == ["0", "1"], proc.stdout
+    return _app_calls(proc.stdout)
+
+
+@pytest.mark.parametrize("nested", ["1", "0"])
+def test_all_functions_records_every_call(mpi, core, sample_tools, tmp_path, nested):
+    """QMPI_TRACE_FUNCTIONS=all, two instances (trace:trace), 2 ranks of 4 threads, a
+    4096-byte buffer (many flushes): each instance records every MPI call of the
+    application, the functions outside trace.c's table included (MPI_Wtime,
+    MPI_Type_size, MPI_Comm_group, MPI_Sendrecv, MPI_Get_count, ...): one ENTER per call,
+    per rank and function. MPI_Error_class, called by an error handler inside
+    MPI_Comm_call_errhandler, is nested (depth 1; dropped with QMPI_TRACE_NESTED=0); the
+    call passing down to the second instance keeps its depth; only the failing
+    MPI_Type_size has the failed flag (MPI_Wtime's double result is no error code)."""
+    _need_trace_tools()
+    tools = f"{sample_tools}/libtrace.so:{sample_tools}/libtrace.so"
+    calls = _run_all_app(mpi, core, tools, tmp_path, QMPI_TRACE_FUNCTIONS="all", QMPI_TRACE_BUFFER="4096",
+                         QMPI_TRACE_NESTED=nested)
+    assert calls[(0, "MPI_Wtime")] == 3 * 20 and calls[(1, "MPI_Type_size")] == 3 * 27 + 1
+    expected = Counter(calls)
+    for rank in range(2):
+        expected[(rank, "MPI_Init_thread")] = expected[(rank, "MPI_Finalize")] = 1
+        if nested == "0":
+            del expected[(rank, "MPI_Error_class")]
+    for level in (1, 2):
+        out = _merge(tmp_path, level)
+        assert _otf2_enters_per_rank(out / "traces.otf2") == expected, level
+        raw, codes = _raw_calls(tmp_path / "run", level)
+        per_function = Counter()
+        for (rank, name, _, _), n in raw.items():
+            per_function[(rank, name)] += n
+        assert per_function == expected
+        assert {key for key in raw if key[2] != 0} == (
+            {(rank, "MPI_Error_class", 1, False) for rank in range(2)} if nested == "1" else set())
+        assert {key for key in raw if key[3]} == {(rank, "MPI_Type_size", 0, True) for rank in range(2)}
+        assert raw[(0, "MPI_Type_size", 0, True)] == raw[(1, "MPI_Type_size", 0, True)] == 1
+        # the table's codes in every file; the others after them, named in the files that use them
+        assert len(codes) == 2 * 4
+        for file_codes in codes:
+            assert sorted(c for c in file_codes.values() if c < TABLE_CODES) == list(range(TABLE_CODES))
+            others = {name for name, code in file_codes.items() if code >= TABLE_CODES}
+            assert others and others <= {name for _, name in calls} - {"MPI_Comm_rank", "MPI_Comm_size"}
+        assert {"MPI_Wtime", "MPI_Group_free"} <= {n for c in codes for n, code in c.items() if code >= TABLE_CODES}
+
+
+@pytest.mark.parametrize("functions", [None, "default"])
+def test_default_mode_records_only_the_interesting_functions(mpi, core, sample_tools, tmp_path, functions):
+    """Unset or `default`: the same application leaves only MPI_Init_thread and
+    MPI_Finalize (it calls no other function of the table's interesting ones), and its
+    files name the table's functions and no other."""
+    _need_trace_tools()
+    env = {} if functions is None else {"QMPI_TRACE_FUNCTIONS": functions}
+    _run_all_app(mpi, core, f"{sample_tools}/libtrace.so", tmp_path, **env)
+    enters = _otf2_enters_per_rank(_merge(tmp_path, 1) / "traces.otf2")
+    assert enters == Counter({(rank, f): 1 for rank in range(2) for f in ("MPI_Init_thread", "MPI_Finalize")})
+    _, codes = _raw_calls(tmp_path / "run", 1)
+    assert codes and all(sorted(c.values()) == list(range(TABLE_CODES)) for c in codes)
+
+
+def test_trace_c_alone_keeps_the_table(mpi, core, tmp_path):
+    """trace.c compiled by itself (as bench/ builds it) has no generated wrappers: `all`
+    adds only the table's ordinary functions, MPI_Comm_rank and MPI_Comm_size."""
+    _need_trace_tools()
+    tool = mpi.build_tool(SAMPLE_TOOLS / "trace.c", core, tmp_path / "libtrace.so", ["-lpthread"])
+    _run_all_app(mpi, core, str(tool), tmp_path, QMPI_TRACE_FUNCTIONS="all")
+    enters = _otf2_enters_per_rank(_merge(tmp_path, 1) / "traces.otf2")
+    assert enters == Counter({(rank, f): 1 for rank in range(2)
+                              for f in ("MPI_Init_thread", "MPI_Finalize", "MPI_Comm_rank", "MPI_Comm_size")})
