@@ -36,12 +36,15 @@ class PerfettoWriter:
         self.stream.write(b'{"displayTimeUnit": "ns", "traceEvents": [\n')
         self.flow = 0
         self.events = 0  # trace events written: slices, flow starts and ends, metadata
+        self.buffer = np.empty(0, np.uint8)  # the C loops' text, reused
         self.native = native.load()
 
     def _native_write(self, function: str, n: int, per_call: int, *args) -> None:
         """Runs a C loop of native.py over n items and writes its text."""
         cap = n * per_call + 64
-        out = np.empty(cap, np.uint8)  # not zeroed: the C loop says how much it wrote
+        if len(self.buffer) < cap:  # one buffer for the whole merge: fresh pages cost faults
+            self.buffer = np.empty(cap, np.uint8)  # not zeroed: the C loop says how much it wrote
+        out = self.buffer
         c_function = getattr(self.native, function)
         c_function.restype = ctypes.c_int64
         size = c_function(ctypes.c_void_p(out.ctypes.data), ctypes.c_int64(cap), ctypes.c_int64(n), *args)

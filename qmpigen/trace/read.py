@@ -11,6 +11,8 @@ one-line reason; a file without a valid header gives nothing.
 from __future__ import annotations
 
 import ctypes
+import mmap
+import os
 import re
 import struct
 from dataclasses import dataclass, field
@@ -103,7 +105,11 @@ def read_header(data: bytes) -> Tuple[int, int, int, int, int, int]:
 def read_rank_file(path: Path) -> RankFile:
     """The file's contents up to its first fault; TraceFileError if its header is bad."""
     try:
-        data = path.read_bytes()
+        with open(path, "rb") as stream:
+            # mapped, not copied (a rank file is read twice per merge); an empty file
+            # cannot be mapped
+            size = os.fstat(stream.fileno()).st_size
+            data = mmap.mmap(stream.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
     except OSError as exc:
         raise TraceFileError(f"cannot read: {exc.strerror}")
     version, rank, thread, level, world_size, realtime = read_header(data)
@@ -214,7 +220,7 @@ def _scan_native(lib, data: bytes, pos: int, end: int, out: RankFile):
     record do not count."""
     scan_records = lib.qmpi_scan_records
     scan_records.restype = ctypes.c_int64
-    buffer = ctypes.c_char_p(data)
+    buffer = ctypes.c_void_p(np.frombuffer(data, np.uint8).ctypes.data if len(data) else None)
     scan = _Scan()
     scan_records(buffer, ctypes.c_int64(pos), ctypes.c_int64(end), ctypes.byref(scan))
     n_calls, n_shorts, n_completions, n_others = scan.counts

@@ -80,8 +80,13 @@ class Timeline:
     def add_messages(self, senders: np.ndarray, receivers: np.ndarray, total_hint: int) -> None:
         """Matched pairs (ENDPOINT_DTYPE, pairwise), one sender's at a time: counted, and
         every k-th kept to draw, k such that about MAX_LINES of `total_hint` are kept."""
-        np.add.at(self.counts, (senders["sender"], senders["receiver"]), 1)
-        np.add.at(self.volume, (senders["sender"], senders["receiver"]), senders["bytes"])
+        size = len(self.counts)
+        sender, receiver = senders["sender"].astype(np.int64), senders["receiver"].astype(np.int64)
+        valid = (sender >= 0) & (sender < size) & (receiver >= 0) & (receiver < size)
+        cell = sender[valid] * size + receiver[valid]
+        self.counts += np.bincount(cell, minlength=size * size).reshape(size, size)
+        self.volume += np.rint(np.bincount(cell, weights=senders["bytes"][valid], minlength=size * size)).astype(
+            np.int64).reshape(size, size)
         self.matched += len(senders)
         step = max(1, -(-total_hint // MAX_LINES))
         keep = slice(0, len(senders), step)
