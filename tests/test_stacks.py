@@ -132,27 +132,20 @@ def test_stack_section_errors_are_one_line_with_file_and_line(mpi, sample_tools,
     assert "ok " not in proc.stdout
 
 
-def test_a_switch_to_a_stack_that_does_not_exist_is_one_line(mpi, sample_tools, stacks_app, tmp_path):
+@pytest.mark.parametrize("stack, why", [
+    ("nosuch", "no stack of that name (the stacks: default, heavy)"),
+    ("default", "the stack this instance is on: the call would come back to it"),
+])
+def test_a_switch_to_no_stack_or_its_own_is_one_line(mpi, sample_tools, stacks_app, tmp_path, stack, why):
     conf = tmp_path / "stacks.conf"
-    conf.write_text(two_stacks(sample_tools, switch_stack="nosuch"))
+    conf.write_text(two_stacks(sample_tools, switch_stack=stack))
     # 2 ranks, as the other run-time errors (the core waits until the launcher has taken
     # the error line before MPI_Abort: errors.c.j2)
     proc = mpi.run(2, [stacks_app], env={"QMPI_CONF": str(conf)})
     assert proc.returncode != 0
     errors = qmpi_errors(proc.stderr)
-    assert errors and set(errors) == {
-        f"qmpi: error: {conf}:11: [switch] stack = nosuch: no stack of that name (the stacks: default, heavy)"}, proc.stderr
+    assert errors and set(errors) == {f"qmpi: error: {conf}:11: [switch] stack = {stack}: {why}"}, proc.stderr
     assert "ok " not in proc.stdout
-
-
-def test_a_switch_to_its_own_stack_is_one_line(mpi, sample_tools, stacks_app, tmp_path):
-    conf = tmp_path / "stacks.conf"
-    conf.write_text(two_stacks(sample_tools, switch_stack="default"))
-    proc = mpi.run(2, [stacks_app], env={"QMPI_CONF": str(conf)})
-    assert proc.returncode != 0
-    assert set(qmpi_errors(proc.stderr)) == {
-        f"qmpi: error: {conf}:11: [switch] stack = default: the stack this instance is on: the call would come back to "
-        "it"}, proc.stderr
 
 
 # ---- switching from a callback tool (QMPI_Get_stack_function) ----------------------------

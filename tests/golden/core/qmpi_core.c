@@ -588,15 +588,24 @@ int QMPI_Stack_lookup(const char *name)
     return -1;
 }
 
-/* The name of the stack that holds `level` (or is entered at it), NULL if none does. */
-const char *QMPI_Stack_of(int level)
+/* The index in qmpi_stacks of the stack that holds `level` (or is entered at it), -1 if
+ * none does. */
+static int qmpi_stack_holding(int level)
 {
     int s;
 
     for (s = 0; s < qmpi_stack_count; s++)
         if (level >= qmpi_stacks[s].top && level <= qmpi_stacks[s].top + qmpi_stacks[s].count)
-            return qmpi_stacks[s].name;
-    return NULL;
+            return s;
+    return -1;
+}
+
+/* The name of the stack that holds `level` (or is entered at it), NULL if none does. */
+const char *QMPI_Stack_of(int level)
+{
+    int s = qmpi_stack_holding(level);
+
+    return s >= 0 ? qmpi_stacks[s].name : NULL;
 }
 
 /* The names of the stacks, ", "-separated, for a tool's error message. */
@@ -1838,6 +1847,12 @@ static void qmpi_conf_grow(void *array, int count, size_t size)
     }
 }
 
+/* Whether `known` is the `length` bytes at `text` (a name in a line being read). */
+static int qmpi_conf_is(const char *known, const char *text, size_t length)
+{
+    return strlen(known) == length && strncmp(known, text, length) == 0;
+}
+
 /* The value of a stack's instances = line: NAME, NAME, ... (by name; resolved later). */
 static void qmpi_conf_stack_members(const char *file, int line, struct qmpi_conf_stack *stack, const char *value)
 {
@@ -1905,8 +1920,7 @@ static void qmpi_conf_line(const char *file, int line, char *text, struct qmpi_c
                 qmpi_fatalf("%s:%d: '%s': a stack name is letters, digits, '_', '-' and '.' ([stack heavy])", file,
                             line, text);
             for (i = 0; i < qmpi_conf_stack_count; i++)
-                if (strlen(qmpi_conf_stacks[i].name) == (size_t)(end - stack_name) &&
-                    strncmp(qmpi_conf_stacks[i].name, stack_name, (size_t)(end - stack_name)) == 0)
+                if (qmpi_conf_is(qmpi_conf_stacks[i].name, stack_name, (size_t)(end - stack_name)))
                     qmpi_fatalf("%s:%d: duplicate stack name '%s' (first at line %d)", file, line,
                                 qmpi_conf_stacks[i].name, qmpi_conf_stacks[i].line);
             qmpi_conf_grow(&qmpi_conf_stacks, qmpi_conf_stack_count, sizeof *qmpi_conf_stacks);
@@ -1921,17 +1935,10 @@ static void qmpi_conf_line(const char *file, int line, char *text, struct qmpi_c
         if (!qmpi_conf_word(name, (size_t)(end - name)))
             qmpi_fatalf("%s:%d: '%s': an instance name is letters, digits, '_', '-' and '.' ([outer])", file, line, text);
         for (i = 0; i < qmpi_conf_count; i++)
-            if (strlen(qmpi_conf_instances[i].name) == (size_t)(end - name) &&
-                strncmp(qmpi_conf_instances[i].name, name, (size_t)(end - name)) == 0)
+            if (qmpi_conf_is(qmpi_conf_instances[i].name, name, (size_t)(end - name)))
                 qmpi_fatalf("%s:%d: duplicate instance name '%s' (first at line %d)", file, line,
                             qmpi_conf_instances[i].name, qmpi_conf_instances[i].line);
-        if (qmpi_conf_count % 8 == 0) {
-            struct qmpi_conf_instance *grown =
-                realloc(qmpi_conf_instances, ((size_t)qmpi_conf_count + 8) * sizeof *grown);
-            if (grown == NULL)
-                qmpi_fatal("QMPI: out of memory reading the configuration file");
-            qmpi_conf_instances = grown;
-        }
+        qmpi_conf_grow(&qmpi_conf_instances, qmpi_conf_count, sizeof *qmpi_conf_instances);
         instance = &qmpi_conf_instances[qmpi_conf_count++];
         memset(instance, 0, sizeof *instance);
         instance->name = qmpi_conf_strdup(name, (size_t)(end - name));
@@ -2267,8 +2274,7 @@ static void qmpi_fill_table(int level, const int *next, int end)
 int QMPI_Get_stack_function(int calling_tool_id, int stack, int function_enum, void (**function_ptr)(void),
                             int *next_tool_id)
 {
-    int index = qmpi_forum_index(function_enum), s, target;
-    const char *own;
+    int index = qmpi_forum_index(function_enum), s = qmpi_stack_holding(stack), target;
 
     if (calling_tool_id <= 0 || calling_tool_id >= qmpi_chain.total ||
         qmpi_levels[calling_tool_id].kind != QMPI_CALLBACK_LEVEL)
@@ -2276,15 +2282,12 @@ int QMPI_Get_stack_function(int calling_tool_id, int stack, int function_enum, v
     if (index < 0)
         qmpi_fatalf("QMPI_Get_stack_function(%d, %d, %d): not a function this core intercepts (0..%d)",
                     calling_tool_id, stack, function_enum, MPI_LAST_FUNC_T - 1);
-    for (s = 0; s < qmpi_stack_count && qmpi_stacks[s].top != stack; s++)
-        continue;
-    if (s == qmpi_stack_count)
+    if (s < 0 || qmpi_stacks[s].top != stack)
         qmpi_fatalf("QMPI_Get_stack_function(%d, %d, %s): %d is not a stack's handle (the stacks: %s)",
                     calling_tool_id, stack, QMPI_Function_name(index), stack, QMPI_Stack_names());
-    own = QMPI_Stack_of(calling_tool_id);
-    if (own != NULL && strcmp(own, qmpi_stacks[s].name) == 0)
+    if (qmpi_stack_holding(calling_tool_id) == s)
         qmpi_fatalf("QMPI_Get_stack_function(%d, %d, %s): tool %d is on stack %s: the call would come back to it",
-                    calling_tool_id, stack, QMPI_Function_name(index), calling_tool_id, own);
+                    calling_tool_id, stack, QMPI_Function_name(index), calling_tool_id, qmpi_stacks[s].name);
     target = qmpi_chain.items[stack]->table[index].level;
     *(void **)function_ptr = qmpi_link_in_form(target, index, qmpi_chain.total, 1);
     *next_tool_id = target;
