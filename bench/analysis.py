@@ -9,7 +9,7 @@ import resource
 import statistics
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from measure import ENTRY_LABELS, EXTRA_VARIANTS, VARIANTS, Config, cpu_model
+from measure import ENTRY_LABELS, EXTRA_VARIANTS, VARIANTS, Config, cpu_model, median_difference, row_median
 from pmpi_bench import pmpi_summary, pmpi_targets
 from stacks_bench import stacks_summary, stacks_targets
 from trace_bench import trace_targets
@@ -56,13 +56,6 @@ def verdict(ok: Optional[bool]) -> str:
     return "—" if ok is None else ("PASS" if ok else "FAIL")
 
 
-def median_difference(a: Optional[Sequence[float]], b: Optional[Sequence[float]]) -> Optional[float]:
-    """Median of sample-by-sample differences a - b (samples taken in turn in one process)."""
-    if not a or not b or len(a) != len(b):
-        return None
-    return statistics.median(x - y for x, y in zip(a, b))
-
-
 def fortran_summary(rows: Dict[str, dict], status: Optional[dict]) -> Optional[dict]:
     """The Fortran rows (bench_rank.f90) against the MPI's own Fortran binding; None when
     the run did not look for Fortran (results from before it existed)."""
@@ -70,7 +63,7 @@ def fortran_summary(rows: Dict[str, dict], status: Optional[dict]) -> Optional[d
         return None
 
     def med(key: str) -> Optional[float]:
-        return rows[key]["median_ns"] if key in rows else None
+        return row_median(rows, key)
 
     own, core0, core1 = med("fortran/own"), med("fortran/core+0"), med("fortran/core+1typed")
     return {
@@ -104,7 +97,7 @@ def summarise(args, name: str, nfuncs: int, configs: List[Config], codegen: List
             }
 
     def med(key: str) -> Optional[float]:
-        return rows[key]["median_ns"] if key in rows else None
+        return row_median(rows, key)
 
     counts = args.counts
     fit_counts = [n for n in counts if n <= 1000] or counts

@@ -8,6 +8,7 @@ import os
 import re
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import time
@@ -116,6 +117,18 @@ class Config:
 
 
 ENTRY_LABELS = ("direct", "interposer", "interposer-plt", "core")
+
+
+def median_difference(a: Optional[Sequence[float]], b: Optional[Sequence[float]]) -> Optional[float]:
+    """Median of sample-by-sample differences a - b (samples taken in turn in one process)."""
+    if not a or not b or len(a) != len(b):
+        return None
+    return statistics.median(x - y for x, y in zip(a, b))
+
+
+def row_median(rows: Dict[str, dict], key: str) -> Optional[float]:
+    """A summarised row's median ns, None if the row did not run."""
+    return rows[key]["median_ns"] if key in rows else None
 
 
 def tool_list(name: str, count: int) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Callable, Dict, List, Optional
 
-from measure import Config, tool_list
+from measure import Config, row_median, tool_list
 
 PMPI_LAYERS = (1, 2, 4, 8)
 TARGET_PMPI_OVER_TYPED = 2.0
@@ -20,7 +20,7 @@ def pmpi_configs() -> List[Config]:
 
 def pmpi_summary(rows: Dict[str, dict], fit_slope: Callable) -> Optional[dict]:
     def med(key: str) -> Optional[float]:
-        return rows[key]["median_ns"] if key in rows else None
+        return row_median(rows, key)
 
     zero = med("core/0")
     # the layer counts both kinds ran (typed ones run at --tools's counts)

@@ -17,11 +17,10 @@
 
 from __future__ import annotations
 
-import statistics
 from pathlib import Path
 from typing import Callable, Dict, List, Optional
 
-from measure import Config
+from measure import Config, median_difference, row_median
 
 SERVICE_NAMES = (16, 256, 4096)
 TARGET_SWITCH_OVER_TYPED_LAYERS = 1.0
@@ -66,14 +65,12 @@ def stacks_configs(bindir: Path) -> List[Config]:
 
 def stacks_summary(rows: Dict[str, dict], typed_slope_ns: Optional[float]) -> dict:
     def med(key: str) -> Optional[float]:
-        return rows[key]["median_ns"] if key in rows else None
+        return row_median(rows, key)
 
     def over_floor(key: str) -> Optional[float]:
-        """The median of (sample - the floor's sample taken just before it in the same process)."""
-        if key not in rows or f"pair-ref/{key}" not in rows:
-            return None
-        pairs = zip(rows[key]["samples_ns"], rows[f"pair-ref/{key}"]["samples_ns"])
-        return statistics.median(call - floor for call, floor in pairs)
+        """The row over the floor timed in turn with it in the same process."""
+        floor = rows.get(f"pair-ref/{key}", {}).get("samples_ns")
+        return median_difference(rows.get(key, {}).get("samples_ns"), floor)
 
     switched, plain = over_floor("switch/switched"), over_floor("switch/next")
     cost = switched - plain if switched is not None and plain is not None else None

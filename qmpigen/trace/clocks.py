@@ -37,11 +37,16 @@ def clock_alignment(rank_file: RankFile) -> Callable[[np.ndarray], np.ndarray]:
     return lambda t: t + offset0 + np.rint(slope * (t - local0)).astype(np.int64)
 
 
+def aligned_ns(ticks: int, aligned: Callable, to_ns: Callable) -> int:
+    """One tick value of a rank as rank 0's ns (`to_ns`, `aligned`: the rank's conversions)."""
+    return int(aligned(to_ns(np.array([ticks], np.uint64)))[0])
+
+
 def axis_span(info: FileInfo, aligned: Callable, to_ns: Callable, origin: int) -> Tuple[int, int, Optional[int],
                                                                                       Optional[int]]:
     """A file's first enter, last leave, end of MPI_Init and start of MPI_Finalize as
     aligned ns from `origin` (the timeline's axis)."""
     def ns(ticks: Optional[int]) -> Optional[int]:
-        return None if ticks is None else int(aligned(to_ns(np.array([ticks], np.uint64)))[0]) - origin
+        return None if ticks is None else aligned_ns(ticks, aligned, to_ns) - origin
 
     return ns(info.first_enter), ns(info.last_leave), ns(info.init_leave), ns(info.finalize_enter)

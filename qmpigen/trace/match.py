@@ -49,12 +49,12 @@ def match(sends: np.ndarray, receives: np.ndarray) -> Tuple[np.ndarray, np.ndarr
     n-th receive of that key. Indices into sends and receives (pairs in send time
     order), unmatched sends, unmatched receives."""
     both = np.concatenate([sends, receives])
-    key, key_bits = _packed_key(both)
+    key, key_bits = _channel_key(both)
     n_sends = len(sends)
     place = np.concatenate([_nth(key[:n_sends], sends["time"]), _nth(key[n_sends:], receives["time"])])
     bits = int(place.max(initial=0)).bit_length()
-    if key_bits + bits > 62:  # the four fields and the place do not fit in one int64
-        return _match_by_fields(sends, receives)
+    if key_bits + bits > 62:  # no room beside the place: the channels numbered densely (fewer than the endpoints)
+        key = np.unique(key, return_inverse=True)[1].astype(np.int64).reshape(-1)
     # (key, place) is unique on each side: the pairs are the values both sides have
     paired = key << bits | place
     _, send_index, receive_index = np.intersect1d(paired[:n_sends], paired[n_sends:], assume_unique=True,
@@ -64,21 +64,28 @@ def match(sends: np.ndarray, receives: np.ndarray) -> Tuple[np.ndarray, np.ndarr
     return send_index, receive_index, n_sends - len(send_index), len(receives) - len(receive_index)
 
 
-def _packed_key(e: np.ndarray) -> Tuple[np.ndarray, int]:
+CHANNEL = ("sender", "receiver", "comm", "tag")
+
+
+def _channel_key(e: np.ndarray) -> Tuple[np.ndarray, int]:
     """(sender, receiver, comm, tag) as one int64 per endpoint, ordered as the four fields
-    are, and its width in bits (over 62: not usable, the key is then only a hash of
-    them for _nth, which pairs nothing)."""
+    are, and its width in bits: the fields packed side by side, or, when they do not fit
+    in 62 bits, the rank of the endpoint's channel among the distinct ones."""
     key = np.zeros(len(e), np.int64)
     used = 0
-    for name in ("sender", "receiver", "comm", "tag"):
+    for name in CHANNEL:
         column = e[name].astype(np.int64)
         low = int(column.min(initial=0))
         width = max(1, (int(column.max(initial=0)) - low).bit_length())
         used += width
-        key = key << width | (column - low) if used <= 62 else key
+        if used > 62:
+            fields = np.empty(len(e), [(name, "<i8") for name in CHANNEL])
+            for name in CHANNEL:
+                fields[name] = e[name]
+            dense = np.unique(fields, return_inverse=True)[1].astype(np.int64).reshape(-1)
+            return dense, int(dense.max(initial=0)).bit_length()
+        key = key << width | (column - low)
     return key, used
-
-
 def _nth(key: np.ndarray, time: np.ndarray) -> np.ndarray:
     """Each endpoint's place among those of its key, in time order."""
     order = np.lexsort((time, key))
@@ -89,37 +96,6 @@ def _nth(key: np.ndarray, time: np.ndarray) -> np.ndarray:
     place = np.empty(len(order), np.int64)
     place[order] = index - np.maximum.accumulate(np.where(new, index, 0))
     return place
-
-
-def _match_by_fields(sends: np.ndarray, receives: np.ndarray) -> Tuple[np.ndarray, np.ndarray, int, int]:
-    """match() for keys too wide to pack: the four fields sorted one by one."""
-    def nth(e: np.ndarray) -> np.ndarray:
-        order = np.lexsort((e["time"], e["tag"], e["comm"], e["receiver"], e["sender"]))
-        key = [e[name][order] for name in ("sender", "receiver", "comm", "tag")]
-        new = np.ones(len(order), bool)
-        for column in key:
-            new[1:] &= column[1:] == column[:-1]
-        new = ~new
-        new[0:1] = True
-        index = np.arange(len(order))
-        place = np.empty(len(order), np.int64)
-        place[order] = index - np.maximum.accumulate(np.where(new, index, 0))
-        return place
-
-    both = np.concatenate([sends, receives])
-    side = np.concatenate([np.zeros(len(sends), np.int8), np.ones(len(receives), np.int8)])
-    place = np.concatenate([nth(sends), nth(receives)])
-    order = np.lexsort((side, place, both["tag"], both["comm"], both["receiver"], both["sender"]))
-    same = np.ones(max(len(order) - 1, 0), bool)
-    for column in (both["sender"], both["receiver"], both["comm"], both["tag"], place):
-        ordered = column[order]
-        same &= ordered[1:] == ordered[:-1]
-    pair = same & (side[order][:-1] == 0) & (side[order][1:] == 1)
-    send_index = order[:-1][pair]
-    receive_index = order[1:][pair] - len(sends)
-    by_time = np.argsort(sends["time"][send_index], kind="stable")
-    send_index, receive_index = send_index[by_time], receive_index[by_time]
-    return send_index, receive_index, len(sends) - len(send_index), len(receives) - len(receive_index)
 
 
 class EndpointSpill:

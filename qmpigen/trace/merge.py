@@ -22,7 +22,7 @@ from typing import Dict, FrozenSet, List, Optional, Tuple
 
 import numpy as np
 
-from .clocks import axis_span, clock_alignment, ticks_to_ns
+from .clocks import aligned_ns, axis_span, clock_alignment, ticks_to_ns
 from .match import COLLECTIVES, ENDPOINT_DTYPE, REQUEST_STARTS, SENDS, EndpointSpill, match, match_requests
 from .read import CALL_HAS_REQUEST, RankFile, TraceFileError, iter_level, levels_in, read_rank_file, trace_files
 
@@ -237,8 +237,8 @@ def merge(directory: Path, out: Path, level: Optional[int] = None, outputs: Froz
     for rank, files in by_rank.items():
         with_clock = [f.head for f in files if 0 in f.head.clocks]
         aligned[rank] = clock_alignment(with_clock[0]) if with_clock else (lambda t: t)
-    origin = min((int(aligned[f.head.rank](to_ns[f.head.rank](np.array([f.first_enter], np.uint64)))[0])
-                  for f in infos if f.calls), default=0)
+    origin = min((aligned_ns(f.first_enter, aligned[f.head.rank], to_ns[f.head.rank]) for f in infos if f.calls),
+                 default=0)
     requests: Dict[int, RankRequests] = {}
     next_request = 1
     for rank in sorted(by_rank):

@@ -157,8 +157,7 @@ class Otf2Writer:
             raise RuntimeError(f"the OTF2 library refused the events of call {-1 - written} of rank {rank} "
                                f"thread {thread}")
         # the location's definition carries its event count (the package counts only the
-        # events it writes itself); its writer is closed now, so that its buffers do not
-        # stay for the rest of the merge (one location's at a time: memory as the largest)
+        # events it writes itself)
         location._number_of_events_written = written
         first, last = int(columns[0].min()), int(columns[1].max())
         self.first = first if self.first is None else min(self.first, first)

@@ -243,20 +243,24 @@ def _scan_native(lib, data: bytes, pos: int, end: int, out: RankFile):
             problem, cut, cut_at = problem_here, calls_before, at
             break
     if n_shorts:
-        part = calls[short_row]
-        part.view(np.uint8).reshape(n_shorts, CALL_DTYPE.itemsize)[:] = 0
-        for name in ("func", "depth", "flags", "enter", "leave", "comm"):
-            part[name] = shorts[name]
-        part["kind"], part["size"] = R_CALL, CALL_DTYPE.itemsize
-        for name, value in CALL_DEFAULTS.items():
-            part[name] = value
-        calls[short_row] = part
+        calls[short_row] = _as_calls(shorts)
     keep = completion_at[:, 0] < cut_at
     completions = np.empty(int(keep.sum()), COMPLETION_DTYPE)
     completions["call"] = completion_at[keep, 1]
     for name in ("request", "source", "tag", "bytes"):
         completions[name] = raw_completions[name][keep]
     return calls[:cut], offsets[:cut], completions, problem
+
+
+def _as_calls(shorts: np.ndarray) -> np.ndarray:
+    """Short call records as full ones: their fields, every other at its default."""
+    calls = np.zeros(len(shorts), CALL_DTYPE)
+    for name in ("func", "depth", "flags", "enter", "leave", "comm"):
+        calls[name] = shorts[name]
+    calls["kind"], calls["size"] = R_CALL, CALL_DTYPE.itemsize
+    for name, value in CALL_DEFAULTS.items():
+        calls[name] = value
+    return calls
 
 
 def _scan_python(data: bytes, pos: int, end: int, out: RankFile):
@@ -298,14 +302,7 @@ def _scan_python(data: bytes, pos: int, end: int, out: RankFile):
         if kind == R_CALL:
             raw[done * size:(done + n) * size] = np.frombuffer(data, np.uint8, n * size, start)
         else:
-            short = np.frombuffer(data, SHORT_DTYPE, n, start)
-            part = calls[done:done + n]
-            part.view(np.uint8).reshape(n, size)[:] = 0
-            for name in ("func", "depth", "flags", "enter", "leave", "comm"):
-                part[name] = short[name]
-            part["kind"], part["size"] = R_CALL, size
-            for name, value in CALL_DEFAULTS.items():
-                part[name] = value
+            calls[done:done + n] = _as_calls(np.frombuffer(data, SHORT_DTYPE, n, start))
         offsets[done:done + n] = np.arange(start, start + n * CALL_KINDS[kind].itemsize, CALL_KINDS[kind].itemsize)
         done += n
     return calls, offsets, np.array(completions, COMPLETION_DTYPE), problem
