@@ -32,6 +32,7 @@ from .quirks import (
     FORTRAN_PASS_THROUGH_PARAMS,
     FORTRAN_STRING_BOUNDS,
     FORTRAN_WEIGHTS,
+    F08Entries,
     FortranQuirks,
     FortranSentinel,
 )
@@ -210,6 +211,12 @@ class FortranPlan:
         return tuple(e for e in self.entries if e.routed)
 
     @property
+    def defining(self) -> Tuple[FortranEntry, ...]:
+        """Routed entries that define at least one symbol (an f08-only function whose
+        routines reach C as they are needs none)."""
+        return tuple(e for e in self.routed if e.f77_names or e.defined_f08)
+
+    @property
     def dialects(self) -> Tuple[Dialect, ...]:
         return (Dialect("f77", dict(self.quirks.f77_sentinels)), Dialect("f08", dict(self.quirks.f08_sentinels)))
 
@@ -241,6 +248,12 @@ class FortranPlan:
             return "chain"
         family = next(f for f in self.quirks.f08_entries if f.suffix == _suffix(name, self.quirks))
         return "binding reaches C" if not family.bypasses_c else "bypasses the chain"
+
+
+def _defines(family: F08Entries) -> bool:
+    """Whether the core defines this family's entries: only where the MPI's own routines
+    bypass the C names (the others reach the chain as they are), and may be defined."""
+    return family.bypasses_c and family.defined
 
 
 def _suffix(name: str, quirks: FortranQuirks) -> str:
@@ -280,7 +293,7 @@ def plan_fortran(
         if not reason and not (status_f2c and status_c2f) and any(p.conv in (Conv.STATUS, Conv.STATUS_ARRAY) for p in params):
             reason = "mpi.h declares no MPI_Status_f2c/MPI_Status_c2f"
         families = {f.suffix: f for f in quirks.f08_entries}
-        f08_names = tuple((n, not reason and families[_suffix(n, quirks)].bypasses_c) for n in f08)
+        f08_names = tuple((n, not reason and _defines(families[_suffix(n, quirks)])) for n in f08)
         entries.append(FortranEntry(function, f77, f08_names, params, reason))
     used_kinds = {p.handle_type for e in entries if e.routed for p in e.params if p.conv is Conv.ERRHANDLER_FN}
     return FortranPlan(

@@ -130,7 +130,7 @@ def fortran_line(plan: Optional[FortranPlan], request_mode: str) -> str:
         return f"qmpigen: Fortran entries: none, {why}"
     total, routed, seen = plan.f77_coverage()
     return (
-        f"qmpigen: Fortran entries for {len(plan.routed)} of {len(plan.entries)} functions with Fortran routines "
+        f"qmpigen: Fortran entries for {len(plan.defining)} of {len(plan.entries)} functions with Fortran routines "
         f"({', '.join(plan.libraries.libraries)}; {plan.libraries.compiler}): mpif.h/use mpi "
         f"{_share(routed, total)} through core entries, {_share(seen, total)} seen by tools"
     )

@@ -231,6 +231,9 @@ class F08Entries:
     suffix: str
     bypasses_c: bool  # the MPI's own routine calls PMPI_ (or internals), so the chain misses it
     how: str  # what the MPI's routine does, for `qmpigen functions`
+    # False: the core defines no entries of this family even where they bypass C (calling
+    # conventions no compiler here can test); they stay with the MPI's binding.
+    defined: bool = True
 
 
 @dataclass(frozen=True)
@@ -318,6 +321,30 @@ FORTRAN: Dict[str, FortranQuirks] = {
         f08_entries=(F08Entries("_f08_", True, "Open MPI's mpi_f08 routine calls PMPI_ through its mpif.h code"),),
     ),
 }
+
+# Intel MPI 2021 (PyPI impi-devel) is MPICH-derived: libmpifort's mpif.h / use mpi
+# routines call the C MPI_ names, its *_f08_ routines PMPI_, its *_f08ts_ ones the C names;
+# the mpif.h sentinels and their setup live in libmpi as in MPICH. Its mpi_f08 module is
+# ifort's (gfortran cannot read it) and the ifort-built library names module variables
+# ifort's way (module_mp_name_), so no mpi_f08 entry can be tested here: none is defined.
+# The gfortran modules of `use mpi` ship under include/mpi/gfortran/<version>.
+FORTRAN["Intel MPI"] = FortranQuirks(
+    link_query=("-show",),
+    logical_true=1,  # as gfortran; Intel's routines read any non-zero as .TRUE. and write 1
+    logical_false=0,
+    f77_reaches_c=True,
+    f77_sentinels=FORTRAN["MPICH"].f77_sentinels,
+    f08_sentinels={
+        **FORTRAN["MPICH"].f08_sentinels,
+        "MPI_UNWEIGHTED": FortranSentinel(("mpi_f08_link_constants_mp_mpi_unweighted_",)),
+        "MPI_WEIGHTS_EMPTY": FortranSentinel(("mpi_f08_link_constants_mp_mpi_weights_empty_",)),
+    },
+    f08_entries=(
+        F08Entries("_f08_", True, "Intel MPI's mpi_f08 routine calls PMPI_ directly; its ifort module is untested here", defined=False),
+        F08Entries("_f08ts_", False, "Intel MPI's mpi_f08 descriptor routine calls the C MPI_ name"),
+    ),
+    setup=FORTRAN["MPICH"].setup,
+)
 
 # Handle types whose conversions are not named after the type (MPI_Type_f2c converts an
 # MPI_Datatype). Used where the header defines the conversions only as macros (MPICH).

@@ -86,6 +86,8 @@ class Mpi:
     extra_env: Dict[str, str] = field(default_factory=dict)
     launcher_flags: Sequence[str] = ()
     suffix: str = ""  # Debian's alternatives: mpicc.mpich, mpiexec.openmpi
+    fortran_flags: Sequence[str] = ()  # what mpif90 needs beyond itself to find the MPI's modules
+    no_mpi_f08: str = ""  # why `use mpi_f08` cannot be compiled here, if it cannot
 
     @property
     def family(self) -> str:
@@ -182,7 +184,17 @@ def _candidates() -> List[Mpi]:
 def _mpi(name: str, bin_dir: Path, suffix: str = "") -> Mpi:
     family = name.rsplit("-", 1)[-1]
     if family == "intelmpi":  # PyPI's impi-devel + impi-rt: the venv is I_MPI_ROOT
-        return Mpi(name, bin_dir, {"I_MPI_ROOT": str(bin_dir.parent)}, suffix=suffix)
+        root = bin_dir.parent
+        # As Intel's own vars.sh: libmpifort.so.12 finds libmpi.so.12 only through it.
+        library_path = os.pathsep.join(p for p in (str(root / "lib"), os.environ.get("LD_LIBRARY_PATH", "")) if p)
+        return Mpi(
+            name,
+            bin_dir,
+            {"I_MPI_ROOT": str(root), "LD_LIBRARY_PATH": library_path},
+            suffix=suffix,
+            fortran_flags=_intel_gfortran_modules(root),
+            no_mpi_f08="Intel MPI's mpi_f08.mod is written by ifort; gfortran cannot read it",
+        )
     if family == "openmpi":
         return Mpi(
             name,
@@ -192,6 +204,16 @@ def _mpi(name: str, bin_dir: Path, suffix: str = "") -> Mpi:
             suffix,
         )
     return Mpi(name, bin_dir, suffix=suffix)
+
+
+def _intel_gfortran_modules(root: Path) -> Sequence[str]:
+    """The wheel ships `use mpi`'s gfortran modules in include/mpi/gfortran/<version>, but
+    its mpif90 looks in include/gfortran/<version>: -I the one of gfortran's major version."""
+    if not shutil.which("gfortran"):
+        return ()
+    major = subprocess.run(["gfortran", "-dumpversion"], capture_output=True, text=True).stdout.strip().split(".")[0]
+    found = sorted((root / "include" / "mpi" / "gfortran").glob(f"{major}.*"))
+    return (f"-I{found[-1]}",) if found else ()
 
 
 MPIS = _candidates()

@@ -63,7 +63,7 @@ def fortran_build(mpi: Mpi, source: Path, output: Path, core: Optional[Path], fl
     # --as-needed spelled out: the program references only Fortran names, so the core
     # must be the library that defines them, or the linker drops it.
     link = ["-Wl,--as-needed", f"-L{core}", "-lqmpi", f"-Wl,-rpath,{core}"] if core else []
-    cmd = [mpi.mpif90, "-O2", *flags, str(source), "-o", str(output), *link]
+    cmd = [mpi.mpif90, "-O2", *mpi.fortran_flags, *flags, str(source), "-o", str(output), *link]
     # In the output's directory: gfortran writes the modules a program defines (.mod) there.
     proc = subprocess.run(cmd, capture_output=True, text=True, env=mpi.env(), timeout=RUN_TIMEOUT_S, cwd=output.parent)
     assert proc.returncode == 0, f"{' '.join(cmd)}\n{proc.stdout}{proc.stderr}"
@@ -75,7 +75,7 @@ def fortran_apps(fortran_mpi: Mpi, core: Path, tmp_path_factory) -> Dict[str, Pa
     """Each program linked with -lqmpi, and use_mpi without it (for LD_PRELOAD)."""
     out = tmp_path_factory.mktemp(f"fortran-{fortran_mpi.name}")
     apps = {name: fortran_build(fortran_mpi, FORTRAN_APPS / SOURCES[name][0], out / name, core, SOURCES[name][1])
-            for name in PROGRAMS}
+            for name in PROGRAMS if not (name.endswith("_f08") and fortran_mpi.no_mpi_f08)}
     apps["use_mpi_plain"] = fortran_build(fortran_mpi, FORTRAN_APPS / "use_mpi.F90", out / "use_mpi_plain", None)
     return apps
 
@@ -85,6 +85,16 @@ def cbargs(fortran_mpi: Mpi, core: Path, tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp(f"cbargs-{fortran_mpi.name}")
     flags = ["-D_GNU_SOURCE", "-include", str(core / "qmpi.h")]
     return fortran_mpi.compile([CALLBACK_TOOLS / "cbargs.c"], out / "libcbargs.so", ["-shared", "-fPIC", "-Wall", "-Wextra", "-Werror", *flags])
+
+
+def skip_without_mpi_f08(mpi: Mpi, program: str) -> None:
+    if program.endswith("_f08") and mpi.no_mpi_f08:
+        pytest.skip(f"{mpi.name}: {mpi.no_mpi_f08}")
+
+
+def app_of(mpi: Mpi, apps: Dict[str, Path], program: str) -> Path:
+    skip_without_mpi_f08(mpi, program)
+    return apps[program]
 
 
 def results(stdout: str) -> List[str]:
@@ -113,7 +123,7 @@ def run_ok(mpi: Mpi, app: Path, init: str, env: Optional[Dict[str, str]] = None)
 def test_counter_tbcast_counter_sees_every_fortran_call_once(fortran_mpi, fortran_apps, sample_tools, program, init):
     """Outer counter: exactly the program's calls. TBcast below the Fortran MPI_Bcast
     turns it into Send/Recv that only the inner counter sees. Results unchanged."""
-    app = fortran_apps[program]
+    app = app_of(fortran_mpi, fortran_apps, program)
     baseline = results(run_ok(fortran_mpi, app, init).stdout)
     chain = ":".join(str(sample_tools / f"lib{t}.so") for t in ("counter", "tbcast", "counter"))
     proc = run_ok(fortran_mpi, app, init, {"TOOLS": chain})
@@ -138,7 +148,7 @@ def test_callback_tool_sees_every_call_with_c_arguments(fortran_mpi, core, fortr
     """cbargs (callback interface) counts every function and checks its C arguments
     (handles compare MPI_IDENT to MPI_COMM_WORLD, counts, tags, MPI_IN_PLACE,
     MPI_STATUS_IGNORE): no bad argument, every call once, results unchanged."""
-    app = fortran_apps[program]
+    app = app_of(fortran_mpi, fortran_apps, program)
     baseline = results(run_ok(fortran_mpi, app, init).stdout)
     # The core preloaded too: mpiexec itself loads LD_PRELOAD, and the tool needs the core.
     proc = run_ok(fortran_mpi, app, init, {"LD_PRELOAD": f"{core / 'libqmpi.so'}:{cbargs}", "QMPI_TOOL_LIST": "cbargs"})
@@ -187,6 +197,7 @@ def test_implied_lengths_addresses_and_error_handlers(fortran_mpi, core, fcount,
     INTEGER(KIND=MPI_ADDRESS_KIND) or TYPE(C_PTR)) and Fortran error handlers called
     through the core's C handler: results unchanged under two fcount instances, which
     see every call once with C datatypes and a C handler."""
+    skip_without_mpi_f08(fortran_mpi, program)
     app = fortran_build(fortran_mpi, FORTRAN_APPS / f"{program}.f90", tmp_path / program, core)
     baseline = results(run_ok(fortran_mpi, app, "").stdout)
     proc = run_ok(fortran_mpi, app, "", {"TOOLS": f"{fcount}:{fcount}"})

@@ -131,3 +131,27 @@ def test_rendered_entries_match_the_golden_file(plan):
     assert text == GOLDEN.read_text()
     assert "static void qmpi_f_MPI_Comm_errhandler(MPI_Comm *handle, int *error_code, ...)" in text
     assert "int c_sendtypes_n = qmpi_f_peers(PMPI_Comm_f2c(*comm));" in text
+
+
+def test_a_family_the_core_may_not_define_stays_with_the_binding(monkeypatch):
+    """Intel MPI's quirks: its *_f08_ routines bypass C but are not defined (ifort's
+    module; nothing here can test them), its *_f08ts_ ones reach C. Neither family gets
+    a symbol, each says its route, and build-core's line counts only entries with symbols."""
+    from qmpigen import quirks
+    from qmpigen.listing import fortran_line, fortran_routes
+
+    enumeration = fixture_enumeration(HEADER)
+    monkeypatch.setitem(quirks.FORTRAN, enumeration.facts.implementation, quirks.FORTRAN["Intel MPI"])
+    f08_only = "MPI_Waitany"  # no mpif.h routine below: only mpi_f08 ones
+    names = {n for n in symbols() if not (n.startswith("mpi_waitany") or n == "MPI_WAITANY")}
+    names |= {"mpi_send_f08ts_", "mpi_waitany_f08_"}
+    libraries = FortranLibraries(("mpif90",), "GNU Fortran (test) 12", ("libmpifort.so.12",), ("-lmpifort",), frozenset(names))
+    plan = plan_fortran(enumeration, fixture_api(HEADER), libraries, fixture_source(HEADER).function_macros)
+    send, waitany = entry(plan, "MPI_Send"), entry(plan, f08_only)
+    assert send.f08_names == (("mpi_send_f08_", False), ("mpi_send_f08ts_", False)) and send.defined_f08 == ()
+    routes = {r["symbol"]: r["route"] for r in fortran_routes(plan, send)["f08"]}
+    assert routes == {"mpi_send_f08_": "bypasses the chain", "mpi_send_f08ts_": "binding reaches C"}
+    assert waitany.routed and not waitany.f77_names and waitany.defined_f08 == ()
+    assert waitany not in plan.defining and send in plan.defining
+    assert f"Fortran entries for {len(plan.defining)} of {len(plan.entries)} functions" in fortran_line(plan, "auto")
+    assert len(plan.defining) == len(plan.routed) - 1

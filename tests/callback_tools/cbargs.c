@@ -31,7 +31,7 @@
     X(Comm_set_name, COMM_SET_NAME) X(Comm_size, COMM_SIZE) X(Comm_split, COMM_SPLIT) \
     X(Finalize, FINALIZE) X(Get_count, GET_COUNT) X(Init, INIT) X(Init_thread, INIT_THREAD) \
     X(Initialized, INITIALIZED) X(Iprobe, IPROBE) X(Irecv, IRECV) X(Isend, ISEND) \
-    X(Pcontrol, PCONTROL) X(Recv, RECV) X(Send, SEND) X(Test, TEST) X(Type_commit, TYPE_COMMIT) \
+    X(Pcontrol, PCONTROL) X(Probe, PROBE) X(Recv, RECV) X(Send, SEND) X(Test, TEST) X(Type_commit, TYPE_COMMIT) \
     X(Type_contiguous, TYPE_CONTIGUOUS) X(Type_free, TYPE_FREE) X(Waitall, WAITALL) X(Wtime, WTIME)
 
 #define X_INDEX(name, NAME) F_##name,
@@ -333,6 +333,19 @@ static int cb_Iprobe(QMPI_Context context, int tool_id, int source, int tag, MPI
     CHECK(is_status(status));
     rc = next(context, next_id, source, tag, comm, flag, status);
     if (rc == MPI_SUCCESS && flag != NULL && *flag && is_status(status))
+        CHECK(status->MPI_SOURCE == source && status->MPI_TAG == tag);
+    return rc;
+}
+
+static int cb_Probe(QMPI_Context context, int tool_id, int source, int tag, MPI_Comm comm, MPI_Status *status)
+{
+    int rc;
+    ENTER(Probe, PROBE);
+    CHECK(is_world(comm));
+    CHECK(source == world_rank() && tag == 11);
+    CHECK(is_status(status));
+    rc = next(context, next_id, source, tag, comm, status);
+    if (rc == MPI_SUCCESS && is_status(status))
         CHECK(status->MPI_SOURCE == source && status->MPI_TAG == tag);
     return rc;
 }
