@@ -16,6 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from qmpigen.fortran_libs import driver_beside
+from qmpigen.quirks import FORTRAN_DRIVER_NAMES
+
 BENCH_DIR = Path(__file__).resolve().parent
 REPO = BENCH_DIR.parent
 TOOL_COUNTS = (1, 2, 4, 8, 16, 64, 1000, 10000)
@@ -172,7 +175,6 @@ def build_configs(counts: Sequence[int], bindir: Path, core: Path) -> List[Confi
 
 # ---- Fortran (MPIs with a Fortran driver beside mpicc: Debian's, not the PyPI wheels) ------
 
-FORTRAN_DRIVER_NAMES = ("mpif90", "mpifort")  # as qmpigen's quirks.FORTRAN_DRIVER_NAMES
 FORTRAN_SYMBOL = "mpi_comm_rank_"  # gfortran's name of the timed routine
 FORTRAN_ENTRY_LABELS = ("own", "core")  # bench_rank.f90 entry: arg 0, 1
 FORTRAN_ROWS = (
@@ -183,19 +185,10 @@ FORTRAN_ROWS = (
 
 
 def fortran_driver(mpicc: str) -> Optional[str]:
-    """mpicc -> mpif90 (or mpifort) in the same directory, keeping a suffix (mpicc.mpich ->
-    mpif90.mpich): the driver qmpigen build-core also looks for."""
-    path = shutil.which(mpicc)
-    if not path:
-        return None
-    directory, name = os.path.split(path)
-    if "mpicc" not in name:
-        return None
-    for fortran_name in FORTRAN_DRIVER_NAMES:
-        candidate = os.path.join(directory, name.replace("mpicc", fortran_name, 1))
-        if os.access(candidate, os.X_OK):
-            return candidate
-    return None
+    """mpicc -> mpif90 (or mpifort) in the same directory: the driver qmpigen build-core
+    also looks for (the benchmark runs with the Python that has qmpigen)."""
+    found = driver_beside((mpicc,))
+    return found[0] if found else None
 
 
 def exports(lib: Path, symbol: str) -> Optional[bool]:

@@ -9,7 +9,7 @@ with the MPI's own binding and the plan says why. The rules read the C prototype
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 from typing import Dict, FrozenSet, Iterator, List, Optional, Tuple
 
@@ -81,6 +81,7 @@ class FortranParam:
     handle_type: str = ""  # converted handles; for ERRHANDLER_FN the handle type it handles
     implied_length: str = ""  # C expression of a length no argument gives (FORTRAN_IMPLIED_LENGTHS)
     partner: str = ""  # ERRHANDLER_FN: the parameter that returns the new MPI_Errhandler
+    same_length_as: str = ""  # an earlier array whose implied length this one shares (computed once)
 
     @property
     def count(self) -> str:
@@ -375,7 +376,21 @@ def _classify(
         if isinstance(converted, str):
             return (), f"{p.name}: {converted}"
         out.append(converted)
-    return tuple(out), ""
+    return _implied_lengths_once(out), ""
+
+
+def _implied_lengths_once(params: List[FortranParam]) -> Tuple[FortranParam, ...]:
+    """Arrays as long as the same implied length (Alltoallw's send and receive types:
+    the communicator's size) share the first one's: two MPI calls a call, not four."""
+    first: Dict[str, str] = {}
+    shared = []
+    for p in params:
+        if p.implied_length and p.implied_length in first:
+            p = replace(p, same_length_as=first[p.implied_length])
+        elif p.implied_length:
+            first[p.implied_length] = p.name
+        shared.append(p)
+    return tuple(shared)
 
 
 def _convert(function: MpiFunction, p: Param, names, conversions: Dict[str, Tuple[str, str]], quirks: FortranQuirks):

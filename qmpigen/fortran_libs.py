@@ -53,7 +53,7 @@ def find_fortran(request: FortranRequest, c_driver: Tuple[str, ...], quirks: Opt
     if request.disabled or quirks is None:
         return None
     explicit = request.mode != "auto"
-    driver = tuple(shlex.split(request.mode)) if explicit else _beside(c_driver)
+    driver = tuple(shlex.split(request.mode)) if explicit else driver_beside(c_driver)
     if not driver:
         return None
     if not shutil.which(driver[0]):
@@ -82,8 +82,9 @@ def find_fortran(request: FortranRequest, c_driver: Tuple[str, ...], quirks: Opt
     return FortranLibraries(driver, compiler, tuple(defining), tuple(link_names), frozenset(symbols))
 
 
-def _beside(c_driver: Tuple[str, ...]) -> Tuple[str, ...]:
-    """mpicc -> mpif90 (or mpifort) in the same directory, keeping a suffix (.mpich)."""
+def driver_beside(c_driver: Tuple[str, ...]) -> Tuple[str, ...]:
+    """mpicc -> mpif90 (or mpifort) in the same directory, keeping a suffix (.mpich);
+    () without one. The benchmark's Fortran rows use it too."""
     path = shutil.which(c_driver[0])
     if not path:
         return ()

@@ -131,6 +131,7 @@ def test_rendered_entries_match_the_golden_file(plan):
     assert text == GOLDEN.read_text()
     assert "static void qmpi_f_MPI_Comm_errhandler(MPI_Comm *handle, int *error_code, ...)" in text
     assert "int c_sendtypes_n = qmpi_f_peers(PMPI_Comm_f2c(*comm));" in text
+    assert "int c_recvtypes_n = c_sendtypes_n;" in text  # the size asked once a call
 
 
 def test_a_family_the_core_may_not_define_stays_with_the_binding(monkeypatch):

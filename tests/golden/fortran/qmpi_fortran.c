@@ -418,7 +418,7 @@ static void qmpi_f77_Alltoallw(const void *sendbuf, const int sendcounts[], cons
     MPI_Datatype *c_sendtypes = qmpi_f_scratch(c_sendtypes_stack, sizeof c_sendtypes_stack, c_sendtypes_n, sizeof *c_sendtypes);
     for (int i = 0; i < c_sendtypes_n; i++)
         c_sendtypes[i] = PMPI_Type_f2c(sendtypes[i]);
-    int c_recvtypes_n = qmpi_f_peers(PMPI_Comm_f2c(*comm));
+    int c_recvtypes_n = c_sendtypes_n;
     MPI_Datatype c_recvtypes_stack[8];
     MPI_Datatype *c_recvtypes = qmpi_f_scratch(c_recvtypes_stack, sizeof c_recvtypes_stack, c_recvtypes_n, sizeof *c_recvtypes);
     for (int i = 0; i < c_recvtypes_n; i++)
@@ -916,7 +916,7 @@ static void qmpi_f08_Alltoallw(const void *sendbuf, const int sendcounts[], cons
     MPI_Datatype *c_sendtypes = qmpi_f_scratch(c_sendtypes_stack, sizeof c_sendtypes_stack, c_sendtypes_n, sizeof *c_sendtypes);
     for (int i = 0; i < c_sendtypes_n; i++)
         c_sendtypes[i] = PMPI_Type_f2c(sendtypes[i]);
-    int c_recvtypes_n = qmpi_f_peers(PMPI_Comm_f2c(*comm));
+    int c_recvtypes_n = c_sendtypes_n;
     MPI_Datatype c_recvtypes_stack[8];
     MPI_Datatype *c_recvtypes = qmpi_f_scratch(c_recvtypes_stack, sizeof c_recvtypes_stack, c_recvtypes_n, sizeof *c_recvtypes);
     for (int i = 0; i < c_recvtypes_n; i++)
