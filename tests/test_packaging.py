@@ -12,7 +12,7 @@ import zipfile
 
 import pytest
 
-from conftest import FIXTURES, REPO, SAMPLE_TOOLS
+from conftest import FIXTURES, REPO, SAMPLE_TOOLS, package_source
 
 pytestmark = pytest.mark.slow
 
@@ -20,7 +20,8 @@ pytestmark = pytest.mark.slow
 def test_wheel_carries_templates_and_grammars_and_works_installed(tmp_path):
     dist = tmp_path / "dist"
     proc = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(dist), str(REPO)],
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(dist),
+         str(package_source(tmp_path / "source"))],
         capture_output=True, text=True, cwd=tmp_path,
     )
     assert proc.returncode == 0, proc.stderr

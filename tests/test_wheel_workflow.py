@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, RUN_TIMEOUT_S, Mpi, make
+from conftest import RUN_TIMEOUT_S, Mpi, make, package_source
 
 pytestmark = [pytest.mark.mpi, pytest.mark.slow]
 
@@ -38,7 +38,7 @@ def wheel_venv(tmp_path_factory) -> Path:
     work = tmp_path_factory.mktemp("wheel")
     proc = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(work / "dist"),
-         str(REPO)], capture_output=True, text=True)
+         str(package_source(work / "source"))], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     (wheel,) = (work / "dist").glob("qmpigen-*.whl")
     venv = work / "venv"
