@@ -65,7 +65,7 @@ from measure import (
     timed,
 )
 from report import combine, markdown, plot
-from pmpi_bench import pmpi_configs
+from pmpi_bench import measure_pmpi_loads, pmpi_configs
 from stacks_bench import stacks_configs
 from trace_bench import run_merge_rows, trace_configs, trace_dir_root
 
@@ -185,9 +185,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         for failure in config.failures:
             log(f"FAILED {config.key}: {failure}")
     trace_merge = run_merge_rows(mpi, bindir, args.quick)
+    pmpi_loads = measure_pmpi_loads(mpi, bindir, qmpigen, jobs=1 if args.quick else args.rounds)
 
     # 4. results
-    results = summarise(args, name, nfuncs, configs, codegen, compile_s, cpu, header_stages, fortran, trace_merge)
+    results = summarise(args, name, nfuncs, configs, codegen, compile_s, cpu, header_stages, fortran, trace_merge,
+                        pmpi_loads)
     results["codegen_cpu_s"] = codegen_cpu
     results["compile_cpu_s"] = compile_cpu
     results["environment"]["loadavg_at_compile"] = compile_load
