@@ -13,6 +13,9 @@ int main(int argc, char **argv)
     long i, n = argc > 1 ? atol(argv[1]) : 100000;
     int rank, size, peer, value = 0, sum;
     MPI_Request requests[2];
+    /* Not MPI_STATUSES_IGNORE: MPICH 4.0's is (MPI_Status *)1, which GCC 12 flags
+     * (-Wstringop-overflow) against MPI_Waitall's array parameter. */
+    MPI_Status statuses[2];
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -27,7 +30,7 @@ int main(int argc, char **argv)
             int in = 0;
             MPI_Irecv(&in, 1, MPI_INT, peer, 2, MPI_COMM_WORLD, &requests[0]);
             MPI_Isend(&value, 1, MPI_INT, peer, 2, MPI_COMM_WORLD, &requests[1]);
-            MPI_Waitall(2, requests, MPI_STATUSES_IGNORE);
+            MPI_Waitall(2, requests, statuses);
         } else if (rank % 2 == 0) {
             MPI_Send(&value, 1, MPI_INT, peer, 1, MPI_COMM_WORLD);
             MPI_Recv(&value, 1, MPI_INT, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
