@@ -137,7 +137,7 @@ test-fortran: $(MPICH_STAMP)
 # One session per MPI, side by side (instrumented builds keep a core busy); each one's
 # output is printed when it ends.
 test-sanitize: $(MPICH_STAMP) $(OPENMPI_STAMP)
-	$(MAKE) --no-print-directory -j2 --output-sync=target test-sanitize-mpich test-sanitize-openmpi
+	$(SIDE_BY_SIDE) test-sanitize-mpich test-sanitize-openmpi
 
 test-sanitize-mpich: SANITIZE_MPI = QMPIGEN_MPICH=$(MPICH)
 test-sanitize-openmpi: SANITIZE_MPI = QMPIGEN_OPENMPI=$(OPENMPI)

@@ -92,15 +92,15 @@ def pmpi_summary(rows: Dict[str, dict], fit_slope: Callable) -> Optional[dict]:
         own, ref = _samples(rows, f"{kind}/{n}"), _samples(rows, f"pair-ref/{kind}/{n}")
         return (own, ref) if own and len(own) == len(ref) else None
 
+    pairs = {n: {kind: paired(kind, n) for kind in KINDS} for n in PMPI_LAYERS}
     # the layer counts both kinds ran, each with its paired reference (typed ones run at --tools's counts)
-    layers = [n for n in PMPI_LAYERS if all(paired(kind, n) for kind in KINDS)]
+    layers = [n for n in PMPI_LAYERS if all(pairs[n].values())]
     if len(layers) < 2:
         return None
     series: Dict[str, Dict[int, float]] = {kind: {} for kind in KINDS}
     for n in layers:
-        reference = statistics.median([r for kind in KINDS for r in paired(kind, n)[1]])
-        for kind in KINDS:
-            own, ref = paired(kind, n)
+        reference = statistics.median([r for _, ref in pairs[n].values() for r in ref])
+        for kind, (own, ref) in pairs[n].items():
             series[kind][n] = statistics.median(x / y for x, y in zip(own, ref)) * reference
     slopes = {kind: fit_slope(sorted(s.items())) for kind, s in series.items()}
     ratio = slopes["pmpi"] / slopes["typed"] if slopes["pmpi"] and slopes["typed"] else None

@@ -260,12 +260,18 @@ def mpi_named(name: str) -> Optional[Mpi]:
     return next((m for m in MPIS if m.name == name), None)
 
 
-def package_source(dest: Path) -> Path:
-    """A copy of what the wheel is built from: setuptools writes build/ and
-    qmpigen.egg-info into the source tree, which sessions running side by side
-    (`make test`) would otherwise share."""
-    shutil.copytree(REPO, dest, ignore=shutil.ignore_patterns(".*", "build", "tests", "bench", "*.egg-info", "__pycache__"))
-    return dest
+def build_wheel(work: Path) -> Path:
+    """The qmpigen wheel, built in `work` from a copy of the sources: setuptools writes
+    build/ and qmpigen.egg-info into the source tree, which sessions running side by
+    side (`make test`) would otherwise share."""
+    source = work / "source"
+    shutil.copytree(REPO, source, ignore=shutil.ignore_patterns(".*", "build", "tests", "bench", "*.egg-info", "__pycache__"))
+    proc = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(work / "dist"),
+         str(source)], capture_output=True, text=True, cwd=work)
+    assert proc.returncode == 0, proc.stderr
+    (wheel,) = (work / "dist").glob("qmpigen-*.whl")
+    return wheel
 
 
 def qmpigen(*args: str, env: Optional[Dict[str, str]] = None, cwd: Optional[Path] = None) -> subprocess.CompletedProcess:

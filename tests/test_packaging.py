@@ -12,20 +12,13 @@ import zipfile
 
 import pytest
 
-from conftest import FIXTURES, REPO, SAMPLE_TOOLS, package_source
+from conftest import FIXTURES, REPO, SAMPLE_TOOLS, build_wheel
 
 pytestmark = pytest.mark.slow
 
 
 def test_wheel_carries_templates_and_grammars_and_works_installed(tmp_path):
-    dist = tmp_path / "dist"
-    proc = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(dist),
-         str(package_source(tmp_path / "source"))],
-        capture_output=True, text=True, cwd=tmp_path,
-    )
-    assert proc.returncode == 0, proc.stderr
-    (wheel,) = dist.glob("qmpigen-*.whl")
+    wheel = build_wheel(tmp_path)
     names = zipfile.ZipFile(wheel).namelist()
     for template in (REPO / "templates").rglob("*.j2"):
         assert f"qmpigen/templates/{template.relative_to(REPO / 'templates').as_posix()}" in names

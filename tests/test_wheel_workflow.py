@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import RUN_TIMEOUT_S, Mpi, make, package_source
+from conftest import RUN_TIMEOUT_S, Mpi, build_wheel, make
 
 pytestmark = [pytest.mark.mpi, pytest.mark.slow]
 
@@ -36,11 +36,7 @@ def run(cmd, env, cwd) -> subprocess.CompletedProcess:
 def wheel_venv(tmp_path_factory) -> Path:
     """bin/ of a fresh venv with the qmpigen wheel installed (not editable)."""
     work = tmp_path_factory.mktemp("wheel")
-    proc = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(work / "dist"),
-         str(package_source(work / "source"))], capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
-    (wheel,) = (work / "dist").glob("qmpigen-*.whl")
+    wheel = build_wheel(work)
     venv = work / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     (fresh_site,) = (venv / "lib").glob("python*/site-packages")
