@@ -18,9 +18,9 @@ import sys
 import time
 from typing import Dict, List
 
-from qmpigen import parse
-from qmpigen.header import HeaderRequest, read_header
-from qmpigen.select import enumerate_functions
+from qmpigen.mpi import parse
+from qmpigen.mpi.header import HeaderRequest, read_header
+from qmpigen.mpi.select import enumerate_functions
 
 TARGET_S = 2.0
 

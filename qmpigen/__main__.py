@@ -1,5 +1,5 @@
 """`python -m qmpigen` runs the CLI."""
 
-from .cli import main
+from qmpigen.cli import main
 
 main()

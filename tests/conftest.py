@@ -30,11 +30,11 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import settings as hypothesis_settings
 
-from qmpigen.cli import main as cli_main
-from qmpigen.header import HeaderRequest, PreprocessedHeader, read_header
-from qmpigen.model import Enumeration, MpiApi
-from qmpigen.parse import parse_header
-from qmpigen.select import enumerate_functions
+from qmpigen.cli.commands import main as cli_main
+from qmpigen.mpi.header import HeaderRequest, PreprocessedHeader, read_header
+from qmpigen.mpi.model import Enumeration, MpiApi
+from qmpigen.mpi.parse import parse_header
+from qmpigen.mpi.select import enumerate_functions
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE_TOOLS = REPO / "sample_tools"
@@ -419,7 +419,7 @@ class CliRun:
 
 
 def run_cli(*args: str, env: Optional[Dict[str, Optional[str]]] = None, cwd: Optional[Path] = None) -> CliRun:
-    """qmpigen.cli.main, the console script's entry point (its one-line errors and exit
+    """qmpigen.cli.commands.main, the console script's entry point (its one-line errors and exit
     codes included), in this process with click's CliRunner isolation: stdout and stderr
     captured apart, `env` overriding os.environ (None removes a variable). A process
     costs half a second of imports; this costs what the command does. The few tests of

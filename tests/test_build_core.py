@@ -15,7 +15,7 @@ import pytest
 
 from conftest import FIXTURES, fixture_enumeration, make, qmpigen, run_cli
 from qmpigen import __version__
-from qmpigen.render import GeneratorInfo, core_plan, render_core
+from qmpigen.output.render import GeneratorInfo, core_plan, render_core
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "core"
 FIXTURE = FIXTURES / "quirks_mpi.h"

@@ -13,8 +13,8 @@ import pytest
 from click.testing import CliRunner
 
 from conftest import FIXTURES, REPO, SAMPLE_TOOLS, run_cli
-from qmpigen.cli import cli
-from qmpigen.groups import BY_NAME, GROUPS
+from qmpigen.cli.commands import cli
+from qmpigen.mpi.groups import BY_NAME, GROUPS
 
 QUIRKS = FIXTURES / "quirks_mpi.h"
 FIXTURE_ARGS = ("--mpi-header", str(QUIRKS), "--mpicc", "cc")

@@ -1,5 +1,5 @@
 """`qmpigen functions` on the fixture header, through the console script's entry point
-(qmpigen.cli.main) in this process; the last tests run it as a separate process, as a
+(qmpigen.cli.commands.main) in this process; the last tests run it as a separate process, as a
 user does.
 
 The listing, the JSON manifest and the -d dump are what people read to see what will be
@@ -17,8 +17,8 @@ import sys
 import pytest
 
 from conftest import FIXTURES, qmpigen, run_cli
-from qmpigen.header import HeaderRequest, read_header
-from qmpigen.select import enumerate_functions
+from qmpigen.mpi.header import HeaderRequest, read_header
+from qmpigen.mpi.select import enumerate_functions
 
 QUIRKS = FIXTURES / "quirks_mpi.h"
 FIXTURE_ARGS = ("--mpi-header", str(QUIRKS), "--mpicc", "cc")

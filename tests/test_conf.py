@@ -17,7 +17,7 @@ import pytest
 
 from conftest import APPS, SAMPLE_TOOLS, TOOL_CFLAGS, qmpi_errors, qmpigen
 from qmpigen.errors import QmpigenError
-from qmpigen.spec_parse import parse_spec
+from qmpigen.spec.parse import parse_spec
 
 ARGCOUNT = APPS / "conf" / "argcount.qmpi"
 

@@ -1,4 +1,4 @@
-"""The Fortran planning stage (qmpigen.fortran) on a fixture header, without an MPI:
+"""The Fortran planning stage (qmpigen.mpi.fortran) on a fixture header, without an MPI:
 which routines get core entries, the conversion of every parameter, why the others pass
 through, coverage, and the rendered qmpi_fortran.c as a golden file. The Fortran
 "libraries" are a symbol set made here, as fortran_libs would read it from an MPI's
@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES, fixture_api, fixture_enumeration, fixture_source
-from qmpigen.fortran import Conv, plan_fortran
-from qmpigen.fortran_libs import FortranLibraries
-from qmpigen.render import GeneratorInfo, render_core
+from qmpigen.mpi.fortran import Conv, plan_fortran
+from qmpigen.mpi.fortran_libs import FortranLibraries
+from qmpigen.output.render import GeneratorInfo, render_core
 
 HEADER = FIXTURES / "fortran_mpi.h"
 GOLDEN = Path(__file__).resolve().parent / "golden" / "fortran" / "qmpi_fortran.c"
@@ -138,8 +138,8 @@ def test_a_family_the_core_may_not_define_stays_with_the_binding(monkeypatch):
     """Intel MPI's quirks: its *_f08_ routines bypass C but are not defined (ifort's
     module; nothing here can test them), its *_f08ts_ ones reach C. Neither family gets
     a symbol, each says its route, and build-core's line counts only entries with symbols."""
-    from qmpigen import quirks
-    from qmpigen.listing import fortran_line, fortran_routes
+    from qmpigen.mpi import quirks
+    from qmpigen.cli.listing import fortran_line, fortran_routes
 
     enumeration = fixture_enumeration(HEADER)
     monkeypatch.setitem(quirks.FORTRAN, enumeration.facts.implementation, quirks.FORTRAN["Intel MPI"])

@@ -16,7 +16,7 @@ import pytest
 
 from conftest import FIXTURES
 from qmpigen.errors import QmpigenError
-from qmpigen.header import HeaderRequest, linemarker, read_header, resolve_driver
+from qmpigen.mpi.header import HeaderRequest, linemarker, read_header, resolve_driver
 
 QUIRKS = FIXTURES / "quirks_mpi.h"
 CC = shutil.which("cc") or shutil.which("gcc")

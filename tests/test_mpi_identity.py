@@ -9,8 +9,8 @@ import subprocess
 
 import pytest
 
-from qmpigen.header import HeaderRequest, read_header
-from qmpigen.parse import parse_header
+from qmpigen.mpi.header import HeaderRequest, read_header
+from qmpigen.mpi.parse import parse_header
 
 pytestmark = pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler (cc)")
 

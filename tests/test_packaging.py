@@ -43,7 +43,7 @@ def test_wheel_carries_templates_and_grammars_and_works_installed(tmp_path):
     assert proc.returncode == 0, proc.stderr
     env = dict(os.environ, PYTHONPATH=str(site))
     where = subprocess.run(
-        [sys.executable, "-c", "import qmpigen.resources as r; print(r.templates_dir()); print(r.grammars_dir())"],
+        [sys.executable, "-c", "import qmpigen.output.resources as r; print(r.templates_dir()); print(r.grammars_dir())"],
         capture_output=True, text=True, env=env, cwd=tmp_path,
     )
     assert where.returncode == 0, where.stderr

@@ -13,8 +13,8 @@ import pytest
 
 from conftest import FIXTURES
 from qmpigen.errors import QmpigenError
-from qmpigen.header import HeaderRequest, read_header
-from qmpigen.parse import parse_header, preprocessed_line
+from qmpigen.mpi.header import HeaderRequest, read_header
+from qmpigen.mpi.parse import parse_header, preprocessed_line
 
 QUIRKS = FIXTURES / "quirks_mpi.h"
 BROKEN = FIXTURES / "broken_mpi.h"

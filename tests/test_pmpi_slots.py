@@ -9,10 +9,10 @@ import re
 import pytest
 
 from conftest import QUIRKS, fixture_api, fixture_enumeration
-from qmpigen.cnames import PMPI_SLOTS, continuation
+from qmpigen.output.cnames import PMPI_SLOTS, continuation
 from qmpigen.errors import QmpigenError
-from qmpigen.quirks import PMPI_SLOT_RESERVED
-from qmpigen.render import GeneratorInfo, render_core
+from qmpigen.mpi.quirks import PMPI_SLOT_RESERVED
+from qmpigen.output.render import GeneratorInfo, render_core
 
 
 def test_the_header_s_prefixed_names_are_recorded():

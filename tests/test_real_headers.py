@@ -26,11 +26,11 @@ from typing import Sequence
 import pytest
 
 from conftest import qmpigen
-from qmpigen.cli import manifest
-from qmpigen.header import HeaderRequest, PreprocessedHeader, read_header
-from qmpigen.model import Enumeration, MpiApi
-from qmpigen.parse import parse_header
-from qmpigen.select import Selection, enumerate_functions
+from qmpigen.cli.listing import manifest
+from qmpigen.mpi.header import HeaderRequest, PreprocessedHeader, read_header
+from qmpigen.mpi.model import Enumeration, MpiApi
+from qmpigen.mpi.parse import parse_header
+from qmpigen.mpi.select import Selection, enumerate_functions
 
 pytestmark = pytest.mark.mpi
 

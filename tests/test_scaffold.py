@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from conftest import MPICH_LIKE, run_cli
-from qmpigen.checksum import intact, stamp
+from qmpigen.output.checksum import intact, stamp
 
 pytestmark = pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler (cc)")
 

@@ -13,7 +13,7 @@ import shutil
 import pytest
 
 from qmpigen.errors import QmpigenError
-from qmpigen.select import Selection, enumerate_functions, is_candidate
+from qmpigen.mpi.select import Selection, enumerate_functions, is_candidate
 
 pytestmark = pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler (cc)")
 

@@ -19,9 +19,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from qmpigen.errors import Location, QmpigenError
-from qmpigen.spec import CONTEXT, Code, ToolSpec, normalise_type
-from qmpigen.spec_parse import load_spec, parse_spec
-from qmpigen.variables import check_variables, offset_location
+from qmpigen.spec.values import CONTEXT, Code, ToolSpec, normalise_type
+from qmpigen.spec.parse import load_spec, parse_spec
+from qmpigen.spec.variables import check_variables, offset_location
 
 REPO = Path(__file__).resolve().parent.parent
 DOCS = REPO / "docs" / "spec-language.md"
@@ -367,7 +367,7 @@ def keywords_the_docs_use() -> Set[str]:
 
 
 def test_the_docs_list_every_built_in_group():
-    from qmpigen.groups import GROUPS
+    from qmpigen.mpi.groups import GROUPS
 
     text = DOCS.read_text()
     for group in GROUPS:

@@ -15,9 +15,9 @@ import shutil
 import pytest
 
 from qmpigen.errors import QmpigenError
-from qmpigen.select import Selection, enumerate_functions
-from qmpigen.spec_parse import parse_spec
-from qmpigen.spec_resolve import resolve
+from qmpigen.mpi.select import Selection, enumerate_functions
+from qmpigen.spec.parse import parse_spec
+from qmpigen.spec.resolve import resolve
 
 pytestmark = pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler (cc)")
 
@@ -87,7 +87,7 @@ def test_globs_groups_and_except(mpich):
 
 def ompi_enumeration_of(enumeration):
     """The same MPI without its _c functions: groups follow what the header has."""
-    from qmpigen.model import Enumeration
+    from qmpigen.mpi.model import Enumeration
 
     return Enumeration(enumeration.facts, tuple(f for f in enumeration if not f.name.endswith("_c")))
 
@@ -99,7 +99,7 @@ def test_user_groups_nest_and_every_function_is_in_all(mpich):
 
 
 def test_every_built_in_group_is_well_formed():
-    from qmpigen.groups import BY_NAME, GROUPS
+    from qmpigen.mpi.groups import BY_NAME, GROUPS
 
     assert len(BY_NAME) == len(GROUPS)
     for group in GROUPS:

@@ -19,11 +19,11 @@ from typing import Dict
 import pytest
 
 from conftest import FIXTURES, REPO, SAMPLE_TOOLS, TOOLS_MPI, fixture_api, needs_cc, run_cli
-from qmpigen.render import GeneratorInfo, render_tool
-from qmpigen.select import enumerate_functions
-from qmpigen.spec_parse import parse_spec
-from qmpigen.spec_resolve import resolve
-from qmpigen.tool import Interface
+from qmpigen.output.render import GeneratorInfo, render_tool
+from qmpigen.mpi.select import enumerate_functions
+from qmpigen.spec.parse import parse_spec
+from qmpigen.spec.resolve import resolve
+from qmpigen.spec.tool import Interface
 
 pytestmark = needs_cc
 

@@ -14,8 +14,8 @@ import tempfile
 from dataclasses import dataclass, field
 from typing import Dict, FrozenSet, Optional, Sequence, Tuple
 
-from .errors import QmpigenError
-from .quirks import NEUTRALISING_DEFINES
+from qmpigen.errors import QmpigenError
+from qmpigen.mpi.quirks import NEUTRALISING_DEFINES
 
 PREPROCESS_TIMEOUT_S = 120
 

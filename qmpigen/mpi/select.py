@@ -10,8 +10,8 @@ import fnmatch
 from dataclasses import dataclass
 from typing import Tuple
 
-from .errors import QmpigenError
-from .model import Enumeration, MpiApi, MpiFunction
+from qmpigen.errors import QmpigenError
+from qmpigen.mpi.model import Enumeration, MpiApi, MpiFunction
 
 
 @dataclass(frozen=True)

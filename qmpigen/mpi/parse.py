@@ -12,10 +12,10 @@ from typing import Dict, Iterable, List, Optional, Tuple
 
 from pycparser import c_ast, c_generator, c_parser
 
-from . import quirks
-from .errors import Location, QmpigenError
-from .header import PreprocessedHeader, linemarker
-from .model import FORUM_TOOL_API, HeaderFacts, MpiApi, MpiFunction, Param
+from qmpigen.mpi import quirks
+from qmpigen.errors import Location, QmpigenError
+from qmpigen.mpi.header import PreprocessedHeader, linemarker
+from qmpigen.mpi.model import FORUM_TOOL_API, HeaderFacts, MpiApi, MpiFunction, Param
 
 FUNCTION_PREFIXES = ("MPI_", "MPIX_")
 FORUM_ENUM_NAME = "QMPI_Functions_enum"

@@ -1,8 +1,8 @@
 """Tool specs, stage 2: ToolSpec + the enumeration of one MPI -> Tool.
 
-Selectors become functions (with a hint when they select nothing: qmpigen.groups),
+Selectors become functions (with a hint when they select nothing: qmpigen.mpi.groups),
 every intercepted function gets its wrapper, and the `$` variables of the spec's code
-are expanded for it (qmpigen.variables). Every error carries the spec's file:line:col.
+are expanded for it (qmpigen.spec.variables). Every error carries the spec's file:line:col.
 """
 
 from __future__ import annotations
@@ -12,13 +12,13 @@ import fnmatch
 import textwrap
 from typing import Dict, List, Mapping, Optional, Set, Tuple
 
-from . import groups as group_table
-from .cnames import C_NAMES
-from .errors import Location, QmpigenError
-from .model import Enumeration, Lifecycle, MpiApi, MpiFunction
-from .spec import CONTEXT, CallMode, Code, SelectionSpec, Selector, ToolSpec, normalise_type
-from .tool import CBlock, ContextField, Interface, Tool, ToolArgument, Wrapper
-from .variables import expand
+from qmpigen.mpi import groups as group_table
+from qmpigen.output.cnames import C_NAMES
+from qmpigen.errors import Location, QmpigenError
+from qmpigen.mpi.model import Enumeration, Lifecycle, MpiApi, MpiFunction
+from qmpigen.spec.values import CONTEXT, CallMode, Code, SelectionSpec, Selector, ToolSpec, normalise_type
+from qmpigen.spec.tool import CBlock, ContextField, Interface, Tool, ToolArgument, Wrapper
+from qmpigen.spec.variables import expand
 
 
 def resolve(

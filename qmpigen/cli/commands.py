@@ -1,4 +1,4 @@
-"""Stage 6: the command line. Every user error becomes one line on stderr and exit 2."""
+"""The command line (click) over qmpigen.api. Every user error becomes one line on stderr and exit 2."""
 
 from __future__ import annotations
 
@@ -10,13 +10,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import click
 
-from . import __version__
-from .errors import QmpigenError
-from .groups import GROUPS
-from .header import HeaderRequest, PreprocessedHeader, read_header
-from .fortran import FortranPlan, plan_fortran
-from .fortran_libs import FortranRequest, find_fortran
-from .listing import (
+from qmpigen import __version__, api
+from qmpigen.cli.listing import (
     dump_api,
     fortran_line,
     fortran_listing,
@@ -28,24 +23,17 @@ from .listing import (
     named_groups,
     source_line,
 )
-from .model import Enumeration, MpiApi
-from .quirks import FORTRAN
-from .parse import parse_header
-from .render import GeneratorInfo, render_core
-from .select import Selection, enumerate_functions
-from .tool import Interface
-from .write import WriteReport, write_outputs
+from qmpigen.errors import QmpigenError
+from qmpigen.mpi.groups import GROUPS
+from qmpigen.mpi.select import Selection
+from qmpigen.output.write import WriteReport
+from qmpigen.spec.tool import Interface
 
 EXIT_USAGE = 2
 
 
-def load_api(mpi_header: str, mpicc: Optional[str], cflags: Sequence[str]) -> MpiApi:
-    return parse_header(read_header(HeaderRequest(mpi_header, mpicc, tuple(cflags))))
-
-
-def load_source(mpi_header: str, mpicc: Optional[str], cflags: Sequence[str]) -> Tuple[PreprocessedHeader, MpiApi]:
-    source = read_header(HeaderRequest(mpi_header, mpicc, tuple(cflags)))
-    return source, parse_header(source)
+def mpi_source(mpi_header: str, mpicc: Optional[str], cflags: Sequence[str], include=(), exclude=(), mpix=False) -> api.MpiSource:
+    return api.MpiSource(mpi_header, mpicc, tuple(cflags), Selection(tuple(include), tuple(exclude), mpix))
 
 
 def header_options(func):
@@ -76,18 +64,6 @@ def fortran_option(func):
         help="Fortran entry points: 'auto' reads the Fortran driver beside mpicc (mpif90), "
         "'none' generates none, or name the driver (mpif90.mpich).",
     )(func)
-
-
-def load_fortran(
-    source: PreprocessedHeader, api: MpiApi, enumeration: Enumeration, mode: str
-) -> Optional[FortranPlan]:
-    """The Fortran entries for this MPI (qmpigen.fortran_libs, qmpigen.fortran)."""
-    quirks = FORTRAN.get(api.facts.implementation)
-    if quirks is None and mode not in ("auto", "none"):
-        raise QmpigenError(f"no Fortran facts for {api.facts.title} in qmpigen's quirks table (try --fortran none)")
-    return plan_fortran(
-        enumeration, api, find_fortran(FortranRequest(mode), source.driver, quirks), source.function_macros
-    )
 
 
 def selection_options(func):
@@ -185,12 +161,11 @@ def functions(mpi_header, mpicc, cflags, include, exclude, mpix, as_json, dump, 
     Fortran routines (mpif.h / use mpi, use mpi_f08) go through the core's entries and
     the chain, or stay with the MPI's own binding, and why.
     """
-    source, api = load_source(mpi_header, mpicc, cflags)
-    if dump:
-        click.echo(dump_api(api), nl=False)
+    source = mpi_source(mpi_header, mpicc, cflags, include, exclude, mpix)
+    if dump:  # the model as parsed, before any selection
+        click.echo(dump_api(api.read_model(source)[1]), nl=False)
         return
-    enumeration = enumerate_functions(api, Selection(tuple(include), tuple(exclude), mpix))
-    fortran = load_fortran(source, api, enumeration, fortran_mode)
+    enumeration, fortran = api.functions(api.read_mpi(source), fortran_mode)
     if as_json:
         click.echo(json.dumps(dict(manifest(enumeration), fortran=fortran_manifest(fortran)), indent=1))
         return
@@ -226,7 +201,7 @@ def groups(names, mpi_header, mpicc, cflags, include, exclude, mpix) -> None:
       qmpigen groups collectives one-sided
       qmpigen groups io --mpicc mpicc.openmpi
     """
-    enumeration = enumerate_functions(load_api(mpi_header, mpicc, cflags), Selection(tuple(include), tuple(exclude), mpix))
+    enumeration = api.read_mpi(mpi_source(mpi_header, mpicc, cflags, include, exclude, mpix)).enumeration
     click.echo(groups_listing(names, enumeration) if names else groups_table(enumeration), nl=False)
 
 
@@ -251,14 +226,12 @@ def build_core(ctx, mpi_header, mpicc, cflags, include, exclude, mpix, output, c
       qmpigen build-core --exclude 'MPI_T_*' -o core
       qmpigen build-core -o core --check     # CI: exit 1 if core/ is stale
     """
-    source, api = load_source(mpi_header, mpicc, cflags)
-    enumeration = enumerate_functions(api, Selection(tuple(include), tuple(exclude), mpix))
-    fortran = load_fortran(source, api, enumeration, fortran_mode)
-    files = render_core(enumeration, GeneratorInfo.for_enumeration(enumeration, regeneration_command(ctx)), fortran)
-    click.echo(source_line(source, enumeration), err=True)
-    if fortran is not None or fortran_mode != "auto":
-        click.echo(fortran_line(fortran, fortran_mode), err=True)
-    report_writes(output, write_outputs(output, files, check=check), check)
+    mpi = api.read_mpi(mpi_source(mpi_header, mpicc, cflags, include, exclude, mpix))
+    core = api.build_core(mpi, regeneration_command(ctx), fortran_mode)
+    click.echo(source_line(mpi.source, mpi.enumeration), err=True)
+    if core.fortran is not None or fortran_mode != "auto":
+        click.echo(fortran_line(core.fortran, fortran_mode), err=True)
+    report_writes(output, api.write(output, core.files, check=check), check)
 
 
 @cli.command()
@@ -277,12 +250,12 @@ def examples(directory, force) -> None:
       qmpigen build-core -o qmpi-examples/build/core && make -C qmpi-examples/build/core
       make -C qmpi-examples/sample_tools CORE=../build/core
     """
-    from .examples import shipped_examples
+    from qmpigen.output.examples import shipped_examples
 
     files = shipped_examples()
     if not force:
         refuse_overwrite(directory, files)
-    report_writes(directory, write_outputs(directory, files), check=False)
+    report_writes(directory, api.write(directory, files), check=False)
 
 
 @cli.command()
@@ -300,7 +273,7 @@ def trace(directory, output, level) -> None:
     """
     from pathlib import Path
 
-    from .trace.merge import run
+    from qmpigen.trace.merge import run
 
     sys.exit(run(Path(directory), Path(output), level, lambda line: click.echo(line, err=True)))
 
@@ -343,11 +316,9 @@ def scaffold_tool(
       make -C sendcount QMPI_CORE=../core && TOOLS=./sendcount/libsendcount.so mpiexec -n 2 ./app
     The spec language: docs/spec-language.md ('qmpigen examples DIR' writes it out).
     """
-    from .render import render_tool
-    from .scaffold import guard, quick_error, quick_spec
-    from .spec import SPEC_SUFFIX
-    from .spec_parse import load_spec
-    from .spec_resolve import resolve
+    from qmpigen.output.scaffold import guard, quick_error, quick_spec
+    from qmpigen.spec.values import SPEC_SUFFIX
+    from qmpigen.spec.parse import load_spec
 
     quick = name is not None or intercept is not None or prefix is not None
     if spec is not None and quick:
@@ -376,16 +347,15 @@ def scaffold_tool(
         ctx.params.clear()
         ctx.params.update(saved)
 
-    api = load_api(mpi_header, mpicc, cflags)
-    enumeration = enumerate_functions(api, Selection(tuple(include), tuple(exclude), mpix))
+    mpi = api.read_mpi(mpi_source(mpi_header, mpicc, cflags, include, exclude, mpix))
     try:
-        tool = resolve(tool_spec, enumeration, api, interface)
+        tool = api.resolve_tool(mpi, tool_spec, interface)
     except QmpigenError as exc:
         raise quick_error(exc) if quick else exc
-    files.update(render_tool(tool, GeneratorInfo.for_enumeration(enumeration, command), len(enumeration)))
+    files.update(api.scaffold_tool(mpi, tool, command))
     if not check:
         guard(output, files, force, user_files)
-    report_writes(output, write_outputs(output, files, check=check), check)
+    report_writes(output, api.write(output, files, check=check), check)
 
 
 def refuse_overwrite(directory: str, files: Dict[str, str]) -> None:

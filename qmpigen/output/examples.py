@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Dict
 
-from .resources import docs_dir, samples_dir
+from qmpigen.output.resources import docs_dir, samples_dir
 
 # What ships, by directory: (name in DIR, where it is installed, which files).
 SHIPPED = (

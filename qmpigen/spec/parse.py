@@ -16,11 +16,11 @@ import lark
 from lark import Token, Transformer, v_args
 from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
 
-from . import groups as group_table
-from .cnames import RESERVED_PREFIX
-from .errors import Location, QmpigenError
-from .resources import grammars_dir
-from .spec import (
+from qmpigen.mpi import groups as group_table
+from qmpigen.output.cnames import RESERVED_PREFIX
+from qmpigen.errors import Location, QmpigenError
+from qmpigen.output.resources import grammars_dir
+from qmpigen.spec.values import (
     CONTEXT,
     ArgumentDecl,
     CallMode,
@@ -36,7 +36,7 @@ from .spec import (
     ToolSpec,
     normalise_type,
 )
-from .variables import argument_uses, check_variables
+from qmpigen.spec.variables import argument_uses, check_variables
 
 GRAMMAR_FILE = "qmpi_tool.lark"
 

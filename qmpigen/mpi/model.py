@@ -11,10 +11,10 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Dict, Iterator, Optional, Tuple
 
-from .errors import Location
-from .cnames import PMPI_SLOT_CANDIDATES, PMPI_SLOTS
-from .errors import QmpigenError
-from .quirks import IMPLEMENTATION_MARKERS, PMPI_SLOT_RESERVED, Dispatch
+from qmpigen.errors import Location
+from qmpigen.output.cnames import PMPI_SLOT_CANDIDATES, PMPI_SLOTS
+from qmpigen.errors import QmpigenError
+from qmpigen.mpi.quirks import IMPLEMENTATION_MARKERS, PMPI_SLOT_RESERVED, Dispatch
 
 
 FORUM_SENTINEL = "MPI_LAST_FUNC_T"  # last member of enum QMPI_Functions_enum (MPICH)

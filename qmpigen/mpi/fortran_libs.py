@@ -16,8 +16,8 @@ import subprocess
 from dataclasses import dataclass
 from typing import FrozenSet, List, Optional, Sequence, Tuple
 
-from .errors import QmpigenError
-from .quirks import FORTRAN_DRIVER_NAMES, FortranQuirks
+from qmpigen.errors import QmpigenError
+from qmpigen.mpi.quirks import FORTRAN_DRIVER_NAMES, FortranQuirks
 
 DRIVER_TIMEOUT_S = 60
 

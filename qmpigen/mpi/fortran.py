@@ -1,6 +1,6 @@
 """Stage 3b: the Fortran entry points of the core, planned per enumerated function.
 
-For each function the MPI's Fortran bindings export (qmpigen.fortran_libs), every C
+For each function the MPI's Fortran bindings export (qmpigen.mpi.fortran_libs), every C
 parameter gets a conversion (Conv) from its Fortran argument, or the function stays
 with the MPI's own binding and the plan says why. The rules read the C prototype
 (types, const, arrays) and, where the prototype cannot tell, the Fortran quirks
@@ -13,9 +13,9 @@ from dataclasses import dataclass, replace
 from enum import Enum
 from typing import Dict, FrozenSet, Iterator, List, Optional, Tuple
 
-from .fortran_libs import FortranLibraries
-from .model import Enumeration, MpiApi, MpiFunction, Param
-from .quirks import (
+from qmpigen.mpi.fortran_libs import FortranLibraries
+from qmpigen.mpi.model import Enumeration, MpiApi, MpiFunction, Param
+from qmpigen.mpi.quirks import (
     FORTRAN,
     FORTRAN_ABSENT,
     FORTRAN_ADDRESS_RESULTS,

@@ -3,7 +3,7 @@
 A plan is (template, output file) pairs: what build-core (CORE_PLAN) and scaffold-tool
 (tool_plan) write is visible here. Templates stay readable C: derived text comes from
 model properties, the filters below (wrapper types and parameter lists of the QMPI
-tool interface) and the global `c` (qmpigen.cnames: the C names generated code uses).
+tool interface) and the global `c` (qmpigen.output.cnames: the C names generated code uses).
 """
 
 from __future__ import annotations
@@ -15,14 +15,14 @@ from typing import Callable, Dict, Optional, Sequence, Tuple
 
 import jinja2
 
-from . import __version__
-from .checksum import checksum_line, stamp
-from .cnames import C_NAMES
-from .fortran import FortranPlan
-from .model import Enumeration, MpiFunction
-from .resources import templates_dir
-from .spec import SPEC_SUFFIX
-from .tool import CBlock, Interface, Tool
+from qmpigen import __version__
+from qmpigen.output.checksum import checksum_line, stamp
+from qmpigen.output.cnames import C_NAMES
+from qmpigen.mpi.fortran import FortranPlan
+from qmpigen.mpi.model import Enumeration, MpiFunction
+from qmpigen.output.resources import templates_dir
+from qmpigen.spec.values import SPEC_SUFFIX
+from qmpigen.spec.tool import CBlock, Interface, Tool
 
 # What build-core writes: (template, output file). The one place to see the outputs.
 CORE_PLAN: Tuple[Tuple[str, str], ...] = (
@@ -178,7 +178,7 @@ def tool_plan(tool: Tool) -> Tuple[Tuple[str, str], ...]:
 
 
 def render_tool(tool: Tool, gen: GeneratorInfo, enumeration_size: int) -> Dict[str, str]:
-    """The tool's files, each stamped with its checksum (qmpigen.checksum)."""
+    """The tool's files, each stamped with its checksum (qmpigen.output.checksum)."""
     context = {
         "tool": tool,
         "gen": gen,

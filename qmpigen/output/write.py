@@ -8,7 +8,7 @@ import tempfile
 from dataclasses import dataclass
 from typing import Dict, List, Tuple
 
-from .errors import QmpigenError
+from qmpigen.errors import QmpigenError
 
 
 @dataclass(frozen=True)

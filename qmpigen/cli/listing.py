@@ -7,11 +7,11 @@ import os
 import shutil
 from typing import Dict, List, Optional, Sequence, Set
 
-from .errors import QmpigenError
-from .fortran import FortranEntry, FortranPlan
-from .groups import BY_NAME, GROUPS, Group
-from .header import PreprocessedHeader
-from .model import Enumeration, MpiApi
+from qmpigen.errors import QmpigenError
+from qmpigen.mpi.fortran import FortranEntry, FortranPlan
+from qmpigen.mpi.groups import BY_NAME, GROUPS, Group
+from qmpigen.mpi.header import PreprocessedHeader
+from qmpigen.mpi.model import Enumeration, MpiApi
 
 
 def source_line(source: PreprocessedHeader, enumeration: Enumeration) -> str:

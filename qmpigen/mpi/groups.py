@@ -2,7 +2,7 @@
 
 Both are data. A group is defined once here, by name patterns (fnmatch globs, matched
 case-sensitively against the enumeration of the MPI at hand) and, where the model
-already knows it, by category (qmpigen.quirks.NAME_CATEGORIES). Patterns, not lists:
+already knows it, by category (qmpigen.mpi.quirks.NAME_CATEGORIES). Patterns, not lists:
 the same spec works on an MPI 3.1 header (Open MPI 5) and an MPI 5.0 one (MPICH 5),
 picking up the large-count `_c`, persistent `_init` and nonblocking `I` variants each
 one declares. docs/spec-language.md lists them (a test keeps that list complete).
@@ -15,8 +15,8 @@ import fnmatch
 from dataclasses import dataclass
 from typing import Dict, FrozenSet, Iterable, Optional, Sequence, Tuple
 
-from .model import LIFECYCLE, Enumeration, MpiApi, MpiFunction
-from .quirks import CONVERSION_SUFFIXES
+from qmpigen.mpi.model import LIFECYCLE, Enumeration, MpiApi, MpiFunction
+from qmpigen.mpi.quirks import CONVERSION_SUFFIXES
 
 # Conversions between C handles and Fortran or integer handles: bookkeeping, not
 # communication; left out of the communication groups.

@@ -1,7 +1,7 @@
 """The `$` variables of tool spec code: which exist where, and their expansion.
 
 docs/spec-language.md has the table. The parser checks each code block against the
-table for its kind (qmpigen.spec.CodeKind) and records the variables it uses; the
+table for its kind (qmpigen.spec.values.CodeKind) and records the variables it uses; the
 resolver expands them for one function of one MPI, and what a block used decides
 what its wrapper declares (a block using $ctx or $rank needs the context).
 """
@@ -13,8 +13,8 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Dict, FrozenSet, Iterator, Mapping, Optional, Tuple
 
-from .errors import Location, QmpigenError
-from .spec import Code, CodeKind
+from qmpigen.errors import Location, QmpigenError
+from qmpigen.spec.values import Code, CodeKind
 
 VARIABLE = re.compile(r"\$(\$|argument\([A-Za-z_][A-Za-z0-9_]*\)|[A-Za-z_][A-Za-z0-9_]*|[0-9]+)")
 ARGUMENT = re.compile(r"argument\((?P<name>[A-Za-z_][A-Za-z0-9_]*)\)")

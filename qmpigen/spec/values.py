@@ -1,5 +1,5 @@
-"""Tool specs as written: the values a .qmpi file parses to (qmpigen.spec_parse), before
-they meet an MPI (qmpigen.spec_resolve turns them into a qmpigen.tool.Tool).
+"""Tool specs as written: the values a .qmpi file parses to (qmpigen.spec.parse), before
+they meet an MPI (qmpigen.spec.resolve turns them into a qmpigen.spec.tool.Tool).
 
 Frozen values, no MPI knowledge: a spec parses the same on every MPI.
 """
@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import FrozenSet, Optional, Tuple, Union
 
-from .errors import Location
+from qmpigen.errors import Location
 
 SPEC_SUFFIX = ".qmpi"
 

@@ -24,7 +24,7 @@ DISPATCH: Dict[str, Dispatch] = {
     "MPI_Pcontrol": Dispatch.FAN_OUT,
 }
 
-# First letters that PMPI tool slots must not use (qmpigen.cnames.PMPI_SLOT_CANDIDATES):
+# First letters that PMPI tool slots must not use (qmpigen.output.cnames.PMPI_SLOT_CANDIDATES):
 # a PMPI tool's private copy has its PMPI_X imports renamed to <letter>MPI_X, and the
 # dynamic linker must find the core's continuation entry under that name, not one of the
 # MPI's own. Besides these, build-core drops every letter L for which the MPI's mpi.h
@@ -191,7 +191,7 @@ def macro_number(macros: Mapping[str, str], name: str) -> int:
 # -- Fortran bindings ---------------------------------------------------------------------
 # Facts the C header cannot tell: how each MPI's Fortran bindings are named, linked and
 # called, and which Fortran arguments mean something a C argument does not. The Fortran
-# routines themselves are found in the MPI's libraries (qmpigen.fortran_libs), never here.
+# routines themselves are found in the MPI's libraries (qmpigen.mpi.fortran_libs), never here.
 
 # Fortran compiler drivers beside mpicc, in order of preference (mpicc.mpich -> mpif90.mpich).
 FORTRAN_DRIVER_NAMES: Tuple[str, ...] = ("mpif90", "mpifort")

@@ -1,4 +1,4 @@
-"""Tools as qmpigen generates them: a spec resolved for one MPI (qmpigen.spec_resolve),
+"""Tools as qmpigen generates them: a spec resolved for one MPI (qmpigen.spec.resolve),
 everything the tool templates need, as frozen values."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import FrozenSet, Optional, Tuple, Union
 
-from .model import Lifecycle, MpiFunction
-from .spec import CallMode, ContextSlot
-from .variables import CONTEXT_VARS
+from qmpigen.mpi.model import Lifecycle, MpiFunction
+from qmpigen.spec.values import CallMode, ContextSlot
+from qmpigen.spec.variables import CONTEXT_VARS
 
 
 class Interface(str, Enum):

@@ -2,7 +2,7 @@
 
 The rule that keeps user code safe: the C file and the Makefile are generated entirely
 from the spec, and the spec is where the user writes code. Each generated file carries
-a checksum line (qmpigen.checksum). Before writing over an existing file, qmpigen
+a checksum line (qmpigen.output.checksum). Before writing over an existing file, qmpigen
 checks it: a file without a checksum line, or whose checksum no longer matches
 (someone edited it), is never overwritten unless --force is given.
 The quick form (--name/--intercept) also writes DIR/NAME.qmpi; an existing spec there
@@ -16,12 +16,12 @@ import os
 import re
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from .checksum import intact
-from .errors import Location, QmpigenError
-from .render import render_starter_spec
-from .spec import SPEC_SUFFIX, ToolSpec
-from .spec_parse import parse_spec
-from .write import check_path
+from qmpigen.output.checksum import intact
+from qmpigen.errors import Location, QmpigenError
+from qmpigen.output.render import render_starter_spec
+from qmpigen.spec.values import SPEC_SUFFIX, ToolSpec
+from qmpigen.spec.parse import parse_spec
+from qmpigen.output.write import check_path
 
 
 def guard(directory: str, files: Dict[str, str], force: bool, user_files: Sequence[str] = ()) -> None:
