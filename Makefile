@@ -164,7 +164,7 @@ bench: $(MPICH_STAMP) $(if $(BENCH_OWN_MPI),,$(MPI_STAMP))
 	$(MPICH)/bin/python bench/bench.py --mpicc '$(BENCH_MPICC)' --mpiexec '$(BENCH_MPIEXEC)' \
 		--qmpigen $(QMPIGEN) --name $(if $(BENCH_OWN_MPI),auto,$(MPI)) --out-root $(abspath $(OUT))/bench $(BENCH_FLAGS)
 
-# Fortran rows (issue 9) on Debian's MPICH and Open MPI (the wheels have no Fortran):
+# Fortran rows on Debian's MPICH and Open MPI (the wheels have no Fortran):
 # MPI_COMM_RANK from `use mpi` through the MPI's own binding and the core's entry, beside
 # every C row; installs the MPIs and gfortran with apt-get when missing.
 bench-fortran: $(MPICH_STAMP)

@@ -14,7 +14,7 @@ from pmpi_bench import pmpi_load_targets, pmpi_summary, pmpi_targets
 from stacks_bench import stacks_summary, stacks_targets
 from trace_bench import trace_targets
 
-# Targets of issue 6 (this machine: 2 cores).
+# Targets (this machine: 2 cores).
 TARGET_CORE0_OVER_INTERPOSER_NS = 0.5
 TARGET_RATIO = {"typed": 1.5, "callback": 1.5, "exec": 4.0}
 TARGET_LINEAR_MARGINAL = 1.5  # marginal ns/layer 1,000 -> 10,000 vs the fitted slope
@@ -22,7 +22,7 @@ TARGET_BYTES_PER_FUNCTION = 24
 DESIGNED_BYTES_PER_FUNCTION = 16  # one cell (function pointer + level) per function
 TARGET_CODEGEN_S = 2.0
 TARGET_COMPILE_S = 45.0
-TARGET_FORTRAN_OVER_OWN_NS = 2.0  # issue 9: core's Fortran entry, 0 tools, vs the MPI's own binding
+TARGET_FORTRAN_OVER_OWN_NS = 2.0  # core's Fortran entry, 0 tools, vs the MPI's own binding
 
 
 def quartiles(samples: Sequence[float]) -> Tuple[float, float]:

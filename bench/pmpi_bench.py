@@ -1,4 +1,4 @@
-"""`make bench`'s PMPI tool rows (issue 10). Per layer: ns per MPI_Comm_rank through 1, 2, 4 and 8
+"""`make bench`'s PMPI tool rows. Per layer: ns per MPI_Comm_rank through 1, 2, 4 and 8
 private copies of an unmodified PMPI tool (bench/tool_pmpi.c; the core has 8 slots),
 against the same numbers of empty typed thesis-style tools in the same rounds; the
 target compares the fitted costs per layer (least squares over 1..8 layers, as the

@@ -1,4 +1,4 @@
-/* service_lookup.c: the service-lookup row of `make bench` (issue 11): ns per
+/* service_lookup.c: the service-lookup row of `make bench`: ns per
  * QMPI_Service_get with N names registered, N = 16, 256 and 4096, looking up the same
  * number of them (LOOKED_UP, spread over the registry, in a scrambled order) at every N:
  * the rows then differ by the registry's size alone. (Looking up all N names instead

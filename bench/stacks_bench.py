@@ -1,4 +1,4 @@
-"""`make bench`'s rows for named stacks and services (issue 11):
+"""`make bench`'s rows for named stacks and services:
 
   * switching: MPI_Comm_rank through bench/tool_switch.c continuing on a second stack
     that holds one empty typed tool (QMPI_Stack_Comm_rank), against the same tool

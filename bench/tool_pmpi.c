@@ -1,4 +1,4 @@
-/* An unmodified PMPI tool for `make bench` (issue 10's row): the shape every classic
+/* An unmodified PMPI tool for `make bench`: the shape every classic
  * PMPI tool has, MPI_X calling PMPI_X, built with plain mpicc -shared and no qmpi.h.
  * TOOLS=./p.so:./p.so:... stacks private copies of it (README: Unmodified PMPI tools). */
 #include <mpi.h>

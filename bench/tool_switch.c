@@ -1,4 +1,4 @@
-/* tool_switch.c: the switching row of `make bench` (issue 11): an empty thesis-style tool
+/* tool_switch.c: the switching row of `make bench`: an empty thesis-style tool
  * whose MPI_Comm_rank wrapper continues the call at the top of the stack named by its
  * argument `stack` (QMPI_Stack_Comm_rank), or, without that argument, on its own next
  * link (QMPI_Next_Comm_rank). Both paths load the argument's handle from a static and

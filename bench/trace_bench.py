@@ -1,4 +1,4 @@
-"""`make bench`'s tracing rows (issue 12), beside the core's rows:
+"""`make bench`'s tracing rows, beside the core's rows:
 
   * cost per traced call: `MPI_Comm_rank` through the core with the trace tool
     (sample_tools/trace.c as libqbtrace.so, QMPI_TRACE_FUNCTIONS=all so that Comm_rank is

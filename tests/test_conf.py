@@ -1,6 +1,6 @@
 """Static stacking (TOOLS=%NAME, -DQMPI_STATIC_TOOL=NAME) and the configuration file
 (QMPI_CONF) with per-instance tool arguments ($argument(NAME), QMPI_Get_argument,
-QMPI_Get_tool_argument): issue 10, parts 4 and 5.
+QMPI_Get_tool_argument).
 
 The `mpi` tests build a core, the sample tools and tests/apps/conf/argcount.qmpi (both
 interfaces) with each MPI's mpicc and run demo_app at 1-3 ranks.
@@ -194,7 +194,7 @@ def test_configuration_file_gives_each_instance_its_own_arguments(mpi, built, tm
     out = built["out"]
     conf = tmp_path / "stack.conf"
     conf.write_text(
-        "# issue 10: one instance per section, in chain order\n"
+        "# one instance per section, in chain order\n"
         "[outer]\n"
         f"tool = {out / 'libargcount-thesis.so'}\n"
         "output = outer\n"

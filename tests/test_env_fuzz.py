@@ -1,4 +1,4 @@
-"""Property-based fuzzing of the core's run-time variables (issue 13): whatever QMPI_TOOLS,
+"""Property-based fuzzing of the core's run-time variables: whatever QMPI_TOOLS,
 TOOLS, QMPI_TOOL_LIST and MPIR_CVAR_QMPI_TOOL_LIST hold, a process never crashes nor hangs;
 it either builds the chain the variables describe and succeeds, or stops with exactly
 one `qmpi: error:` line naming the first entry at fault.

@@ -1,4 +1,4 @@
-"""Fortran programs through the core's generated Fortran entries (issue 9), on the MPIs
+"""Fortran programs through the core's generated Fortran entries, on the MPIs
 that have Fortran bindings (Debian's MPICH 4.0.2 and Open MPI 4.1.4: `make test-fortran`,
 also part of `make test-debian`). The wheels have none: these tests skip there.
 
@@ -224,7 +224,7 @@ def test_functions_reports_fortran_routes_and_coverage(fortran_mpi):
     assert routes["MPI_Op_create"]["f77"]["route"] != "chain"
     assert "callback" in routes["MPI_Op_create"]["reason"]
     f77 = fortran["coverage"]["f77"]
-    assert f77["core_entries"] / f77["functions"] >= 0.95, f77  # issue 9's target, both Debian MPIs
+    assert f77["core_entries"] / f77["functions"] >= 0.95, f77  # the coverage target, both Debian MPIs
     # Routed although the argument is no plain conversion: implied array lengths,
     # addresses in INTEGER(KIND=MPI_ADDRESS_KIND), Fortran error handlers.
     for name in ("MPI_Alltoallw", "MPI_Neighbor_alltoallw", "MPI_Alloc_mem", "MPI_Win_allocate", "MPI_Comm_create_errhandler"):

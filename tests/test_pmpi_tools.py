@@ -1,4 +1,4 @@
-"""Unmodified PMPI tools as members of the stack (issue 10, parts 1-3).
+"""Unmodified PMPI tools as members of the stack.
 
 tests/pmpi_tools/pmpicount.c is a classic PMPI tool (MPI_X -> PMPI_X, globals, its own
 MPI_Comm_rank after init), built with plain `mpicc -shared -fPIC`, no qmpi.h. Listed

@@ -1,4 +1,4 @@
-"""Services between tools and the current call (issue 11; PnMPI's services): the
+"""Services between tools and the current call (PnMPI's services): the
 request tracker (sample_tools/reqtrack.qmpi) offers "reqtrack.creator"; the checker
 (sample_tools/reqcheck.qmpi) looks it up by name and reports MPI_Wait on the one request
 tests/apps/requests_app.c makes behind the tools' back (PMPI_Isend), not on the valid

@@ -1,4 +1,4 @@
-"""Named stacks and switching (issue 11, item 1): QMPI_CONF's [stack NAME] sections, the
+"""Named stacks and switching: QMPI_CONF's [stack NAME] sections, the
 switch sample tool (sample_tools/switch.qmpi) sending calls on small communicators to
 another stack, with exact counts on both sides; the chain report; one-line misuse errors.
 

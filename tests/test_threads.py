@@ -1,4 +1,4 @@
-"""Stacked tools under MPI_THREAD_MULTIPLE (issue 13): tests/apps/thread_stress.c on 2
+"""Stacked tools under MPI_THREAD_MULTIPLE: tests/apps/thread_stress.c on 2
 ranks, 4 threads each, racing the first MPI calls (chain build, context creation),
 MPI_Pcontrol, MPI_Comm_rank and Send/Recv through a stack of every kind of tool:
 

@@ -1,4 +1,4 @@
-"""MPI virtualization (issue 11; sample_tools/virtual.qmpi, PnMPI's `virtual` module):
+"""MPI virtualization (sample_tools/virtual.qmpi, PnMPI's `virtual` module):
 the application sees the ranks the tool leaves it as MPI_COMM_WORLD — sizes, ranks,
 statuses, point-to-point and collectives consistent (tests/apps/virtual_app.c checks
 them itself) — while the reserved ranks serve the tool and never enter the application."""

@@ -1,4 +1,4 @@
-"""The whole user workflow of issue 14 from the built wheel alone, outside the
+"""The whole user workflow from the built wheel alone, outside the
 repository: a fresh virtual environment holding only the qmpigen wheel (its
 dependencies reached offline through a .pth file into this environment's
 site-packages, since no package index is assumed), then in an empty directory:

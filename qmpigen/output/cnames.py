@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 RESERVED_PREFIX = "qmpi_"
 
-# PMPI tools (issue 10): a private copy of the tool per TOOLS occurrence, its PMPI_X
+# PMPI tools: a private copy of the tool per TOOLS occurrence, its PMPI_X
 # imports renamed to <letter>MPI_X, the core's continuation entry of that copy's slot.
 # Letters in order of preference; build-core keeps the first PMPI_SLOTS that neither
 # quirks.PMPI_SLOT_RESERVED nor the MPI's mpi.h uses.
