@@ -27,7 +27,7 @@ MPI_ENV := PATH=$(MPI_PREFIX)/bin:$$PATH OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN
 MPIEXEC := $(MPI_PREFIX)/bin/mpiexec $(if $(filter openmpi,$(MPI)),--oversubscribe,)
 DEMO := $(abspath $(OUT))/demo-$(MPI)
 
-.PHONY: all demo test test-on-mpich test-on-openmpi test-trace-on-mpich test-trace-on-openmpi test-threads-on-mpich test-threads-on-openmpi test-debian-on-mpich test-debian-on-openmpi test-trace test-fast test-intelmpi test-debian test-fortran bench-fortran test-threads test-sanitize test-sanitize-mpich test-sanitize-openmpi bench venv clean distclean
+.PHONY: all demo lint test test-on-mpich test-on-openmpi test-trace-on-mpich test-trace-on-openmpi test-threads-on-mpich test-threads-on-openmpi test-debian-on-mpich test-debian-on-openmpi test-trace test-fast test-intelmpi test-debian test-fortran bench-fortran test-threads test-sanitize test-sanitize-mpich test-sanitize-openmpi bench venv clean distclean
 
 all: demo
 
@@ -177,6 +177,23 @@ bench-fortran: $(MPICH_STAMP)
 		--qmpigen $(QMPIGEN) --name debian-openmpi --out-root $(abspath $(OUT))/bench $(BENCH_FLAGS)
 	$(MPICH)/bin/python bench/bench.py combine $(abspath $(OUT))/bench/debian-mpich/results.json \
 		$(abspath $(OUT))/bench/debian-openmpi/results.json
+
+# Style and types: ruff (check and format), mypy on qmpigen/, clang-format on the C we
+# write by hand (the runtime, the sample tools, the C tests). Installs what it needs.
+LINT_STAMP := $(MPICH)/.lint-installed
+LINT_C = $(sort $(wildcard qmpigen/runtime/*.c qmpigen/runtime/*.h sample_tools/*.c sample_tools/*.h tests/c/*.c tests/c/*.h))
+
+$(LINT_STAMP): $(MPICH_STAMP) pyproject.toml
+	$(MPICH)/bin/pip install --quiet --disable-pip-version-check -e '.[test,trace,lint]'
+	touch $@
+
+lint: $(LINT_STAMP)
+	command -v clang-format >/dev/null || \
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends clang-format; }
+	$(MPICH)/bin/ruff check qmpigen tests bench
+	$(MPICH)/bin/ruff format --check qmpigen tests bench
+	$(MPICH)/bin/mypy
+	clang-format --dry-run --Werror $(LINT_C)
 
 clean:
 	rm -rf $(OUT)
