@@ -96,7 +96,7 @@ def build_core(mpi: Mpi, command: str, fortran_mode: str = "auto") -> Core:
     return Core(fortran, render_core(mpi.enumeration, gen, fortran))
 
 
-def resolve_tool(mpi: Mpi, spec: ToolSpec, interface: str = Interface.THESIS.value) -> Tool:
+def resolve_tool(mpi: Mpi, spec: ToolSpec, interface: Interface = Interface.THESIS) -> Tool:
     """A tool spec met with this MPI: every selector expanded, every wrapper planned."""
     return resolve(spec, mpi.enumeration, mpi.api, interface)
 

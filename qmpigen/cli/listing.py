@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from typing import Dict, List, Optional, Sequence, Set
+from typing import Any, Dict, List, Optional, Sequence, Set
 
 from qmpigen.errors import QmpigenError
 from qmpigen.mpi.fortran import FortranEntry, FortranPlan
@@ -140,7 +140,7 @@ def _share(part: int, whole: int) -> str:
     return f"{part}/{whole} ({100.0 * part / whole:.1f} %)" if whole else "0/0"
 
 
-def fortran_routes(plan: FortranPlan, entry: FortranEntry) -> Dict[str, object]:
+def fortran_routes(plan: FortranPlan, entry: FortranEntry) -> Dict[str, Any]:
     """One function's Fortran routes: per entry family, through the chain or not, and why."""
     if entry.routed:
         f77 = "chain" if entry.f77_names else None

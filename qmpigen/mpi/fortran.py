@@ -359,7 +359,7 @@ def _classify(
             out.append(FortranParam(p, Conv.ABSENT))
             continue
         handled = FORTRAN_ERRHANDLER_FUNCTIONS.get(p.base_type)
-        if p.is_function_pointer and handled in errhandler_kinds:
+        if p.is_function_pointer and handled is not None and handled in errhandler_kinds:
             partner = next((q.name for q in function.params if q.base_type == "MPI_Errhandler" and q.is_pointer), "")
             if partner:
                 out.append(FortranParam(p, Conv.ERRHANDLER_FN, handle_type=handled, partner=partner))

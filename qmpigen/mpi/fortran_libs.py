@@ -142,6 +142,7 @@ def _dynamic_functions(path: str) -> FrozenSet[str]:
     """Defined global and weak dynamic symbols (functions and data) of a shared library."""
     from elftools.common.exceptions import ELFError
     from elftools.elf.elffile import ELFFile
+    from elftools.elf.sections import SymbolTableSection
 
     names = set()
     try:
@@ -150,7 +151,7 @@ def _dynamic_functions(path: str) -> FrozenSet[str]:
                 return frozenset()  # a linker script (libm.so, libc.so): no MPI routines there
             handle.seek(0)
             table = ELFFile(handle).get_section_by_name(".dynsym")
-            if table is None:
+            if not isinstance(table, SymbolTableSection):
                 return frozenset()
             for symbol in table.iter_symbols():
                 if symbol["st_shndx"] == "SHN_UNDEF":

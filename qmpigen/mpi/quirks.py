@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
-from typing import Dict, FrozenSet, Mapping, Tuple
+from typing import Dict, FrozenSet, Mapping, Optional, Tuple
 
 
 class Dispatch(str, Enum):
@@ -247,7 +247,7 @@ class FortranQuirks:
     f08_entries: Tuple[F08Entries, ...]
     # (flag, routine): the MPI fills its sentinel pointers in `routine` while `flag` is
     # set, from its own Fortran MPI_Init; our entries replace that MPI_Init, so they call it.
-    setup: Tuple[str, str] = ()
+    setup: Optional[Tuple[str, str]] = None
 
     def is_fortran_symbol(self, symbol: str) -> bool:
         return symbol.startswith("mpi_") and symbol.endswith("_") and not symbol.startswith("mpi_fortran_")

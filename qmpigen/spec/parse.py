@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Dict, Iterable, List, NamedTuple, Optional, Tuple, Union
+from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Tuple, Union
 
 import lark
 from lark import Token, Transformer, v_args
@@ -139,7 +139,7 @@ class SpecBuilder(Transformer):
         return Location(self.file, getattr(item, "line", 0) or 0, getattr(item, "column", 0) or 0)
 
     def code(self, token: Token, kind: CodeKind) -> Code:
-        code = Code(str(token)[2:-2], Location(self.file, token.line, token.column + 2), kind)
+        code = Code(str(token)[2:-2], Location(self.file, token.line or 0, (token.column or 0) + 2), kind)
         return Code(code.text, code.location, kind, check_variables(code))
 
     def start(self, meta, children) -> ToolSpec:
@@ -149,7 +149,7 @@ class SpecBuilder(Transformer):
         core: Optional[str] = None
         groups: List[GroupDecl] = []
         fields: Tuple[Field, ...] = ()
-        preamble: List[object] = []
+        preamble: List[Any] = []  # Code blocks and the CONTEXT marker, in spec order
         rules: List[Rule] = []
         hooks: Dict[Hook, Code] = {}
         arguments: List[ArgumentDecl] = []
@@ -284,7 +284,7 @@ class SpecBuilder(Transformer):
         """intercept_decl: "intercept" selection (";" | "{" _rule_item* "}")"""
         selection, *statements = children
         seen: Dict[str, Location] = {}
-        parts: Dict[str, List[object]] = {"before": [], "after": [], "before_each": [], "after_each": []}
+        parts: Dict[str, List[Any]] = {"before": [], "after": [], "before_each": [], "after_each": []}
         call: Optional[Statement] = None
         instead: Optional[Code] = None
         for statement in statements:
@@ -300,7 +300,7 @@ class SpecBuilder(Transformer):
             raise QmpigenError("'call exec_func' and 'instead' exclude each other: instead makes no call", call.location)
         return Rule(
             selection=selection,
-            call=call.value if call else CallMode.TYPED,
+            call=call.value if call is not None and isinstance(call.value, CallMode) else CallMode.TYPED,
             before=tuple(parts["before"]),
             after=tuple(parts["after"]),
             before_each=tuple(parts["before_each"]),
@@ -426,13 +426,15 @@ def syntax_error(exc: UnexpectedInput, file: str, text: str) -> QmpigenError:
             found = "end of file"
         elif token.type in GREEDY_TERMINALS and token.type not in (exc.accepts or exc.expected or ()):
             # Lexed by a terminal that is not expected here (and swallows a lot): show a word.
-            found = _found(re.match(r"%\{|[A-Za-z0-9_]+|\S", str(token.value)).group())
+            word = re.match(r"%\{|[A-Za-z0-9_]+|\S", str(token.value))
+            found = _found(word.group() if word else str(token.value))
         else:
             found = _found(str(token.value))
         expected = exc.accepts or exc.expected
         return QmpigenError(f"expected {_expected(expected)}, found {found}{hint}", Location(file, line, column))
     if isinstance(exc, UnexpectedCharacters):
-        char = text[exc.pos_in_stream] if 0 <= exc.pos_in_stream < len(text) else ""
+        pos = exc.pos_in_stream if exc.pos_in_stream is not None else -1
+        char = text[pos] if 0 <= pos < len(text) else ""
         allowed = exc.allowed or set()
         return QmpigenError(
             f"expected {_expected(allowed)}, found {_found(char)}{hint}", Location(file, line, column)

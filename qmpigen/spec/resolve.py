@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import fnmatch
 import textwrap
-from typing import Dict, List, Mapping, Optional, Set, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Set, Tuple
 
 from qmpigen.mpi import groups as group_table
 from qmpigen.output.cnames import C_NAMES
@@ -147,12 +147,12 @@ class Resolver:
         if not wrappers:
             raise QmpigenError("the tool intercepts no function: add an intercept statement", spec.location)
 
-        preamble: List[object] = []
+        preamble: List[Any] = []  # CBlocks and the CONTEXT marker, in spec order
         for item in spec.preamble:
             if item is CONTEXT:
                 if self.has_context:
                     preamble.append(CONTEXT)
-            else:
+            elif isinstance(item, Code):
                 block = self.block(item, self.common_vars())
                 if block.text:
                     preamble.append(block)
@@ -192,7 +192,7 @@ class Resolver:
                 if selector.is_function:
                     raise QmpigenError(
                         f"{name} cannot be intercepted by a callback tool: {self.mpi} has no "
-                        f"{self.enumeration.get(name).forum_enum} in its enum QMPI_Functions_enum",
+                        f"{getattr(self.enumeration.get(name), 'forum_enum', name)} in its enum QMPI_Functions_enum",
                         selector.location,
                     )
             for index, rule in enumerate(self.spec.rules):
@@ -252,7 +252,7 @@ class Resolver:
         before_each: List[CBlock] = []
         after_each: List[CBlock] = []
         instead = None
-        if rule is not None:
+        if rule is not None and rule_index is not None:
             before = [b for b in (self.block(c, variables, function) for c in rule.before) if b.text]
             after = [b for b in (self.block(c, variables, function) for c in rule.after) if b.text]
             for each, target in [(e, before_each) for e in rule.before_each] + [(e, after_each) for e in rule.after_each]:
@@ -331,7 +331,7 @@ class Resolver:
                     where,
                 )
             if word == "va":
-                return QmpigenError(f"$va: {function.name} is not variadic", where)
+                return QmpigenError(f"$va: {function.name if function else 'this code'} is not variadic", where)
             return QmpigenError(f"${word} is not available here", where)  # pragma: no cover - checked at parse time
 
         expansion = expand(code, variables, refuse, check)
