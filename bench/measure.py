@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from qmpigen.mpi.fortran_libs import driver_beside
-from qmpigen.mpi.quirks import FORTRAN_DRIVER_NAMES
+from qmpigen.mpi.quirks_fortran import FORTRAN_DRIVER_NAMES
 
 BENCH_DIR = Path(__file__).resolve().parent
 REPO = BENCH_DIR.parent

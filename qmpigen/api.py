@@ -24,7 +24,7 @@ from qmpigen.mpi.fortran_libs import FortranRequest, find_fortran
 from qmpigen.mpi.header import HeaderRequest, PreprocessedHeader, read_header
 from qmpigen.mpi.model import Enumeration, MpiApi
 from qmpigen.mpi.parse import parse_header
-from qmpigen.mpi.quirks import FORTRAN
+from qmpigen.mpi.quirks_fortran import FORTRAN
 from qmpigen.mpi.select import Selection, enumerate_functions
 from qmpigen.output.render import GeneratorInfo, render_core, render_tool
 from qmpigen.output.write import WriteReport, write_outputs

@@ -138,7 +138,7 @@ def test_a_family_the_core_may_not_define_stays_with_the_binding(monkeypatch):
     """Intel MPI's quirks: its *_f08_ routines bypass C but are not defined (ifort's
     module; nothing here can test them), its *_f08ts_ ones reach C. Neither family gets
     a symbol, each says its route, and build-core's line counts only entries with symbols."""
-    from qmpigen.mpi import quirks
+    from qmpigen.mpi import quirks_fortran as quirks
     from qmpigen.cli.listing import fortran_line, fortran_routes
 
     enumeration = fixture_enumeration(HEADER)

@@ -4,7 +4,7 @@ For each function the MPI's Fortran bindings export (qmpigen.mpi.fortran_libs), 
 parameter gets a conversion (Conv) from its Fortran argument, or the function stays
 with the MPI's own binding and the plan says why. The rules read the C prototype
 (types, const, arrays) and, where the prototype cannot tell, the Fortran quirks
-(quirks.FORTRAN_*). Templates turn the plan into C (templates/core/qmpi_fortran.c.j2).
+(quirks_fortran.FORTRAN_*). Templates turn the plan into C (templates/core/qmpi_fortran.c.j2).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Dict, FrozenSet, Iterator, List, Optional, Tuple
 
 from qmpigen.mpi.fortran_libs import FortranLibraries
 from qmpigen.mpi.model import Enumeration, MpiApi, MpiFunction, Param
-from qmpigen.mpi.quirks import (
+from qmpigen.mpi.quirks_fortran import (
     FORTRAN,
     FORTRAN_ABSENT,
     FORTRAN_ADDRESS_RESULTS,

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import FrozenSet, List, Optional, Sequence, Tuple
 
 from qmpigen.errors import QmpigenError
-from qmpigen.mpi.quirks import FORTRAN_DRIVER_NAMES, FortranQuirks
+from qmpigen.mpi.quirks_fortran import FORTRAN_DRIVER_NAMES, FortranQuirks
 
 DRIVER_TIMEOUT_S = 60
 

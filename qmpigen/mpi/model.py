@@ -11,11 +11,9 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Dict, Iterator, Optional, Tuple
 
-from qmpigen.errors import Location
-from qmpigen.output.cnames import PMPI_SLOT_CANDIDATES, PMPI_SLOTS
-from qmpigen.errors import QmpigenError
+from qmpigen.errors import Location, QmpigenError
 from qmpigen.mpi.quirks import IMPLEMENTATION_MARKERS, PMPI_SLOT_RESERVED, Dispatch
-
+from qmpigen.output.cnames import PMPI_SLOT_CANDIDATES, PMPI_SLOTS
 
 FORUM_SENTINEL = "MPI_LAST_FUNC_T"  # last member of enum QMPI_Functions_enum (MPICH)
 

@@ -12,8 +12,8 @@ from typing import Dict, Iterable, List, Optional, Tuple
 
 from pycparser import c_ast, c_generator, c_parser
 
-from qmpigen.mpi import quirks
 from qmpigen.errors import Location, QmpigenError
+from qmpigen.mpi import quirks
 from qmpigen.mpi.header import PreprocessedHeader, linemarker
 from qmpigen.mpi.model import FORUM_TOOL_API, HeaderFacts, MpiApi, MpiFunction, Param
 
