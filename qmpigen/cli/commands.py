@@ -86,16 +86,20 @@ def complete_group(ctx, param, incomplete):
 NOT_IN_BANNER = frozenset({"check", "quiet"})
 # Defaults that the banner still spells out, because they say where the model came from.
 SHOWN_WHEN_DEFAULT = frozenset({"mpi_header"})
+# Compiler drivers are recorded as given: `--mpicc /opt/mpich/bin/mpicc` names another MPI
+# than `--mpicc mpicc` on a machine whose PATH finds a system MPI first.
+AS_GIVEN = frozenset({"mpicc", "fortran_mode"})
 
 
 def regeneration_command(ctx: click.Context) -> str:
     """The command that regenerates an output, for its banner: canonical (same options,
-    same text, whatever their order) and free of absolute paths."""
+    same text, whatever their order) and free of absolute paths, but for compiler
+    drivers, which are recorded as given (AS_GIVEN)."""
     words: List[str] = ["qmpigen", ctx.info_name or ""]
 
-    def text(value) -> str:
+    def text(value, as_given: bool = False) -> str:
         value = str(value)
-        return shlex.quote(os.path.basename(value) if os.path.isabs(value) else value)
+        return shlex.quote(os.path.basename(value) if os.path.isabs(value) and not as_given else value)
 
     for param in ctx.command.params:
         value = ctx.params.get(param.name)
@@ -113,7 +117,7 @@ def regeneration_command(ctx: click.Context) -> str:
             for item in value:
                 words += [flag, text(item)]
         else:
-            words += [flag, text(value)]
+            words += [flag, text(value, param.name in AS_GIVEN)]
     return " ".join(words)
 
 
@@ -355,7 +359,10 @@ def scaffold_tool(
     files.update(api.scaffold_tool(mpi, tool, command))
     if not check:
         guard(output, files, force, user_files)
-    report_writes(output, api.write(output, files, check=check), check)
+    report = api.write(output, files, check=check)
+    # Which MPI the tool was generated for: a tool builds only against a core of the same MPI.
+    click.echo(source_line(mpi.source, mpi.enumeration), err=True)
+    report_writes(output, report, check)
 
 
 def refuse_overwrite(directory: str, files: Dict[str, str]) -> None:
