@@ -33,7 +33,9 @@ def test_a_driver_given_by_path_stays_that_path_in_the_banner(tmp_path, cc_path)
 def test_scaffold_tool_names_the_mpi_it_read(tmp_path):
     spec = tmp_path / "demo.qmpi"
     spec.write_text("tool demo;\nintercept MPI_Send;\n")
-    proc = run_cli("scaffold-tool", str(spec), "--mpi-header", str(HEADER), "--mpicc", "cc", "-o", str(tmp_path / "out"))
+    proc = run_cli(
+        "scaffold-tool", str(spec), "--mpi-header", str(HEADER), "--mpicc", "cc", "-o", str(tmp_path / "out")
+    )
     assert proc.returncode == 0, proc.stderr
     lines = proc.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith("qmpigen: read MPICH "), proc.stderr

@@ -1,14 +1,30 @@
-"""Stage 5: write outputs all-or-nothing, touching only files that change."""
+"""Write outputs all-or-nothing, touching only files that change.
+
+A directory of outputs is replaced as a whole: the new version is staged beside it
+(unchanged files and whatever else the directory holds, such as build products, are
+hard-linked, so their times and inodes stay), then swapped in with one atomic
+rename (renameat2 RENAME_EXCHANGE). A process killed at any point leaves either the
+old directory or the new one, never a mix, plus at most a staging directory that the
+next write into the same place removes (writes take a lock on the parent directory,
+so a staging directory found under the lock belongs to a dead writer).
+"""
 
 from __future__ import annotations
 
+import ctypes
+import errno
+import fcntl
 import os
 import shutil
+import stat
 import tempfile
 from dataclasses import dataclass
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from qmpigen.errors import QmpigenError
+
+STAGING_PREFIX = ".qmpigen-"
+RENAME_EXCHANGE = 2  # linux/fs.h
 
 
 @dataclass(frozen=True)
@@ -21,9 +37,7 @@ def _differs(path: str, text: str) -> bool:
     try:
         with open(path, "r", encoding="utf-8", newline="") as handle:
             return handle.read() != text
-    except FileNotFoundError:
-        return True
-    except UnicodeDecodeError:
+    except (FileNotFoundError, NotADirectoryError, UnicodeDecodeError):
         return True
 
 
@@ -34,11 +48,10 @@ def _umask() -> int:
 
 
 def write_outputs(directory: str, files: Dict[str, str], check: bool = False) -> WriteReport:
-    """Write `files` (relative path -> text) into `directory`.
+    """Write `files` (relative path -> text) into `directory`, as a whole (module docstring).
 
-    Everything is rendered before this is called, so a failure cannot leave half a
-    generation behind: new files are staged in a temporary directory beside the
-    target and moved into place; unchanged files are not touched (make stays quiet).
+    Everything is rendered before this is called; unchanged files are not touched
+    (make stays quiet).
     """
     check_path(directory)
     names = sorted(files)
@@ -47,38 +60,122 @@ def write_outputs(directory: str, files: Dict[str, str], check: bool = False) ->
     if check or not changed:
         return WriteReport(changed, unchanged)
 
-    parent = os.path.dirname(os.path.abspath(directory))
+    target = os.path.realpath(directory)  # through a link: the directory it names is replaced
+    parent = os.path.dirname(target)
     created = _make_parents(parent, directory)
+    staging = ""
     try:
-        staging = tempfile.mkdtemp(prefix=".qmpigen-", dir=parent)
-    except OSError as exc:
-        _remove_created(created)
-        raise QmpigenError(f"cannot write {directory}: {exc.strerror or exc}") from None
-    try:
-        os.chmod(staging, 0o777 & ~_umask())  # mkdtemp makes it private; the output is not
-        for name in changed:
-            target = os.path.join(staging, name)
-            os.makedirs(os.path.dirname(target), exist_ok=True)
-            with open(target, "w", encoding="utf-8", newline="") as handle:
-                handle.write(files[name])
-        if not os.path.exists(directory):
-            os.rename(staging, directory)
-            staging = ""
-        else:
+        with _locked(parent):
+            _remove_stale_staging(target)
+            staging = tempfile.mkdtemp(prefix=_staging_prefix(target), dir=parent)
+            mode = stat.S_IMODE(os.stat(target).st_mode) if os.path.isdir(target) else 0o777 & ~_umask()
+            os.chmod(staging, mode)  # mkdtemp makes it private; the output keeps its mode
+            if os.path.isdir(target):
+                _link_tree(target, staging, skip=frozenset(changed))
             for name in changed:
-                final = os.path.join(directory, name)
-                os.makedirs(os.path.dirname(final), exist_ok=True)
-                os.replace(os.path.join(staging, name), final)
+                path = os.path.join(staging, name)
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                with open(path, "w", encoding="utf-8", newline="") as handle:
+                    handle.write(files[name])
+            if os.path.isdir(target):
+                _exchange(staging, target)  # staging now holds the old version
+            else:
+                os.rename(staging, target)
+                staging = ""
     except OSError as exc:
-        if staging:
-            shutil.rmtree(staging, ignore_errors=True)
-            staging = ""
-        _remove_created(created)
+        if not os.path.isdir(target):
+            _remove_created(created)
         raise QmpigenError(f"cannot write {directory}: {exc.strerror or exc}") from None
     finally:
         if staging:
             shutil.rmtree(staging, ignore_errors=True)
     return WriteReport(changed, unchanged)
+
+
+def _staging_prefix(target: str) -> str:
+    return f"{STAGING_PREFIX}{os.path.basename(target)}."
+
+
+class _locked:
+    """An exclusive lock on the parent directory (flock on its descriptor: no lock file
+    left beside the output) for the time of one write."""
+
+    def __init__(self, parent: str):
+        self.parent = parent
+        self.fd: Optional[int] = None
+
+    def __enter__(self) -> "_locked":
+        self.fd = os.open(self.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        fcntl.flock(self.fd, fcntl.LOCK_EX)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.fd is not None:
+            os.close(self.fd)  # closing releases the lock
+
+
+def _remove_stale_staging(target: str) -> None:
+    """Staging directories of earlier writes into target: their writer died (we hold the
+    lock), so each is an old or an unfinished new version. Where the writer died between
+    the two renames of the fallback swap, the target is missing: its old version (.old)
+    is put back first."""
+    parent, prefix = os.path.dirname(target), _staging_prefix(target)
+    stale = sorted(e for e in os.listdir(parent) if e.startswith(prefix))
+    if not os.path.lexists(target):
+        for entry in stale:
+            if entry.endswith(".old"):
+                os.rename(os.path.join(parent, entry), target)
+                break
+    for entry in stale:
+        path = os.path.join(parent, entry)
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def _link_tree(source: str, dest: str, skip: frozenset) -> None:
+    """Recreate source's tree in dest, every file a hard link (a copy where links fail),
+    but the relative paths in skip, which the caller writes anew."""
+    for root, dirs, filenames in os.walk(source):
+        rel = os.path.relpath(root, source)
+        out = dest if rel == "." else os.path.join(dest, rel)
+        for d in dirs:
+            full = os.path.join(root, d)
+            if os.path.islink(full):
+                os.symlink(os.readlink(full), os.path.join(out, d))
+            else:
+                os.mkdir(os.path.join(out, d))
+                shutil.copystat(full, os.path.join(out, d), follow_symlinks=False)
+        dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(root, d))]
+        for f in filenames:
+            name = os.path.normpath(os.path.join(rel, f))
+            if name in skip:
+                continue
+            full, copy = os.path.join(root, f), os.path.join(out, f)
+            if os.path.islink(full):
+                os.symlink(os.readlink(full), copy)
+                continue
+            try:
+                os.link(full, copy)
+            except OSError:
+                shutil.copy2(full, copy)
+
+
+def _exchange(a: str, b: str) -> None:
+    """Swap two directories in one step (renameat2 RENAME_EXCHANGE); where the file
+    system cannot, two renames with the old one kept until the new one is in place."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    renameat2 = getattr(libc, "renameat2", None)
+    if renameat2 is not None:
+        at_fdcwd = -100
+        if renameat2(at_fdcwd, a.encode(), at_fdcwd, b.encode(), RENAME_EXCHANGE) == 0:
+            return
+        err = ctypes.get_errno()
+        if err not in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+            raise OSError(err, os.strerror(err), b)
+    old = a + ".old"
+    os.rename(b, old)
+    os.rename(a, b)
+    os.rename(old, a)
 
 
 def check_path(directory: str) -> None:
