@@ -1,4 +1,11 @@
-/* ---- services between tools, and the current call ------------------------------------ */
+/* services.c: services and globals between tools, the current call, the stacks' names. */
+#define _GNU_SOURCE
+#include "qmpi_internal.h"
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 /* One registered service (a function) or global (a value), per instance and name. */
 struct qmpi_service {
@@ -216,7 +223,7 @@ int QMPI_Stack_lookup(const char *name)
 
 /* The index in qmpi_stacks of the stack that holds `level` (or is entered at it), -1 if
  * none does. */
-static int qmpi_stack_holding(int level)
+QMPI_HIDDEN int qmpi_stack_holding(int level)
 {
     int s;
 

@@ -1,4 +1,15 @@
-/* ---- statically linked thesis-style tools (TOOLS=%NAME) ------------------------------ */
+/* static_tools.c: statically linked thesis-style tools (TOOLS=%NAME). */
+#define _GNU_SOURCE
+#include "qmpi_internal.h"
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 /* A tool compiled with -DQMPI_STATIC_TOOL=NAME and linked into the program registers
  * from a constructor (qmpi.h): no dlopen, for systems without dynamic loading. */
@@ -179,7 +190,7 @@ static void *qmpi_static_wrapper(const struct qmpi_static_tool *tool, const char
 }
 
 /* The arguments a static tool takes (qmpi_tool_arguments in its QMPI_STATIC_SYMBOLS), or NULL. */
-static const char *qmpi_static_arguments(const char *name)
+QMPI_HIDDEN const char *qmpi_static_arguments(const char *name)
 {
     const struct qmpi_static_symbol *symbol;
     int i;
@@ -215,7 +226,7 @@ static void qmpi_unknown_static_tool(const struct qmpi_entry *entry)
 /* TOOLS entry "%NAME": the static tool registered as NAME becomes the instance at
  * `level`. Instances of one static tool share its names and wrappers, as instances of
  * one library do; `libraries` (keyed by the registration) holds them. */
-static void qmpi_load_static_tool(const struct qmpi_entry *entry, int level, struct qmpi_library *libraries, int *distinct)
+QMPI_HIDDEN void qmpi_load_static_tool(const struct qmpi_entry *entry, int level, struct qmpi_library *libraries, int *distinct)
 {
     const struct qmpi_static_tool *tool = NULL;
     struct qmpi_library *lib;

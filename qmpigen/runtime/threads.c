@@ -1,4 +1,9 @@
-/* ---- the thread level the stack supports ---------------------------------------------- */
+/* threads.c: the thread level the stack of tools supports. */
+#define _GNU_SOURCE
+#include "qmpi_internal.h"
+
+#include <pthread.h>
+#include <stdio.h>
 
 /* Tools that are not thread-safe say which level they support (PnMPI's
  * PNMPI_SupportedThreadingLevel): a thesis-style tool by exporting qmpi_thread_level
@@ -36,20 +41,20 @@ int QMPI_Set_thread_level(int level, int thread_level)
 }
 
 /* The level MPI is asked for: the application's, at most the stack's. */
-static int qmpi_capped_thread_level(int required)
+QMPI_HIDDEN int qmpi_capped_thread_level(int required)
 {
     qmpi_thread_asked = required;
     return required > qmpi_thread_cap ? qmpi_thread_cap : required;
 }
 
-static void qmpi_cap_provided(int *provided)
+QMPI_HIDDEN void qmpi_cap_provided(int *provided)
 {
     if (provided != NULL && *provided > qmpi_thread_cap)
         *provided = qmpi_thread_cap;
 }
 
 /* With QMPI_VERBOSE, world rank 0 says once when the stack lowered the level. */
-static void qmpi_report_thread_cap(int rank)
+QMPI_HIDDEN void qmpi_report_thread_cap(int rank)
 {
     static int reported;
 
