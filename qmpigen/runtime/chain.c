@@ -40,7 +40,7 @@ static void *qmpi_link_in_form(int target, int i, int end, int callback)
         return qmpi_end_link(i, callback);
     if (callback)
         return qmpi_levels[target].kind == QMPI_CALLBACK_LEVEL ? qmpi_levels[target].native[i]
-                                                              : qmpi_thesis_as_callback[i];
+                                                               : qmpi_thesis_as_callback[i];
     return qmpi_thesis_form(target, i);
 }
 
@@ -68,11 +68,11 @@ int QMPI_Get_stack_function(int calling_tool_id, int stack, int function_enum, v
         qmpi_levels[calling_tool_id].kind != QMPI_CALLBACK_LEVEL)
         qmpi_fatalf("QMPI_Get_stack_function: %d is not the id of a callback tool in the chain", calling_tool_id);
     if (index < 0)
-        qmpi_fatalf("QMPI_Get_stack_function(%d, %d, %d): not a function this core intercepts (0..%d)",
-                    calling_tool_id, stack, function_enum, MPI_LAST_FUNC_T - 1);
+        qmpi_fatalf("QMPI_Get_stack_function(%d, %d, %d): not a function this core intercepts (0..%d)", calling_tool_id,
+                    stack, function_enum, MPI_LAST_FUNC_T - 1);
     if (s < 0 || qmpi_stacks[s].top != stack)
-        qmpi_fatalf("QMPI_Get_stack_function(%d, %d, %s): %d is not a stack's handle (the stacks: %s)",
-                    calling_tool_id, stack, QMPI_Function_name(index), stack, QMPI_Stack_names());
+        qmpi_fatalf("QMPI_Get_stack_function(%d, %d, %s): %d is not a stack's handle (the stacks: %s)", calling_tool_id,
+                    stack, QMPI_Function_name(index), stack, QMPI_Stack_names());
     if (qmpi_stack_holding(calling_tool_id) == s)
         qmpi_fatalf("QMPI_Get_stack_function(%d, %d, %s): tool %d is on stack %s: the call would come back to it",
                     calling_tool_id, stack, QMPI_Function_name(index), calling_tool_id, qmpi_stacks[s].name);

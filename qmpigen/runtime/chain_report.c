@@ -80,9 +80,11 @@ static void qmpi_report_chain(int rank)
     /* Said whether or not QMPI_VERBOSE is set: the tool works, but not as it would alone. */
     for (level = 1; level <= levels; level++)
         if (qmpi_levels[level].kind == QMPI_PMPI_LEVEL && qmpi_levels[level].pmpi->symbolic)
-            fprintf(out, "qmpi: warning: level %d (%s): a PMPI tool linked with -Bsymbolic or with protected MPI_ "
-                         "symbols: its own calls of the MPI functions it defines stay inside it and skip the %d "
-                         "level%s above it\n", level, qmpi_chain.items[level]->path, level - 1, level == 2 ? "" : "s");
+            fprintf(out,
+                    "qmpi: warning: level %d (%s): a PMPI tool linked with -Bsymbolic or with protected MPI_ "
+                    "symbols: its own calls of the MPI functions it defines stay inside it and skip the %d "
+                    "level%s above it\n",
+                    level, qmpi_chain.items[level]->path, level - 1, level == 2 ? "" : "s");
     if (fclose(out) == 0 && size > 0 && write(STDERR_FILENO, text, size) < 0) /* one write: no interleaving */
         (void)0;
     free(text);

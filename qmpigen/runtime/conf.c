@@ -46,7 +46,7 @@ QMPI_HIDDEN const char *qmpi_conf_file; /* QMPI_CONF's value, when it built the 
 static struct qmpi_conf_instance *qmpi_conf_instances;
 static int qmpi_conf_count;
 static struct qmpi_conf_stack *qmpi_conf_current_stack; /* the [stack NAME] being read */
-static struct qmpi_conf_stack *qmpi_conf_stacks; /* [stack NAME] sections, in file order */
+static struct qmpi_conf_stack *qmpi_conf_stacks;        /* [stack NAME] sections, in file order */
 static int qmpi_conf_stack_count;
 QMPI_HIDDEN struct qmpi_conf_instance **qmpi_conf_level; /* by level: its instance, NULL for a stack's top */
 
@@ -174,7 +174,8 @@ static void qmpi_conf_line(const char *file, int line, char *text, struct qmpi_c
             return;
         }
         if (!qmpi_conf_word(name, (size_t)(end - name)))
-            qmpi_fatalf("%s:%d: '%s': an instance name is letters, digits, '_', '-' and '.' ([outer])", file, line, text);
+            qmpi_fatalf("%s:%d: '%s': an instance name is letters, digits, '_', '-' and '.' ([outer])", file, line,
+                        text);
         for (i = 0; i < qmpi_conf_count; i++)
             if (qmpi_conf_is(qmpi_conf_instances[i].name, name, (size_t)(end - name)))
                 qmpi_fatalf("%s:%d: duplicate instance name '%s' (first at line %d)", file, line,
@@ -190,7 +191,8 @@ static void qmpi_conf_line(const char *file, int line, char *text, struct qmpi_c
     }
     equals = strchr(text, '=');
     if (equals == NULL)
-        qmpi_fatalf("%s:%d: expected '[NAME]', 'KEY = VALUE', a comment or an empty line, found '%s'", file, line, text);
+        qmpi_fatalf("%s:%d: expected '[NAME]', 'KEY = VALUE', a comment or an empty line, found '%s'", file, line,
+                    text);
     {
         struct qmpi_conf_instance *instance = *current;
         char *key = text, *key_end = equals, *value = equals + 1;
@@ -215,7 +217,8 @@ static void qmpi_conf_line(const char *file, int line, char *text, struct qmpi_c
         if (instance == NULL)
             qmpi_fatalf("%s:%d: '%s = ...' before the first [NAME] section", file, line, key);
         if (strncmp(key, "qmpi.", 5) == 0)
-            qmpi_fatalf("%s:%d: unknown key '%s' (keys starting with 'qmpi.' are reserved for the core)", file, line, key);
+            qmpi_fatalf("%s:%d: unknown key '%s' (keys starting with 'qmpi.' are reserved for the core)", file, line,
+                        key);
         if (strcmp(key, "tool") == 0) {
             if (instance->tool != NULL)
                 qmpi_fatalf("%s:%d: duplicate key 'tool' in [%s] (first at line %d)", file, line, instance->name,
@@ -254,7 +257,7 @@ static void qmpi_conf_line(const char *file, int line, char *text, struct qmpi_c
  * Without stack sections: one default stack of every instance, in file order. */
 static void qmpi_conf_resolve_stacks(const char *file)
 {
-    struct qmpi_conf_stack all = { (char *)"default", 0, 0, NULL, NULL, qmpi_conf_count };
+    struct qmpi_conf_stack all = {(char *)"default", 0, 0, NULL, NULL, qmpi_conf_count};
     struct qmpi_conf_stack **order;
     int *in_stack = (int *)qmpi_alloc((size_t)qmpi_conf_count + 1, sizeof *in_stack);
     int stacks = qmpi_conf_stack_count ? qmpi_conf_stack_count : 1, s, k, i, level;
@@ -279,9 +282,9 @@ static void qmpi_conf_resolve_stacks(const char *file)
                             stack->name, stack->names[k]);
             if (in_stack[i])
                 qmpi_fatalf("%s:%d: [stack %s] instances: [%s] is already in [stack %s] (line %d): an instance is in "
-                            "one stack only (give the tool a second section for a second instance)", file,
-                            stack->instances_line, stack->name, stack->names[k], qmpi_conf_stacks[in_stack[i] - 1].name,
-                            qmpi_conf_stacks[in_stack[i] - 1].instances_line);
+                            "one stack only (give the tool a second section for a second instance)",
+                            file, stack->instances_line, stack->name, stack->names[k],
+                            qmpi_conf_stacks[in_stack[i] - 1].name, qmpi_conf_stacks[in_stack[i] - 1].instances_line);
             in_stack[i] = s + 1;
             stack->members[k] = i;
         }
@@ -291,7 +294,8 @@ static void qmpi_conf_resolve_stacks(const char *file)
             ;
         if (s == qmpi_conf_stack_count)
             qmpi_fatalf("%s:%d: [stack %s] but no [stack default]: with stack sections, [stack default] lists the "
-                        "instances the application's calls enter", file, qmpi_conf_stacks[0].line, qmpi_conf_stacks[0].name);
+                        "instances the application's calls enter",
+                        file, qmpi_conf_stacks[0].line, qmpi_conf_stacks[0].name);
         order[0] = &qmpi_conf_stacks[s];
         for (i = 0, k = 1; i < qmpi_conf_stack_count; i++)
             if (i != s)
@@ -302,8 +306,8 @@ static void qmpi_conf_resolve_stacks(const char *file)
                             qmpi_conf_instances[i].line, qmpi_conf_instances[i].name);
     }
     qmpi_stacks = (struct qmpi_stack *)qmpi_alloc((size_t)stacks, sizeof *qmpi_stacks);
-    qmpi_conf_level = (struct qmpi_conf_instance **)qmpi_alloc((size_t)qmpi_conf_count + (size_t)stacks,
-                                                               sizeof *qmpi_conf_level);
+    qmpi_conf_level =
+        (struct qmpi_conf_instance **)qmpi_alloc((size_t)qmpi_conf_count + (size_t)stacks, sizeof *qmpi_conf_level);
     for (s = 0, level = 0; s < stacks; s++) {
         qmpi_stacks[s].name = qmpi_conf_strdup(order[s]->name, strlen(order[s]->name));
         qmpi_stacks[s].top = level++;

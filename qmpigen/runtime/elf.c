@@ -30,6 +30,9 @@ QMPI_HIDDEN int qmpi_why(char *why, const char *format, ...)
     return QMPI_REFUSED;
 }
 
+/* Whether `offset` is aligned for a `type` in the mapped image (page aligned). */
+#define QMPI_ELF_ALIGNED(offset, type) ((offset) % _Alignof(type) == 0)
+
 static int qmpi_elf_within(const struct qmpi_elf *elf, size_t offset, size_t length)
 {
     return offset <= elf->size && length <= elf->size - offset;
@@ -38,10 +41,11 @@ static int qmpi_elf_within(const struct qmpi_elf *elf, size_t offset, size_t len
 QMPI_HIDDEN const char *qmpi_elf_string(const struct qmpi_elf *elf, size_t offset)
 {
     return offset < elf->strings_size && memchr(elf->strings + offset, 0, elf->strings_size - offset)
-               ? elf->strings + offset : NULL;
+               ? elf->strings + offset
+               : NULL;
 }
 
-QMPI_HIDDEN int qmpi_elf_defines(const ElfW(Sym) *symbol)
+QMPI_HIDDEN int qmpi_elf_defines(const ElfW(Sym) * symbol)
 {
     int type = ELF64_ST_TYPE(symbol->st_info);
     return symbol->st_shndx != SHN_UNDEF && ELF64_ST_BIND(symbol->st_info) != STB_LOCAL &&
@@ -78,7 +82,7 @@ QMPI_HIDDEN void qmpi_elf_close(struct qmpi_elf *elf)
 /* Maps `file` and checks it is a shared object for this machine; finds its tables. */
 QMPI_HIDDEN int qmpi_elf_open(const char *file, struct qmpi_elf *elf, char *why)
 {
-    const ElfW(Shdr) *sections;
+    const ElfW(Shdr) * sections;
     struct stat st;
     size_t i;
 
@@ -107,7 +111,7 @@ QMPI_HIDDEN int qmpi_elf_open(const char *file, struct qmpi_elf *elf, char *why)
         return qmpi_why(why, "cannot load: an object file, not a shared object: link it with -shared");
     if (elf->header->e_type != ET_DYN)
         return qmpi_why(why, "cannot load: an executable, not a shared object: link it with -shared");
-    if (elf->header->e_shentsize != sizeof *sections ||
+    if (elf->header->e_shentsize != sizeof *sections || !QMPI_ELF_ALIGNED(elf->header->e_shoff, ElfW(Shdr)) ||
         !qmpi_elf_within(elf, elf->header->e_shoff, (size_t)elf->header->e_shnum * sizeof *sections))
         return QMPI_NOT_PMPI; /* no usable section headers: leave it to dlopen */
     sections = (const ElfW(Shdr) *)(elf->image + elf->header->e_shoff);
@@ -115,6 +119,10 @@ QMPI_HIDDEN int qmpi_elf_open(const char *file, struct qmpi_elf *elf, char *why)
         const ElfW(Shdr) *s = &sections[i];
         if (!qmpi_elf_within(elf, s->sh_offset, s->sh_type == SHT_NOBITS ? 0 : s->sh_size))
             return qmpi_why(why, "cannot load: section %zu lies outside the file", i);
+        if (((s->sh_type == SHT_DYNSYM || s->sh_type == SHT_DYNAMIC) && !QMPI_ELF_ALIGNED(s->sh_offset, ElfW(Xword))) ||
+            ((s->sh_type == SHT_GNU_verneed || s->sh_type == SHT_GNU_verdef) &&
+             !QMPI_ELF_ALIGNED(s->sh_offset, ElfW(Word))))
+            return qmpi_why(why, "cannot load: section %zu is misaligned", i);
         if (s->sh_type == SHT_DYNSYM && s->sh_link < elf->header->e_shnum) {
             const ElfW(Shdr) *t = &sections[s->sh_link];
             if (!qmpi_elf_within(elf, t->sh_offset, t->sh_size) || t->sh_size == 0 ||
@@ -197,18 +205,21 @@ QMPI_HIDDEN const char *qmpi_elf_shared_string(const struct qmpi_elf *elf, const
     for (i = 0; i < elf->ndynamic && elf->dynamic[i].d_tag != DT_NULL; i++) {
         ElfW(Sxword) tag = elf->dynamic[i].d_tag;
         if ((tag == DT_NEEDED || tag == DT_SONAME || tag == DT_RPATH || tag == DT_RUNPATH || tag == DT_AUXILIARY ||
-             tag == DT_FILTER) && qmpi_elf_overlaps(elf, patch, npatch, elf->dynamic[i].d_un.d_val, 0))
+             tag == DT_FILTER) &&
+            qmpi_elf_overlaps(elf, patch, npatch, elf->dynamic[i].d_un.d_val, 0))
             return qmpi_elf_string(elf, elf->dynamic[i].d_un.d_val);
     }
     if (elf->verneed != NULL) { /* Verneed.vn_file, Vernaux.vna_name */
         const unsigned char *p = elf->image + elf->verneed->sh_offset, *end = p + elf->verneed->sh_size;
-        while (p + sizeof(ElfW(Verneed)) <= end) {
+        while (p + sizeof(ElfW(Verneed)) <= end && QMPI_ELF_ALIGNED((uintptr_t)p, ElfW(Verneed))) {
             const ElfW(Verneed) *need = (const void *)p;
             const unsigned char *a = p + need->vn_aux;
             int k;
             if (qmpi_elf_overlaps(elf, patch, npatch, need->vn_file, 0))
                 return "a version requirement";
-            for (k = 0; k < need->vn_cnt && a + sizeof(ElfW(Vernaux)) <= end; k++, a += ((const ElfW(Vernaux) *)a)->vna_next)
+            for (k = 0;
+                 k < need->vn_cnt && a + sizeof(ElfW(Vernaux)) <= end && QMPI_ELF_ALIGNED((uintptr_t)a, ElfW(Vernaux));
+                 k++, a += ((const ElfW(Vernaux) *)a)->vna_next)
                 if (qmpi_elf_overlaps(elf, patch, npatch, ((const ElfW(Vernaux) *)a)->vna_name, 0))
                     return "a version name";
             if (need->vn_next == 0)
@@ -218,11 +229,13 @@ QMPI_HIDDEN const char *qmpi_elf_shared_string(const struct qmpi_elf *elf, const
     }
     if (elf->verdef != NULL) { /* Verdaux.vda_name */
         const unsigned char *p = elf->image + elf->verdef->sh_offset, *end = p + elf->verdef->sh_size;
-        while (p + sizeof(ElfW(Verdef)) <= end) {
+        while (p + sizeof(ElfW(Verdef)) <= end && QMPI_ELF_ALIGNED((uintptr_t)p, ElfW(Verdef))) {
             const ElfW(Verdef) *def = (const void *)p;
             const unsigned char *a = p + def->vd_aux;
             int k;
-            for (k = 0; k < def->vd_cnt && a + sizeof(ElfW(Verdaux)) <= end; k++, a += ((const ElfW(Verdaux) *)a)->vda_next)
+            for (k = 0;
+                 k < def->vd_cnt && a + sizeof(ElfW(Verdaux)) <= end && QMPI_ELF_ALIGNED((uintptr_t)a, ElfW(Verdaux));
+                 k++, a += ((const ElfW(Verdaux) *)a)->vda_next)
                 if (qmpi_elf_overlaps(elf, patch, npatch, ((const ElfW(Verdaux) *)a)->vda_name, 0))
                     return "a version definition";
             if (def->vd_next == 0)

@@ -65,8 +65,8 @@ QMPI_HIDDEN void qmpi_resolve(struct qmpi_library *lib, const struct qmpi_entry 
         qmpi_refuse_found_pmpi_tool(lib->handle, entry);
     if (get_interceptions == NULL)
         qmpi_fatalf("%s entry %d (%s): neither a QMPI tool (it has no get_interceptions function) nor a PMPI tool (it "
-                    "defines none of the %d MPI functions this core intercepts)", entry->where, entry->position,
-                    entry->text, NUM_MPI_FUNCS);
+                    "defines none of the %d MPI functions this core intercepts)",
+                    entry->where, entry->position, entry->text, NUM_MPI_FUNCS);
 
     lib->names = (const char **)qmpi_alloc(NUM_MPI_FUNCS, sizeof *lib->names);
     lib->wrappers = (void **)qmpi_alloc(NUM_MPI_FUNCS, sizeof *lib->wrappers);
@@ -77,8 +77,8 @@ QMPI_HIDDEN void qmpi_resolve(struct qmpi_library *lib, const struct qmpi_entry 
         dlerror();
         lib->wrappers[i] = dlsym(lib->handle, name);
         if (lib->wrappers[i] == NULL)
-            qmpi_fatalf("%s entry %d (%s): wrapper '%s' for %s not found: %s", entry->where, entry->position, entry->text, name,
-                        QMPI_Function_name(i), dlerror());
+            qmpi_fatalf("%s entry %d (%s): wrapper '%s' for %s not found: %s", entry->where, entry->position,
+                        entry->text, name, QMPI_Function_name(i), dlerror());
         lib->names[i] = name;
     }
 }
@@ -182,8 +182,9 @@ QMPI_HIDDEN int qmpi_conf_stack(const char **tools, const char *tools_where, con
     int count = qmpi_conf_read(qmpi_conf_variable());
 
     if (*tools != NULL || *list != NULL)
-        snprintf(qmpi_chain_sources, sizeof qmpi_chain_sources, "QMPI_CONF=%.4000s (%s%s%s set but ignored: QMPI_CONF wins)",
-                 qmpi_conf_file, *tools ? tools_where : "", *tools && *list ? " and " : "", *list ? list_where : "");
+        snprintf(qmpi_chain_sources, sizeof qmpi_chain_sources,
+                 "QMPI_CONF=%.4000s (%s%s%s set but ignored: QMPI_CONF wins)", qmpi_conf_file,
+                 *tools ? tools_where : "", *tools && *list ? " and " : "", *list ? list_where : "");
     else
         snprintf(qmpi_chain_sources, sizeof qmpi_chain_sources, "QMPI_CONF=%.4000s", qmpi_conf_file);
     *tools = NULL;
@@ -223,9 +224,9 @@ QMPI_HIDDEN void qmpi_conf_check_arguments(int count)
                         strcat(list, ", ");
                     strcat(list, name);
                 }
-                qmpi_fatalf("%s:%d: [%s] unknown argument '%s': %s takes %s%s", qmpi_conf_file, instance->arguments[i].line,
-                            instance->name, instance->arguments[i].key, instance->tool, *known ? "" : "no arguments",
-                            list);
+                qmpi_fatalf("%s:%d: [%s] unknown argument '%s': %s takes %s%s", qmpi_conf_file,
+                            instance->arguments[i].line, instance->name, instance->arguments[i].key, instance->tool,
+                            *known ? "" : "no arguments", list);
             }
         }
     }

@@ -64,7 +64,7 @@ static int qmpi_find_range(struct dl_phdr_info *info, size_t size, void *data)
 static int qmpi_pmpi_check_imports(const struct qmpi_elf *elf, int slot, size_t *patch, size_t *npatch,
                                    unsigned char *renamed, char *why)
 {
-    struct qmpi_range core = { (uintptr_t)qmpi_function_index, 0, 0 };
+    struct qmpi_range core = {(uintptr_t)qmpi_function_index, 0, 0};
     Dl_info found;
     size_t i;
 
@@ -83,26 +83,33 @@ static int qmpi_pmpi_check_imports(const struct qmpi_elf *elf, int slot, size_t 
             snprintf(entry, sizeof entry, "%c%s", qmpi_pmpi_letters[slot], name + 1);
             address = dlsym(RTLD_DEFAULT, entry);
             if (address == NULL)
-                return qmpi_why(why, "the core's entry %s is not visible to the dynamic linker: PMPI tools need "
-                                     "libqmpi.so linked into the program or preloaded (LD_PRELOAD), not libqmpi.a", entry);
+                return qmpi_why(why,
+                                "the core's entry %s is not visible to the dynamic linker: PMPI tools need "
+                                "libqmpi.so linked into the program or preloaded (LD_PRELOAD), not libqmpi.a",
+                                entry);
             if ((uintptr_t)address < core.low || (uintptr_t)address >= core.high)
-                return qmpi_why(why, "%s, the core's entry for its %s, is also defined by %s, which comes first", entry,
-                                name, dladdr(address, &found) != 0 && found.dli_fname != NULL ? found.dli_fname
-                                                                                             : "another library");
+                return qmpi_why(
+                    why, "%s, the core's entry for its %s, is also defined by %s, which comes first", entry, name,
+                    dladdr(address, &found) != 0 && found.dli_fname != NULL ? found.dli_fname : "another library");
             patch[(*npatch)++] = symbol->st_name;
             renamed[i] = 1;
-        } else if ((strncmp(name, "PMPI_", 5) == 0 || strncmp(name, "MPI_", 4) == 0 || strncmp(name, "ompi_", 5) == 0) &&
+        } else if ((strncmp(name, "PMPI_", 5) == 0 || strncmp(name, "MPI_", 4) == 0 ||
+                    strncmp(name, "ompi_", 5) == 0) &&
                    ELF64_ST_BIND(symbol->st_info) != STB_WEAK && dlsym(RTLD_DEFAULT, name) == NULL) {
-            return qmpi_why(why, "built for another MPI: it needs %s, which %s does not define; rebuild it with this "
-                                 "MPI's mpicc", name, QMPI_MPI_LIBRARY);
+            return qmpi_why(why,
+                            "built for another MPI: it needs %s, which %s does not define; rebuild it with this "
+                            "MPI's mpicc",
+                            name, QMPI_MPI_LIBRARY);
         }
     }
     for (i = 0; i < elf->ndynamic && elf->dynamic[i].d_tag != DT_NULL; i++) {
         const char *need = elf->dynamic[i].d_tag == DT_NEEDED ? qmpi_elf_string(elf, elf->dynamic[i].d_un.d_val) : NULL;
         if (need != NULL && (strncmp(need, "libmpi.so", 9) == 0 || strncmp(need, "libmpich.so", 11) == 0) &&
             dlopen(need, RTLD_LAZY | RTLD_NOLOAD) == NULL)
-            return qmpi_why(why, "built for another MPI: it is linked with %s, which this program (%s) has not "
-                                 "loaded; rebuild it with this MPI's mpicc", need, QMPI_MPI_LIBRARY);
+            return qmpi_why(why,
+                            "built for another MPI: it is linked with %s, which this program (%s) has not "
+                            "loaded; rebuild it with this MPI's mpicc",
+                            need, QMPI_MPI_LIBRARY);
     }
     return 0;
 }
@@ -216,8 +223,10 @@ QMPI_HIDDEN int qmpi_load_pmpi_tool(const struct qmpi_entry *entry, int level, i
     if (kind == QMPI_NOT_PMPI && elf.image != NULL)
         kind = qmpi_elf_kind(&elf, why);
     if (kind == QMPI_IS_PMPI && *slots == QMPI_PMPI_SLOTS)
-        kind = qmpi_why(why, "a PMPI tool, but the chain has %d PMPI tool instances above it already, as many as this "
-                             "core has slots for private copies", QMPI_PMPI_SLOTS);
+        kind = qmpi_why(why,
+                        "a PMPI tool, but the chain has %d PMPI tool instances above it already, as many as this "
+                        "core has slots for private copies",
+                        QMPI_PMPI_SLOTS);
     if (kind == QMPI_IS_PMPI) {
         if (direct == NULL) { /* slot tables until the chain is built: straight to the MPI */
             cell *cells = (cell *)qmpi_alloc(NUM_MPI_FUNCS, sizeof *cells);
@@ -247,7 +256,7 @@ QMPI_HIDDEN int qmpi_load_pmpi_tool(const struct qmpi_entry *entry, int level, i
 QMPI_HIDDEN void qmpi_refuse_found_pmpi_tool(void *handle, const struct qmpi_entry *entry)
 {
     struct link_map *map;
-    struct qmpi_elf elf = { .fd = -1 };
+    struct qmpi_elf elf = {.fd = -1};
     char why[QMPI_WHY];
     int kind = QMPI_NOT_PMPI;
 

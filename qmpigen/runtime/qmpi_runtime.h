@@ -96,7 +96,7 @@ struct qmpi_conf_instance {
     int count, capacity;
 };
 
-QMPI_HIDDEN extern const char *qmpi_conf_file;                    /* QMPI_CONF's value, once read */
+QMPI_HIDDEN extern const char *qmpi_conf_file;                  /* QMPI_CONF's value, once read */
 QMPI_HIDDEN extern struct qmpi_conf_instance **qmpi_conf_level; /* by level; NULL for a stack's top */
 QMPI_HIDDEN const char *qmpi_conf_variable(void);
 QMPI_HIDDEN int qmpi_conf_read(const char *file);
@@ -232,9 +232,9 @@ struct qmpi_registration {
 QMPI_HIDDEN extern pthread_mutex_t qmpi_registry_lock;
 QMPI_HIDDEN extern struct qmpi_registration *qmpi_registry;
 QMPI_HIDDEN extern int qmpi_registered;
-QMPI_HIDDEN extern int qmpi_registration_closed; /* set once the chain is being built */
-QMPI_HIDDEN extern int qmpi_initializing;        /* tool id whose init function runs now */
-QMPI_HIDDEN extern void **qmpi_pending;          /* its registered functions, by enumeration index */
+QMPI_HIDDEN extern int qmpi_registration_closed;   /* set once the chain is being built */
+QMPI_HIDDEN extern int qmpi_initializing;          /* tool id whose init function runs now */
+QMPI_HIDDEN extern void **qmpi_pending;            /* its registered functions, by enumeration index */
 QMPI_HIDDEN extern __thread int qmpi_opening_tool; /* this thread is in dlopen of a TOOLS entry */
 QMPI_HIDDEN extern char qmpi_refused_name[QMPI_MAX_TOOL_NAME_LENGTH];
 QMPI_HIDDEN int qmpi_refuse(int code, const char *format, ...) __attribute__((format(printf, 2, 3)));

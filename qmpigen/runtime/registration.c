@@ -47,18 +47,22 @@ int QMPI_Register_tool_name(QMPI_REGISTER_TOOL_NAME_PARAMS)
         goto out;
     }
     if (qmpi_registration_closed) {
-        rc = qmpi_refuse(MPI_ERR_OTHER, "QMPI_Register_tool_name(\"%.300s\") after MPI was initialized: refused (register from a constructor)",
-                         tool_name);
+        rc = qmpi_refuse(
+            MPI_ERR_OTHER,
+            "QMPI_Register_tool_name(\"%.300s\") after MPI was initialized: refused (register from a constructor)",
+            tool_name);
         goto out;
     }
     if (strlen(tool_name) >= QMPI_MAX_TOOL_NAME_LENGTH || strchr(tool_name, ':') != NULL) {
-        rc = qmpi_refuse(MPI_ERR_ARG, "QMPI_Register_tool_name(\"%.64s\"): names are shorter than %d characters and have no ':'",
+        rc = qmpi_refuse(MPI_ERR_ARG,
+                         "QMPI_Register_tool_name(\"%.64s\"): names are shorter than %d characters and have no ':'",
                          tool_name, QMPI_MAX_TOOL_NAME_LENGTH);
         goto out;
     }
     for (i = 0; i < qmpi_registered; i++) {
         if (strcmp(qmpi_registry[i].name, tool_name) == 0) {
-            rc = qmpi_refuse(MPI_ERR_ARG, "QMPI_Register_tool_name(\"%s\"): a tool of that name is registered already", tool_name);
+            rc = qmpi_refuse(MPI_ERR_ARG, "QMPI_Register_tool_name(\"%s\"): a tool of that name is registered already",
+                             tool_name);
             goto out;
         }
     }
@@ -94,7 +98,8 @@ QMPI_HIDDEN int qmpi_forum_index(int function_enum)
 int QMPI_Register_tool_storage(QMPI_REGISTER_TOOL_STORAGE_PARAMS)
 {
     if (tool_id != qmpi_initializing || tool_id <= 0)
-        return qmpi_refuse(MPI_ERR_OTHER, "QMPI_Register_tool_storage(%d): only from that tool's init function", tool_id);
+        return qmpi_refuse(MPI_ERR_OTHER, "QMPI_Register_tool_storage(%d): only from that tool's init function",
+                           tool_id);
     qmpi_storage[tool_id] = tool_storage;
     return MPI_SUCCESS;
 }
@@ -107,7 +112,8 @@ int QMPI_Register_function(QMPI_REGISTER_FUNCTION_PARAMS)
         return qmpi_refuse(MPI_ERR_OTHER, "QMPI_Register_function(%d, %d): only from that tool's init function",
                            calling_tool_id, function_enum);
     if (index < 0)
-        return qmpi_refuse(MPI_ERR_ARG, "QMPI_Register_function(%d, %d): not a function this core intercepts (0..%d, %s)",
+        return qmpi_refuse(MPI_ERR_ARG,
+                           "QMPI_Register_function(%d, %d): not a function this core intercepts (0..%d, %s)",
                            calling_tool_id, function_enum, MPI_LAST_FUNC_T - 1, QMPI_MPI_LIBRARY);
     if (function_ptr == NULL)
         return qmpi_refuse(MPI_ERR_ARG, "QMPI_Register_function(%d, %s): NULL function", calling_tool_id,
@@ -124,7 +130,8 @@ int QMPI_Get_function(QMPI_GET_FUNCTION_PARAMS)
 
     if (calling_tool_id <= 0 || calling_tool_id >= qmpi_chain.total ||
         qmpi_levels[calling_tool_id].kind != QMPI_CALLBACK_LEVEL || qmpi_chain.items[calling_tool_id]->table == NULL)
-        return qmpi_refuse(MPI_ERR_ARG, "QMPI_Get_function: %d is not the id of a callback tool in the chain", calling_tool_id);
+        return qmpi_refuse(MPI_ERR_ARG, "QMPI_Get_function: %d is not the id of a callback tool in the chain",
+                           calling_tool_id);
     if (index < 0)
         return qmpi_refuse(MPI_ERR_ARG, "QMPI_Get_function(%d, %d): not a function this core intercepts (0..%d)",
                            calling_tool_id, function_enum, MPI_LAST_FUNC_T - 1);
