@@ -27,7 +27,7 @@ MPI_ENV := PATH=$(MPI_PREFIX)/bin:$$PATH OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN
 MPIEXEC := $(MPI_PREFIX)/bin/mpiexec $(if $(filter openmpi,$(MPI)),--oversubscribe,)
 DEMO := $(abspath $(OUT))/demo-$(MPI)
 
-.PHONY: all demo lint test test-on-mpich test-on-openmpi test-trace-on-mpich test-trace-on-openmpi test-threads-on-mpich test-threads-on-openmpi test-debian-on-mpich test-debian-on-openmpi test-trace test-fast test-intelmpi test-debian test-fortran bench-fortran test-threads test-sanitize test-sanitize-mpich test-sanitize-openmpi bench venv clean distclean
+.PHONY: all demo lint test test-on-mpich test-on-openmpi test-trace-on-mpich test-trace-on-openmpi test-threads-on-mpich test-threads-on-openmpi test-debian-on-mpich test-debian-on-openmpi test-trace test-fast test-intelmpi test-debian test-fortran bench-fortran test-threads test-sanitize test-sanitize-mpich test-sanitize-openmpi test-c fuzz bench venv clean distclean
 
 all: demo
 
@@ -148,6 +148,24 @@ test-sanitize-mpich test-sanitize-openmpi: test-sanitize-%: $(MPICH_STAMP) $(OPE
 # Unit tests, golden files and the CLI in process (no MPI compile-and-run, no wheel build): seconds.
 test-fast: $(MPICH_STAMP)
 	QMPIGEN_MPICH=$(MPICH) $(MPICH)/bin/python -m pytest -q -p no:cacheprovider -m "not mpi and not slow" tests
+
+# The core's fixed runtime (qmpigen/runtime) as C: every file compiled alone with -Werror
+# against the headers generated for each fixture mpi.h and both wheels, then the C unit
+# tests (tests/c: conf, services, ELF reader, error writer) under ASan+UBSan, no MPI job.
+TEST_C := $(abspath $(OUT))/test-c
+test-c: $(MPICH_STAMP) $(OPENMPI_STAMP)
+	QMPIGEN_MPICH=$(MPICH) QMPIGEN_OPENMPI=$(OPENMPI) $(MPICH)/bin/python -m pytest -q -p no:cacheprovider tests/test_runtime_compiles.py
+	$(QMPIGEN) build-core --mpi-header tests/fixtures/quirks_mpi.h --mpicc cc -o $(TEST_C)/core
+	$(MAKE) --no-print-directory -C tests/c run OUT=$(TEST_C) CORE=$(TEST_C)/core
+
+# libFuzzer harnesses for the configuration parser and the ELF reader, FUZZ_SECONDS each
+# (clang's libFuzzer runtime: installs libclang-rt-14-dev with apt-get when missing).
+FUZZ_SECONDS ?= 60
+fuzz:
+	echo 'int LLVMFuzzerTestOneInput(const char *d, long n) { (void)d; (void)n; return 0; }' | \
+		clang -fsanitize=fuzzer -x c - -o /dev/null 2>/dev/null || \
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends libclang-rt-14-dev; }
+	$(MAKE) --no-print-directory -C tests/c fuzz OUT=$(TEST_C) FUZZ_SECONDS=$(FUZZ_SECONDS)
 
 # Performance (docs/performance.md): `make bench` on MPICH, `make bench MPI=openmpi`, or on
 # your own MPI: `make bench MPICC=/path/mpicc MPIEXEC='/path/mpiexec [flags]'` (MPIEXEC

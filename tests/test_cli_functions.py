@@ -19,6 +19,7 @@ import pytest
 from conftest import FIXTURES, qmpigen, run_cli
 from qmpigen.mpi.header import HeaderRequest, read_header
 from qmpigen.mpi.select import enumerate_functions
+from qmpigen.output.render import runtime_files
 
 QUIRKS = FIXTURES / "quirks_mpi.h"
 FIXTURE_ARGS = ("--mpi-header", str(QUIRKS), "--mpicc", "cc")
@@ -304,5 +305,5 @@ def test_the_process_generates_what_this_one_does_whatever_the_hash_seed(tmp_pat
     assert child_stdout == "".join(run.stdout for run in runs)
     assert stderr == "".join(run.stderr for run in runs)  # build-core's line naming the MPI read
     written = [{p.relative_to(d).as_posix(): p.read_bytes() for p in d.rglob("*") if p.is_file()} for d in (here, there)]
-    assert len(written[0]) == 1 + 11 + 2 + 2  # the spec, the core, two tools
+    assert len(written[0]) == 1 + 11 + len(runtime_files()) + 2 + 2  # the spec, the core and its runtime, two tools
     assert written[0] == written[1]

@@ -20,7 +20,7 @@ from qmpigen.output.checksum import checksum_line, stamp
 from qmpigen.output.cnames import C_NAMES
 from qmpigen.mpi.fortran import FortranPlan
 from qmpigen.mpi.model import Enumeration, MpiFunction
-from qmpigen.output.resources import templates_dir
+from qmpigen.output.resources import runtime_dir, templates_dir
 from qmpigen.spec.values import SPEC_SUFFIX
 from qmpigen.spec.tool import CBlock, Interface, Tool
 
@@ -28,8 +28,8 @@ from qmpigen.spec.tool import CBlock, Interface, Tool
 CORE_PLAN: Tuple[Tuple[str, str], ...] = (
     ("core/qmpi.h.j2", "qmpi.h"),
     ("core/qmpi_internal.h.j2", "qmpi_internal.h"),
-    ("core/qmpi_core.c.j2", "qmpi_core.c"),
     ("core/qmpi_entry.c.j2", "qmpi_entry.c"),
+    ("core/qmpi_links.c.j2", "qmpi_links.c"),  # end links that report the chain, stack fan-out
     ("core/qmpi_exec.c.j2", "qmpi_exec.c"),
     ("core/qmpi_pmpi.c.j2", "qmpi_pmpi.c"),  # continuation entries of the PMPI tool slots
     ("core/qmpi_fortran.c.j2", "qmpi_fortran.c"),  # only where the MPI has Fortran bindings
@@ -37,8 +37,16 @@ CORE_PLAN: Tuple[Tuple[str, str], ...] = (
     ("core/qmpi.pc.j2", "qmpi.pc"),
     ("core/QMPIConfig.cmake.j2", "QMPIConfig.cmake"),
     ("core/QMPIConfigVersion.cmake.j2", "QMPIConfigVersion.cmake"),
-    ("core/qmpirun.j2", "qmpirun"),
+    ("core/qmpirun.j2", "qmpirun"),  # its head; the body is the runtime's qmpirun.sh
 )
+
+# The fixed C of the core (qmpigen/runtime), copied byte for byte into this directory
+# of the core; qmpirun.sh is the body of the generated qmpirun.
+RUNTIME_SUBDIR = "runtime"
+QMPIRUN_BODY = "qmpirun.sh"
+
+# The functions the sessions' chain report needs: present unless left out of the enumeration.
+SESSION_REPORT_FUNCTIONS = ("MPI_Session_init", "MPI_Group_from_session_pset", "MPI_Group_rank", "MPI_Group_free")
 
 
 @dataclass(frozen=True)
@@ -133,10 +141,32 @@ def core_plan(fortran: Optional[FortranPlan]) -> Tuple[Tuple[str, str], ...]:
     return tuple((t, o) for t, o in CORE_PLAN if fortran is not None or o != "qmpi_fortran.c")
 
 
+def _read_runtime(name: str) -> str:
+    with open(runtime_dir() / name, "r", encoding="utf-8", newline="") as handle:
+        return handle.read()
+
+
+def runtime_files() -> Dict[str, str]:
+    """The runtime's C sources and header by their path in the core, e.g. runtime/conf.c."""
+    names = sorted(p.name for p in runtime_dir().iterdir() if p.suffix in (".c", ".h"))
+    return {f"{RUNTIME_SUBDIR}/{name}": _read_runtime(name) for name in names}
+
+
 def render_core(enumeration: Enumeration, gen: GeneratorInfo, fortran: Optional[FortranPlan] = None) -> Dict[str, str]:
     plan = core_plan(fortran)
-    sources = [output for _, output in plan if output.endswith(".c")]
-    return render_plan(plan, {"enumeration": enumeration, "gen": gen, "sources": sources, "fortran": fortran})
+    runtime = runtime_files()
+    sources = [output for _, output in plan if output.endswith(".c")] + [p for p in runtime if p.endswith(".c")]
+    context = {
+        "enumeration": enumeration,
+        "gen": gen,
+        "sources": sources,
+        "fortran": fortran,
+        "session_report": all(enumeration.get(name) for name in SESSION_REPORT_FUNCTIONS),
+    }
+    files = render_plan(plan, context)
+    files["qmpirun"] += _read_runtime(QMPIRUN_BODY)
+    files.update(runtime)
+    return files
 
 
 # -- tools (scaffold-tool) ---------------------------------------------------------------

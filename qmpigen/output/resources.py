@@ -1,4 +1,4 @@
-"""Where the shipped templates/, grammars/, docs/ and sample_tools/ are: inside the
+"""Where the shipped runtime/ (qmpigen/runtime), templates/, grammars/, docs/ and sample_tools/ are: inside the
 installed package (qmpigen.templates, ...), mapped from the repository's top level."""
 
 from __future__ import annotations
@@ -18,6 +18,11 @@ def package_dir(package: str) -> Path:
 
 def templates_dir() -> Path:
     return package_dir("qmpigen.templates")
+
+
+def runtime_dir() -> Path:
+    """The core's fixed C sources, copied verbatim by build-core."""
+    return package_dir("qmpigen.runtime")
 
 
 def grammars_dir() -> Path:

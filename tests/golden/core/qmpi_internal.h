@@ -10,96 +10,18 @@
 #define QMPI_CORE_BUILD 1
 #include "qmpi.h"
 
-/* Internal symbols are hidden: no PLT or GOT hop inside the core, nothing for
- * tools or applications to collide with. */
-#define QMPI_HIDDEN __attribute__((visibility("hidden")))
-/* Entry wrappers start a 32-byte fetch block, so the no-tools path (load, compare,
- * branch, jump: about 17 bytes) never straddles two. */
-#define QMPI_ENTRY __attribute__((aligned(32)))
-#define QMPI_LIKELY(x) __builtin_expect(!!(x), 1)
-#define QMPI_UNLIKELY(x) __builtin_expect(!!(x), 0)
-
-/* QMPI_UNBUILT until the first MPI call of any kind; then QMPI_DIRECT (no tools:
- * entry wrappers call PMPI at once) or QMPI_CHAINED (entry wrappers record the call
- * site for QMPI_Get_calling_address and enter the chain). Never changes afterwards. */
-enum { QMPI_UNBUILT = 0, QMPI_DIRECT = 1, QMPI_CHAINED = 2 };
-
-/* How the tool at a level is called: the thesis's wrapper(args, level, v) or the
- * callback interface's fn(context, tool_id, args). Level 0, the core, is a thesis
- * level. A level's table holds its next links in its own calling convention. */
-enum { QMPI_THESIS_LEVEL = 0, QMPI_CALLBACK_LEVEL = 1, QMPI_PMPI_LEVEL = 2 };
-
-/* An unmodified PMPI tool at one level (QMPI_PMPI_LEVEL): a private copy of its library
- * whose PMPI_X imports call slot `slot`'s continuation entries (qmpi_pmpi.c). Its own
- * MPI_X are the level's wrappers, called in the thesis form: the extra trailing
- * arguments (level, chain) are ignored by a function that does not declare them on the
- * ABIs the loader accepts (x86-64, AArch64, ppc64le ELFv2: the caller pops them). */
+/* The facts of this MPI that the fixed runtime (runtime/) adapts to. */
+/* Slots for private copies of PMPI tools: the letters of qmpi_pmpi.c. */
 #define QMPI_PMPI_SLOTS 8
-struct qmpi_pmpi_copy {
-    void *handle;   /* dlopen handle of the private copy */
-    int memfd;      /* kept open for the life of the process: /proc/self/fd/N names the copy */
-    int slot;       /* 0 .. QMPI_PMPI_SLOTS-1 */
-    int symbolic;   /* -Bsymbolic or protected MPI_X: its own calls bypass the levels above */
-    double load_ms; /* time to check, copy, patch and load it */
-    void **own;     /* per function: the copy's own MPI_X, or NULL */
-};
+/* The parameter lists of the callback interface, as this MPI's mpi.h declares them
+ * (else the seed's), so that the definitions match any declaration it has. */
+#define QMPI_REGISTER_TOOL_NAME_PARAMS const char *tool_name, void (*init_function_ptr)(int tool_id)
+#define QMPI_REGISTER_TOOL_STORAGE_PARAMS int tool_id, void *tool_storage
+#define QMPI_REGISTER_FUNCTION_PARAMS int calling_tool_id, int function_enum, void (*function_ptr)(void)
+#define QMPI_GET_FUNCTION_PARAMS int calling_tool_id, int function_enum, void (**function_ptr)(void), int *next_tool_id
+#define QMPI_GET_TOOL_STORAGE_PARAMS QMPI_Context context, int tool_id, void **storage
+#define QMPI_GET_CALLING_ADDRESS_PARAMS QMPI_Context context, void **address
 
-struct qmpi_level {
-    int kind;
-    void **native; /* per function: this level's own wrapper/callback, or NULL */
-    struct qmpi_pmpi_copy *pmpi; /* QMPI_PMPI_LEVEL only */
-};
-
-QMPI_HIDDEN extern int qmpi_state;
-QMPI_HIDDEN extern vector qmpi_chain;
-QMPI_HIDDEN extern cell *qmpi_top;  /* the core's own table (level 0) */
-QMPI_HIDDEN extern struct qmpi_level *qmpi_levels;
-QMPI_HIDDEN extern void **qmpi_storage; /* callback tools' storage, by tool id (= level) */
-QMPI_HIDDEN extern __thread void *qmpi_call_site __attribute__((tls_model("initial-exec")));
-
-/* The call that entered the chain at its top (QMPI_Call_*), kept while
- * QMPI_Record_calls is on: nested calls of tools link to the outer one. */
-struct qmpi_call {
-    int function;
-    int count;
-    void *const *arguments; /* addresses of the arguments */
-    void *site;
-    const struct qmpi_call *outer;
-};
-QMPI_HIDDEN extern __thread const struct qmpi_call *qmpi_current_call __attribute__((tls_model("initial-exec")));
-QMPI_HIDDEN extern int qmpi_recording;
-QMPI_HIDDEN extern void *const qmpi_end_links[NUM_MPI_FUNCS];
-QMPI_HIDDEN extern void *const qmpi_callback_end_links[NUM_MPI_FUNCS];
-QMPI_HIDDEN extern void *const qmpi_callback_as_thesis[NUM_MPI_FUNCS];
-QMPI_HIDDEN extern void *const qmpi_thesis_as_callback[NUM_MPI_FUNCS];
-QMPI_HIDDEN extern const int qmpi_forum_slot[MPI_LAST_FUNC_T]; /* enumeration index + 1; 0: not ours */
-
-QMPI_HIDDEN int qmpi_build_chain(void);
-QMPI_HIDDEN extern const qmpi_exec_fn qmpi_exec_entries[NUM_MPI_FUNCS];
-QMPI_HIDDEN void qmpi_bad_exec(int level, int func_index, int total) __attribute__((noreturn));
-QMPI_HIDDEN void qmpi_fatal(const char *message) __attribute__((noreturn));
-QMPI_HIDDEN void qmpi_fatalf(const char *format, ...) __attribute__((format(printf, 1, 2), noreturn));
-
-/* The variadic tail of the call being handed to a callback tool (QMPI_Get_variadic_args). */
-QMPI_HIDDEN extern __thread va_list *qmpi_variadic_tail __attribute__((tls_model("initial-exec")));
-
-/* PMPI tool slots (qmpi_pmpi.c). */
-QMPI_HIDDEN extern const char qmpi_pmpi_letters[QMPI_PMPI_SLOTS];
-QMPI_HIDDEN extern const cell *qmpi_pmpi_tables[QMPI_PMPI_SLOTS];
-QMPI_HIDDEN extern const unsigned char qmpi_pmpi_continued[NUM_MPI_FUNCS]; /* 1: continued, 2: fanned out */
-QMPI_HIDDEN extern void *const qmpi_pmpi_fan_out[NUM_MPI_FUNCS];
-QMPI_HIDDEN int qmpi_function_index(const char *name);
-
-/* The wrapper of `level` for `index` in the thesis's calling convention. */
-static inline void *qmpi_thesis_form(int level, int index)
-{
-    return qmpi_levels[level].kind == QMPI_CALLBACK_LEVEL ? qmpi_callback_as_thesis[index]
-                                                          : qmpi_levels[level].native[index];
-}
-
-static inline int qmpi_current_state(void)
-{
-    return __atomic_load_n(&qmpi_state, __ATOMIC_ACQUIRE);
-}
+#include "runtime/qmpi_runtime.h"
 
 #endif /* QMPI_INTERNAL_H_INCLUDED */

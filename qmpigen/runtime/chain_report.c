@@ -1,14 +1,21 @@
-{% from "common/macros.j2" import link_params, unused_chain_params with context %}
-/* ---- QMPI_VERBOSE: the chain, said once ---------------------------------------------- */
+/* chain_report.c: QMPI_VERBOSE, the chain said once. The end links that call it are
+ * generated (qmpi_links.c): which functions start MPI is the MPI's. */
+#define _GNU_SOURCE
+#include "qmpi_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 /* QMPI_VERBOSE set to anything but "" or "0": world rank 0 prints the chain once, on
  * stderr. Before MPI is initialised there is no rank, so the end links of the
  * functions that initialise MPI report it, right after PMPI returns: the rank of
  * MPI_COMM_WORLD after MPI_Init/MPI_Init_thread, the rank in the "mpi://WORLD" process
  * set after MPI_Session_init. With the variable unset nothing of this is reached. */
-static int qmpi_verbose;
+QMPI_HIDDEN int qmpi_verbose;
 static int qmpi_chain_reported;
-static char qmpi_chain_sources[4400]; /* the variables (or the file) that listed the tools */
+QMPI_HIDDEN char qmpi_chain_sources[4400];
 
 static int qmpi_level_functions(int level)
 {
@@ -73,34 +80,33 @@ static void qmpi_report_chain(int rank)
     /* Said whether or not QMPI_VERBOSE is set: the tool works, but not as it would alone. */
     for (level = 1; level <= levels; level++)
         if (qmpi_levels[level].kind == QMPI_PMPI_LEVEL && qmpi_levels[level].pmpi->symbolic)
-            fprintf(out, "qmpi: warning: level %d (%s): a PMPI tool linked with -Bsymbolic or with protected MPI_ "
-                         "symbols: its own calls of the MPI functions it defines stay inside it and skip the %d "
-                         "level%s above it\n", level, qmpi_chain.items[level]->path, level - 1, level == 2 ? "" : "s");
+            fprintf(out,
+                    "qmpi: warning: level %d (%s): a PMPI tool linked with -Bsymbolic or with protected MPI_ "
+                    "symbols: its own calls of the MPI functions it defines stay inside it and skip the %d "
+                    "level%s above it\n",
+                    level, qmpi_chain.items[level]->path, level - 1, level == 2 ? "" : "s");
     if (fclose(out) == 0 && size > 0 && write(STDERR_FILENO, text, size) < 0) /* one write: no interleaving */
         (void)0;
     free(text);
 }
 
-static int qmpi_world_rank(void)
+QMPI_HIDDEN int qmpi_world_rank(void)
 {
     int rank = -1;
     PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
     return rank;
 }
 
-static void qmpi_report_chain_world(void)
+QMPI_HIDDEN void qmpi_report_chain_world(void)
 {
     int rank = qmpi_world_rank();
     if (rank >= 0)
         qmpi_report_chain(rank);
 }
-{# Sessions: the rank in mpi://WORLD needs the group functions, which a header with
-   MPI_Session_init declares (MPI 4.0), unless they were left out of the enumeration. #}
-{% set session_report = enumeration.get("MPI_Session_init") and enumeration.get("MPI_Group_from_session_pset")
-      and enumeration.get("MPI_Group_rank") and enumeration.get("MPI_Group_free") %}
-{% if session_report %}
 
-static void qmpi_report_chain_session(MPI_Session session)
+#ifdef QMPI_SESSION_REPORT
+/* The rank in the "mpi://WORLD" process set (MPI 4.0 sessions). */
+QMPI_HIDDEN void qmpi_report_chain_session(MPI_Session session)
 {
     MPI_Group world;
     int rank = -1;
@@ -110,55 +116,4 @@ static void qmpi_report_chain_session(MPI_Session session)
         qmpi_report_chain(rank);
     PMPI_Group_free(&world);
 }
-{% endif %}
-{# The functions whose end links report: those that start MPI (model.LIFECYCLE). #}
-{% set reporting_lifecycles = ["world_init", "session_init"] if session_report else ["world_init"] %}
-{% set reporting = enumeration | selectattr("lifecycle", "in", reporting_lifecycles) | rejectattr("is_macro") | list %}
-
-/* End links that report the chain, in both calling conventions; MPI_Init_thread's also
- * caps the thread level at what the stack supports (threads.c.j2), so it is the end
- * link of any chain with tools, and reports only with QMPI_VERBOSE or a warning to give. */
-{% for f in reporting %}
-{% set report = "qmpi_report_chain_session(*" ~ f.params[-1].name ~ ")" if f.lifecycle == "session_init" else "qmpi_report_chain_world()" %}
-{% for callback in (false, true) %}
-static int qmpi_reporting_{{ "callback_" if callback else "" }}end_{{ f.short }}({{ link_params(f, callback) }})
-{
-{% if f.thread_level_params %}
-    int rc;
-{{ unused_chain_params(callback) }}
-    {{ f.thread_level_params[0] }} = qmpi_capped_thread_level({{ f.thread_level_params[0] }});
-    rc = {{ f.pmpi }}({{ f.args }});
-    if (rc == MPI_SUCCESS)
-        qmpi_cap_provided({{ f.thread_level_params[1] }});
-    if (rc == MPI_SUCCESS && (qmpi_verbose || qmpi_warnings))
-        {{ report }};
-    if (rc == MPI_SUCCESS && qmpi_verbose)
-        qmpi_report_thread_cap(qmpi_world_rank());
-{% else %}
-    int rc = {{ f.pmpi }}({{ f.args }});
-{{ unused_chain_params(callback) }}
-    if (rc == MPI_SUCCESS)
-        {{ report }};
-{% endif %}
-    return rc;
-}
-
-{% endfor %}
-{% endfor %}
-/* The end of the chain for function `i` in the convention of the level above it. */
-static void *qmpi_end_link(int i, int callback)
-{
-    switch (i) {
-{% for f in reporting %}
-    case {{ f.enum }}:
-{% if not f.thread_level_params %}
-        if (!qmpi_verbose && !qmpi_warnings)
-            break;
-{% endif %}
-        return callback ? (void *)qmpi_reporting_callback_end_{{ f.short }} : (void *)qmpi_reporting_end_{{ f.short }};
-{% endfor %}
-    default:
-        break;
-    }
-    return callback ? qmpi_callback_end_links[i] : qmpi_end_links[i];
-}
+#endif

@@ -1,4 +1,15 @@
-/* ---- statically linked thesis-style tools (TOOLS=%NAME) ------------------------------ */
+/* static_tools.c: statically linked thesis-style tools (TOOLS=%NAME). */
+#define _GNU_SOURCE
+#include "qmpi_internal.h"
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 /* A tool compiled with -DQMPI_STATIC_TOOL=NAME and linked into the program registers
  * from a constructor (qmpi.h): no dlopen, for systems without dynamic loading. */
@@ -21,7 +32,9 @@ int QMPI_Register_static_tool(const char *name, char *(*interceptions)(int), con
         return qmpi_refuse(MPI_ERR_ARG, "QMPI_Register_static_tool: a static tool needs a name and get_interceptions");
     pthread_mutex_lock(&qmpi_registry_lock);
     if (qmpi_registration_closed) {
-        rc = qmpi_refuse(MPI_ERR_OTHER, "QMPI_Register_static_tool(\"%.300s\") after the chain was built: refused (it registers from a constructor)",
+        rc = qmpi_refuse(MPI_ERR_OTHER,
+                         "QMPI_Register_static_tool(\"%.300s\") after the chain was built: refused (it registers from "
+                         "a constructor)",
                          name);
         goto out;
     }
@@ -33,7 +46,8 @@ int QMPI_Register_static_tool(const char *name, char *(*interceptions)(int), con
         if (strcmp(qmpi_static_tools[i].name, name) != 0)
             continue;
         if (qmpi_static_tools[i].interceptions != interceptions)
-            rc = qmpi_refuse(MPI_ERR_ARG, "QMPI_Register_static_tool(\"%.300s\"): two static tools of that name are linked", name);
+            rc = qmpi_refuse(MPI_ERR_ARG,
+                             "QMPI_Register_static_tool(\"%.300s\"): two static tools of that name are linked", name);
         else if (qmpi_static_tools[i].symbols == NULL) /* another file of the same tool */
             qmpi_static_tools[i].symbols = symbols;
         goto out;
@@ -65,12 +79,12 @@ out:
  * tools have no QMPI_STATIC_SYMBOLS, but the linker keeps their wrapper names there
  * unless the program is stripped. Read with <elf.h> and dl_iterate_phdr, no dlopen. */
 struct qmpi_symtab {
-    const void *inside;     /* an address in the object: the tool's get_interceptions */
-    const char *file;       /* the object's file; "/proc/self/exe" for the program */
-    ElfW(Addr) base;        /* its load bias */
+    const void *inside; /* an address in the object: the tool's get_interceptions */
+    const char *file;   /* the object's file; "/proc/self/exe" for the program */
+    ElfW(Addr) base;    /* its load bias */
     unsigned char *map;
     size_t size;
-    const ElfW(Sym) *symbols;
+    const ElfW(Sym) * symbols;
     size_t count;
     const char *names;
     size_t names_size;
@@ -98,8 +112,8 @@ static int qmpi_find_object(struct dl_phdr_info *info, size_t size, void *data)
 
 static void qmpi_symtab_open(struct qmpi_symtab *table)
 {
-    const ElfW(Ehdr) *header;
-    const ElfW(Shdr) *sections;
+    const ElfW(Ehdr) * header;
+    const ElfW(Shdr) * sections;
     struct stat status;
     void *map;
     int fd, i;
@@ -179,7 +193,7 @@ static void *qmpi_static_wrapper(const struct qmpi_static_tool *tool, const char
 }
 
 /* The arguments a static tool takes (qmpi_tool_arguments in its QMPI_STATIC_SYMBOLS), or NULL. */
-static const char *qmpi_static_arguments(const char *name)
+QMPI_HIDDEN const char *qmpi_static_arguments(const char *name)
 {
     const struct qmpi_static_symbol *symbol;
     int i;
@@ -215,7 +229,8 @@ static void qmpi_unknown_static_tool(const struct qmpi_entry *entry)
 /* TOOLS entry "%NAME": the static tool registered as NAME becomes the instance at
  * `level`. Instances of one static tool share its names and wrappers, as instances of
  * one library do; `libraries` (keyed by the registration) holds them. */
-static void qmpi_load_static_tool(const struct qmpi_entry *entry, int level, struct qmpi_library *libraries, int *distinct)
+QMPI_HIDDEN void qmpi_load_static_tool(const struct qmpi_entry *entry, int level, struct qmpi_library *libraries,
+                                       int *distinct)
 {
     const struct qmpi_static_tool *tool = NULL;
     struct qmpi_library *lib;

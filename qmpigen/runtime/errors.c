@@ -1,43 +1,12 @@
-/* ---- stopping the job with one clear line -------------------------------------- */
+/* errors.c: the core's one error line, and allocation that stops the job when it fails.
+ * Needs no MPI: stopping the job is stop_job.c's. */
+#define _GNU_SOURCE
+#include "qmpi_runtime.h"
 
-/* Under a launcher, stderr is a pipe to its forwarding daemon. MPI_Abort makes the
- * launcher kill the daemons, and one that handles the abort before reading the pipe
- * drops the error line (seen with Debian's MPICH 4.0.2 hydra in CI): wait, at most
- * 2 s, until the pipe is empty, i.e. the daemon has taken the line. */
-static void qmpi_wait_stderr_taken(void)
-{
-    const struct timespec millisecond = {0, 1000000};
-    struct stat stderr_stat;
-    int waited, unread;
-
-    if (fstat(STDERR_FILENO, &stderr_stat) != 0 || !S_ISFIFO(stderr_stat.st_mode))
-        return;
-    for (waited = 0; waited < 2000; waited++) {
-        if (ioctl(STDERR_FILENO, FIONREAD, &unread) != 0 || unread <= 0)
-            return;
-        nanosleep(&millisecond, NULL);
-    }
-}
-
-static void qmpi_stop_job(void) __attribute__((noreturn));
-static void qmpi_stop_job(void)
-{
-    int initialized = 0, finalized = 0;
-
-    fflush(NULL);
-    qmpi_wait_stderr_taken();
-    if (PMPI_Initialized(&initialized) == MPI_SUCCESS && initialized)
-        PMPI_Finalized(&finalized);
-    /* Ranks that are fine wait for this one inside MPI_Init or a collective, and a
-     * launcher does not always end the job when a rank exits before MPI_Init (MPICH's
-     * hydra waits forever). So initialize if need be, then MPI_Abort: every launcher
-     * ends the whole job on that. */
-    if (!initialized && PMPI_Init(NULL, NULL) == MPI_SUCCESS)
-        initialized = 1;
-    if (initialized && !finalized)
-        PMPI_Abort(MPI_COMM_WORLD, 1);
-    _exit(1);
-}
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 QMPI_HIDDEN void qmpi_fatal(const char *message)
 {
@@ -67,8 +36,7 @@ static size_t qmpi_escape_controls(char *out, const char *text, size_t length)
 
 /* The one writer of the core's error lines: "qmpi: error: <message>" on stderr, in
  * one write, so lines of different ranks do not interleave. */
-static void qmpi_write_error(const char *format, va_list args) __attribute__((format(printf, 1, 0)));
-static void qmpi_write_error(const char *format, va_list args)
+QMPI_HIDDEN void qmpi_write_error(const char *format, va_list args)
 {
     static const char prefix[] = "qmpi: error: ";
     va_list again;
@@ -106,4 +74,16 @@ QMPI_HIDDEN void qmpi_fatalf(const char *format, ...)
     qmpi_write_error(format, args);
     va_end(args);
     qmpi_stop_job();
+}
+
+/* calloc, or the job stops with a line that says what was too big. */
+QMPI_HIDDEN void *qmpi_alloc(size_t count, size_t size)
+{
+    void *memory;
+    if (size != 0 && count > SIZE_MAX / size)
+        qmpi_fatalf("QMPI: the chain is too long to allocate (%zu x %zu bytes)", count, size);
+    memory = calloc(count ? count : 1, size ? size : 1);
+    if (memory == NULL)
+        qmpi_fatalf("QMPI: out of memory allocating %zu x %zu bytes for the chain", count, size);
+    return memory;
 }

@@ -1,31 +1,14 @@
-/* ---- loading tools ------------------------------------------------------------------ */
+/* loading.c: the tool lists (QMPI_TOOLS, TOOLS, QMPI_TOOL_LIST, or QMPI_CONF), thesis-style
+ * tools by dlopen, callback tools by name, and the block of the chain's tables. */
+#define _GNU_SOURCE
+#include "qmpi_internal.h"
 
-/* What one tool library (one dlopen handle) offers; shared by its instances. */
-struct qmpi_library {
-    void *handle;
-    const char **names; /* wrapper name per function, NULL if not intercepted */
-    void **wrappers;    /* wrapper address per function, NULL if not intercepted */
-};
-
-/* One link of the chain as the user listed it. */
-struct qmpi_entry {
-    int callback;             /* a registered callback tool, by name */
-    const char *where;        /* the variable it came from: QMPI_TOOLS, TOOLS, QMPI_TOOL_LIST, ... */
-    int position;             /* 1-based position in that variable */
-    char *text;               /* path or name */
-    int stack_top;            /* not a tool: the top of a named stack (QMPI_CONF) */
-};
-
-static void *qmpi_alloc(size_t count, size_t size)
-{
-    void *memory;
-    if (size != 0 && count > SIZE_MAX / size)
-        qmpi_fatalf("QMPI: the chain is too long to allocate (%zu x %zu bytes)", count, size);
-    memory = calloc(count ? count : 1, size ? size : 1);
-    if (memory == NULL)
-        qmpi_fatalf("QMPI: out of memory allocating %zu x %zu bytes for the chain", count, size);
-    return memory;
-}
+#include <dlfcn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
 
 /* The tables of all levels, one block. A call walks one cell per level, each in
  * another level's table: with hundreds of tools that is a new 4 KiB page per level
@@ -33,7 +16,7 @@ static void *qmpi_alloc(size_t count, size_t size)
  * transparent huge pages (where the kernel offers them; plain pages otherwise). */
 #define QMPI_HUGE_PAGE ((size_t)2 << 20)
 
-static cell *qmpi_alloc_cells(size_t count)
+QMPI_HIDDEN cell *qmpi_alloc_cells(size_t count)
 {
     size_t bytes;
     char *block;
@@ -56,75 +39,12 @@ static cell *qmpi_alloc_cells(size_t count)
 }
 
 /* The text of a refusal: "TOOLS entry 2 (./libt.so): <why>"; stops the job. */
-static void qmpi_refuse_entry(const struct qmpi_entry *entry, const char *why) __attribute__((noreturn));
-static void qmpi_refuse_entry(const struct qmpi_entry *entry, const char *why)
+QMPI_HIDDEN void qmpi_refuse_entry(const struct qmpi_entry *entry, const char *why)
 {
     qmpi_fatalf("%s entry %d (%s): %s", entry->where, entry->position, entry->text, why);
 }
 
-/* Loads `entry` as a PMPI tool at `level` if it is one, into the next free slot: 1 if
- * it is one, 0 if it is anything else (a thesis-style tool, or a file dlopen will say
- * more about). Refusals stop the job. */
-static int qmpi_load_pmpi_tool(const struct qmpi_entry *entry, int level, int *slots)
-{
-    static const cell *direct;
-    struct qmpi_pmpi_copy *copy;
-    struct qmpi_elf elf;
-    char file[4096], why[QMPI_WHY];
-    int kind, i;
-
-    if (!qmpi_tool_file(entry->text, file, sizeof file))
-        return 0;
-    kind = qmpi_elf_open(file, &elf, why);
-    if (kind == QMPI_NOT_PMPI && elf.image != NULL)
-        kind = qmpi_elf_kind(&elf, why);
-    if (kind == QMPI_IS_PMPI && *slots == QMPI_PMPI_SLOTS)
-        kind = qmpi_why(why, "a PMPI tool, but the chain has %d PMPI tool instances above it already, as many as this "
-                             "core has slots for private copies", QMPI_PMPI_SLOTS);
-    if (kind == QMPI_IS_PMPI) {
-        if (direct == NULL) { /* slot tables until the chain is built: straight to the MPI */
-            cell *cells = (cell *)qmpi_alloc(NUM_MPI_FUNCS, sizeof *cells);
-            for (i = 0; i < NUM_MPI_FUNCS; i++)
-                cells[i].func_ptr = qmpi_end_links[i];
-            direct = cells;
-        }
-        qmpi_pmpi_tables[*slots] = direct;
-        copy = (struct qmpi_pmpi_copy *)qmpi_alloc(1, sizeof *copy);
-        qmpi_levels[level].native = (void **)qmpi_alloc(NUM_MPI_FUNCS, sizeof(void *));
-        if (qmpi_pmpi_load(&elf, *slots, copy, qmpi_levels[level].native, why) != 0)
-            kind = QMPI_REFUSED;
-        qmpi_levels[level].kind = QMPI_PMPI_LEVEL;
-        qmpi_levels[level].pmpi = copy;
-        qmpi_chain.items[level]->handle = copy->handle;
-        qmpi_warnings |= copy->symbolic;
-        ++*slots;
-    }
-    qmpi_elf_close(&elf);
-    if (kind == QMPI_REFUSED)
-        qmpi_refuse_entry(entry, why);
-    return kind == QMPI_IS_PMPI;
-}
-
-/* A library that is no QMPI tool: a PMPI tool that dlopen found by its bare name (not
- * in LD_LIBRARY_PATH) was loaded as it is; the core needs its file to copy it. */
-static void qmpi_refuse_found_pmpi_tool(void *handle, const struct qmpi_entry *entry)
-{
-    struct link_map *map;
-    struct qmpi_elf elf = { .fd = -1 };
-    char why[QMPI_WHY];
-    int kind = QMPI_NOT_PMPI;
-
-    if (dlinfo(handle, RTLD_DI_LINKMAP, &map) == 0 && qmpi_elf_open(map->l_name, &elf, why) == QMPI_NOT_PMPI &&
-        elf.image != NULL)
-        kind = qmpi_elf_kind(&elf, why);
-    qmpi_elf_close(&elf);
-    if (kind == QMPI_IS_PMPI)
-        qmpi_fatalf("%s entry %d (%s): a PMPI tool found through the system's library search (%s): name it by its "
-                    "path, or put its directory in LD_LIBRARY_PATH, so that the core can load a private copy",
-                    entry->where, entry->position, entry->text, map->l_name);
-}
-
-static void qmpi_resolve(struct qmpi_library *lib, const struct qmpi_entry *entry)
+QMPI_HIDDEN void qmpi_resolve(struct qmpi_library *lib, const struct qmpi_entry *entry)
 {
     typedef char *(*get_interceptions_t)(int);
     const char *stamp;
@@ -145,8 +65,8 @@ static void qmpi_resolve(struct qmpi_library *lib, const struct qmpi_entry *entr
         qmpi_refuse_found_pmpi_tool(lib->handle, entry);
     if (get_interceptions == NULL)
         qmpi_fatalf("%s entry %d (%s): neither a QMPI tool (it has no get_interceptions function) nor a PMPI tool (it "
-                    "defines none of the %d MPI functions this core intercepts)", entry->where, entry->position,
-                    entry->text, NUM_MPI_FUNCS);
+                    "defines none of the %d MPI functions this core intercepts)",
+                    entry->where, entry->position, entry->text, NUM_MPI_FUNCS);
 
     lib->names = (const char **)qmpi_alloc(NUM_MPI_FUNCS, sizeof *lib->names);
     lib->wrappers = (void **)qmpi_alloc(NUM_MPI_FUNCS, sizeof *lib->wrappers);
@@ -157,14 +77,14 @@ static void qmpi_resolve(struct qmpi_library *lib, const struct qmpi_entry *entr
         dlerror();
         lib->wrappers[i] = dlsym(lib->handle, name);
         if (lib->wrappers[i] == NULL)
-            qmpi_fatalf("%s entry %d (%s): wrapper '%s' for %s not found: %s", entry->where, entry->position, entry->text, name,
-                        QMPI_Function_name(i), dlerror());
+            qmpi_fatalf("%s entry %d (%s): wrapper '%s' for %s not found: %s", entry->where, entry->position,
+                        entry->text, name, QMPI_Function_name(i), dlerror());
         lib->names[i] = name;
     }
 }
 
 /* Splits a colon-separated list into entries. In TOOLS, "@name" is a callback tool. */
-static int qmpi_split(const char *list, const char *where, int callback_only, struct qmpi_entry *out)
+QMPI_HIDDEN int qmpi_split(const char *list, const char *where, int callback_only, struct qmpi_entry *out)
 {
     const char *cursor = list;
     int position = 0;
@@ -198,7 +118,7 @@ static int qmpi_split(const char *list, const char *where, int callback_only, st
 
 /* The thesis-style tool list: QMPI_TOOLS, else the thesis's TOOLS. QMPI_TOOLS set at
  * all, even empty, wins: TOOLS is a generic name other software sets for its own use. */
-static const char *qmpi_tools_variable(const char **where)
+QMPI_HIDDEN const char *qmpi_tools_variable(const char **where)
 {
     const char *list = getenv("QMPI_TOOLS");
     *where = "QMPI_TOOLS";
@@ -210,13 +130,13 @@ static const char *qmpi_tools_variable(const char **where)
 }
 
 /* An on/off variable: set to anything but "" or "0" is on. */
-static int qmpi_flag(const char *name)
+QMPI_HIDDEN int qmpi_flag(const char *name)
 {
     const char *value = getenv(name);
     return value != NULL && *value != '\0' && strcmp(value, "0") != 0;
 }
 
-static const char *qmpi_tool_list(const char **where)
+QMPI_HIDDEN const char *qmpi_tool_list(const char **where)
 {
     const char *list = getenv("QMPI_TOOL_LIST");
     *where = "QMPI_TOOL_LIST";
@@ -227,7 +147,7 @@ static const char *qmpi_tool_list(const char **where)
     return list != NULL && *list != '\0' ? list : NULL;
 }
 
-static const struct qmpi_registration *qmpi_registered_tool(const struct qmpi_entry *entry)
+QMPI_HIDDEN const struct qmpi_registration *qmpi_registered_tool(const struct qmpi_entry *entry)
 {
     int i;
     for (i = 0; i < qmpi_registered; i++)
@@ -236,7 +156,7 @@ static const struct qmpi_registration *qmpi_registered_tool(const struct qmpi_en
     return NULL;
 }
 
-static void qmpi_unknown_tool(const struct qmpi_entry *entry)
+QMPI_HIDDEN void qmpi_unknown_tool(const struct qmpi_entry *entry)
 {
     size_t length = 1;
     char *known;
@@ -253,4 +173,61 @@ static void qmpi_unknown_tool(const struct qmpi_entry *entry)
     qmpi_fatalf("%s entry %d: no callback tool named '%s' is registered (registered: %s); link or preload the "
                 "tool's library so its constructor calls QMPI_Register_tool_name",
                 entry->where, entry->position, entry->text, qmpi_registered ? known : "none");
+}
+
+/* QMPI_CONF is set: the stack is the file's. The tool variables are then not read;
+ * QMPI_VERBOSE's chain line says which of them were set and ignored. */
+QMPI_HIDDEN int qmpi_conf_stack(const char **tools, const char *tools_where, const char **list, const char *list_where)
+{
+    int count = qmpi_conf_read(qmpi_conf_variable());
+
+    if (*tools != NULL || *list != NULL)
+        snprintf(qmpi_chain_sources, sizeof qmpi_chain_sources,
+                 "QMPI_CONF=%.4000s (%s%s%s set but ignored: QMPI_CONF wins)", qmpi_conf_file,
+                 *tools ? tools_where : "", *tools && *list ? " and " : "", *list ? list_where : "");
+    else
+        snprintf(qmpi_chain_sources, sizeof qmpi_chain_sources, "QMPI_CONF=%.4000s", qmpi_conf_file);
+    *tools = NULL;
+    *list = NULL;
+    return count;
+}
+
+/* A thesis-style tool that says which arguments it takes (qmpi_tool_arguments: spec
+ * tools do) gets no others: a key it does not know is a typo, said with its line. Tools
+ * that do not say (hand-written, callback) get every key of their section. */
+QMPI_HIDDEN void qmpi_conf_check_arguments(int count)
+{
+    int level, i;
+
+    for (level = 1; level <= count; level++) {
+        const struct qmpi_conf_instance *instance = qmpi_conf_level[level];
+        const struct dynamic_lib *tool = qmpi_chain.items[level];
+        const char *known = NULL, *name;
+
+        if (instance == NULL || qmpi_levels[level].kind != QMPI_THESIS_LEVEL)
+            continue;
+        if (tool->handle != NULL)
+            known = (const char *)dlsym(tool->handle, "qmpi_tool_arguments");
+        else if (tool->path[0] == '%')
+            known = qmpi_static_arguments(tool->path + 1);
+        for (i = 0; known != NULL && i < instance->count; i++) {
+            for (name = known; *name != '\0' && strcmp(name, instance->arguments[i].key) != 0; name += strlen(name) + 1)
+                ;
+            if (*name == '\0') {
+                size_t length = 1;
+                char *list;
+                for (name = known; *name != '\0'; name += strlen(name) + 1)
+                    length += strlen(name) + 2;
+                list = (char *)qmpi_alloc(length, 1);
+                for (name = known; *name != '\0'; name += strlen(name) + 1) {
+                    if (name != known)
+                        strcat(list, ", ");
+                    strcat(list, name);
+                }
+                qmpi_fatalf("%s:%d: [%s] unknown argument '%s': %s takes %s%s", qmpi_conf_file,
+                            instance->arguments[i].line, instance->name, instance->arguments[i].key, instance->tool,
+                            *known ? "" : "no arguments", list);
+            }
+        }
+    }
 }

@@ -1,4 +1,13 @@
-/* ---- the configuration file (QMPI_CONF) ---------------------------------------------- */
+/* conf.c: the configuration file (QMPI_CONF), the stacks it lays out, and the tool
+ * arguments of its sections. Needs no MPI: loading.c turns its entries into levels. */
+#define _GNU_SOURCE
+#include "qmpi_runtime.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 /* QMPI_CONF=FILE lists the stack, one section per tool instance, in chain order:
  *
@@ -19,22 +28,6 @@
  * of two words other than [stack NAME] too. Every error is "FILE:LINE: ..." and stops
  * the job. When QMPI_CONF is set, QMPI_TOOLS, TOOLS and QMPI_TOOL_LIST are not read. */
 
-struct qmpi_argument {
-    char *key;
-    char *value;
-    int line;
-};
-
-struct qmpi_conf_instance {
-    char *name;
-    int line;      /* of its [NAME] header */
-    char *tool;    /* the tool = value */
-    int tool_line;
-    char *where;   /* "FILE:LINE: QMPI_CONF", how errors about its entry start */
-    struct qmpi_argument *arguments;
-    int count, capacity;
-};
-
 /* A [stack NAME] section: its instances, in order (indices into qmpi_conf_instances). */
 struct qmpi_conf_stack {
     char *name;
@@ -45,16 +38,20 @@ struct qmpi_conf_stack {
     int count;
 };
 
-static const char *qmpi_conf_file; /* QMPI_CONF's value, when it built the chain */
+static struct qmpi_stack qmpi_default_stack = {"default", 0, 0};
+QMPI_HIDDEN struct qmpi_stack *qmpi_stacks = &qmpi_default_stack;
+QMPI_HIDDEN int qmpi_stack_count = 1;
+
+QMPI_HIDDEN const char *qmpi_conf_file; /* QMPI_CONF's value, when it built the chain */
 static struct qmpi_conf_instance *qmpi_conf_instances;
 static int qmpi_conf_count;
 static struct qmpi_conf_stack *qmpi_conf_current_stack; /* the [stack NAME] being read */
-static struct qmpi_conf_stack *qmpi_conf_stacks; /* [stack NAME] sections, in file order */
+static struct qmpi_conf_stack *qmpi_conf_stacks;        /* [stack NAME] sections, in file order */
 static int qmpi_conf_stack_count;
-static struct qmpi_conf_instance **qmpi_conf_level; /* by level: its instance, NULL for a stack's top */
+QMPI_HIDDEN struct qmpi_conf_instance **qmpi_conf_level; /* by level: its instance, NULL for a stack's top */
 
 /* QMPI_CONF, if set and not empty. */
-static const char *qmpi_conf_variable(void)
+QMPI_HIDDEN const char *qmpi_conf_variable(void)
 {
     const char *file = getenv("QMPI_CONF");
     return file != NULL && *file != '\0' ? file : NULL;
@@ -177,7 +174,8 @@ static void qmpi_conf_line(const char *file, int line, char *text, struct qmpi_c
             return;
         }
         if (!qmpi_conf_word(name, (size_t)(end - name)))
-            qmpi_fatalf("%s:%d: '%s': an instance name is letters, digits, '_', '-' and '.' ([outer])", file, line, text);
+            qmpi_fatalf("%s:%d: '%s': an instance name is letters, digits, '_', '-' and '.' ([outer])", file, line,
+                        text);
         for (i = 0; i < qmpi_conf_count; i++)
             if (qmpi_conf_is(qmpi_conf_instances[i].name, name, (size_t)(end - name)))
                 qmpi_fatalf("%s:%d: duplicate instance name '%s' (first at line %d)", file, line,
@@ -193,7 +191,8 @@ static void qmpi_conf_line(const char *file, int line, char *text, struct qmpi_c
     }
     equals = strchr(text, '=');
     if (equals == NULL)
-        qmpi_fatalf("%s:%d: expected '[NAME]', 'KEY = VALUE', a comment or an empty line, found '%s'", file, line, text);
+        qmpi_fatalf("%s:%d: expected '[NAME]', 'KEY = VALUE', a comment or an empty line, found '%s'", file, line,
+                    text);
     {
         struct qmpi_conf_instance *instance = *current;
         char *key = text, *key_end = equals, *value = equals + 1;
@@ -218,7 +217,8 @@ static void qmpi_conf_line(const char *file, int line, char *text, struct qmpi_c
         if (instance == NULL)
             qmpi_fatalf("%s:%d: '%s = ...' before the first [NAME] section", file, line, key);
         if (strncmp(key, "qmpi.", 5) == 0)
-            qmpi_fatalf("%s:%d: unknown key '%s' (keys starting with 'qmpi.' are reserved for the core)", file, line, key);
+            qmpi_fatalf("%s:%d: unknown key '%s' (keys starting with 'qmpi.' are reserved for the core)", file, line,
+                        key);
         if (strcmp(key, "tool") == 0) {
             if (instance->tool != NULL)
                 qmpi_fatalf("%s:%d: duplicate key 'tool' in [%s] (first at line %d)", file, line, instance->name,
@@ -257,7 +257,7 @@ static void qmpi_conf_line(const char *file, int line, char *text, struct qmpi_c
  * Without stack sections: one default stack of every instance, in file order. */
 static void qmpi_conf_resolve_stacks(const char *file)
 {
-    struct qmpi_conf_stack all = { (char *)"default", 0, 0, NULL, NULL, qmpi_conf_count };
+    struct qmpi_conf_stack all = {(char *)"default", 0, 0, NULL, NULL, qmpi_conf_count};
     struct qmpi_conf_stack **order;
     int *in_stack = (int *)qmpi_alloc((size_t)qmpi_conf_count + 1, sizeof *in_stack);
     int stacks = qmpi_conf_stack_count ? qmpi_conf_stack_count : 1, s, k, i, level;
@@ -282,9 +282,9 @@ static void qmpi_conf_resolve_stacks(const char *file)
                             stack->name, stack->names[k]);
             if (in_stack[i])
                 qmpi_fatalf("%s:%d: [stack %s] instances: [%s] is already in [stack %s] (line %d): an instance is in "
-                            "one stack only (give the tool a second section for a second instance)", file,
-                            stack->instances_line, stack->name, stack->names[k], qmpi_conf_stacks[in_stack[i] - 1].name,
-                            qmpi_conf_stacks[in_stack[i] - 1].instances_line);
+                            "one stack only (give the tool a second section for a second instance)",
+                            file, stack->instances_line, stack->name, stack->names[k],
+                            qmpi_conf_stacks[in_stack[i] - 1].name, qmpi_conf_stacks[in_stack[i] - 1].instances_line);
             in_stack[i] = s + 1;
             stack->members[k] = i;
         }
@@ -294,7 +294,8 @@ static void qmpi_conf_resolve_stacks(const char *file)
             ;
         if (s == qmpi_conf_stack_count)
             qmpi_fatalf("%s:%d: [stack %s] but no [stack default]: with stack sections, [stack default] lists the "
-                        "instances the application's calls enter", file, qmpi_conf_stacks[0].line, qmpi_conf_stacks[0].name);
+                        "instances the application's calls enter",
+                        file, qmpi_conf_stacks[0].line, qmpi_conf_stacks[0].name);
         order[0] = &qmpi_conf_stacks[s];
         for (i = 0, k = 1; i < qmpi_conf_stack_count; i++)
             if (i != s)
@@ -305,8 +306,8 @@ static void qmpi_conf_resolve_stacks(const char *file)
                             qmpi_conf_instances[i].line, qmpi_conf_instances[i].name);
     }
     qmpi_stacks = (struct qmpi_stack *)qmpi_alloc((size_t)stacks, sizeof *qmpi_stacks);
-    qmpi_conf_level = (struct qmpi_conf_instance **)qmpi_alloc((size_t)qmpi_conf_count + (size_t)stacks,
-                                                               sizeof *qmpi_conf_level);
+    qmpi_conf_level =
+        (struct qmpi_conf_instance **)qmpi_alloc((size_t)qmpi_conf_count + (size_t)stacks, sizeof *qmpi_conf_level);
     for (s = 0, level = 0; s < stacks; s++) {
         qmpi_stacks[s].name = qmpi_conf_strdup(order[s]->name, strlen(order[s]->name));
         qmpi_stacks[s].top = level++;
@@ -323,7 +324,7 @@ static void qmpi_conf_resolve_stacks(const char *file)
 
 /* Reads FILE into qmpi_conf_instances and lays out the stacks; returns the number of
  * levels below level 0. */
-static int qmpi_conf_read(const char *file)
+QMPI_HIDDEN int qmpi_conf_read(const char *file)
 {
     struct qmpi_conf_instance *current = NULL;
     char *text = NULL;
@@ -353,7 +354,7 @@ static int qmpi_conf_read(const char *file)
 
 /* The chain entries of the configuration file, in its order: entry k is level k + 1.
  * Errors about an entry start with "FILE:LINE:" of its tool = line. */
-static void qmpi_conf_entries(struct qmpi_entry *out)
+QMPI_HIDDEN void qmpi_conf_entries(struct qmpi_entry *out)
 {
     int levels = qmpi_conf_count + qmpi_stack_count - 1, i;
 
@@ -383,64 +384,7 @@ static void qmpi_conf_entries(struct qmpi_entry *out)
     }
 }
 
-/* QMPI_CONF is set: the stack is the file's. The tool variables are then not read;
- * QMPI_VERBOSE's chain line says which of them were set and ignored. */
-static int qmpi_conf_stack(const char **tools, const char *tools_where, const char **list, const char *list_where)
-{
-    int count = qmpi_conf_read(qmpi_conf_variable());
-
-    if (*tools != NULL || *list != NULL)
-        snprintf(qmpi_chain_sources, sizeof qmpi_chain_sources, "QMPI_CONF=%.4000s (%s%s%s set but ignored: QMPI_CONF wins)",
-                 qmpi_conf_file, *tools ? tools_where : "", *tools && *list ? " and " : "", *list ? list_where : "");
-    else
-        snprintf(qmpi_chain_sources, sizeof qmpi_chain_sources, "QMPI_CONF=%.4000s", qmpi_conf_file);
-    *tools = NULL;
-    *list = NULL;
-    return count;
-}
-
-/* A thesis-style tool that says which arguments it takes (qmpi_tool_arguments: spec
- * tools do) gets no others: a key it does not know is a typo, said with its line. Tools
- * that do not say (hand-written, callback) get every key of their section. */
-static void qmpi_conf_check_arguments(int count)
-{
-    int level, i;
-
-    for (level = 1; level <= count; level++) {
-        const struct qmpi_conf_instance *instance = qmpi_conf_level[level];
-        const struct dynamic_lib *tool = qmpi_chain.items[level];
-        const char *known = NULL, *name;
-
-        if (instance == NULL || qmpi_levels[level].kind != QMPI_THESIS_LEVEL)
-            continue;
-        if (tool->handle != NULL)
-            known = (const char *)dlsym(tool->handle, "qmpi_tool_arguments");
-        else if (tool->path[0] == '%')
-            known = qmpi_static_arguments(tool->path + 1);
-        for (i = 0; known != NULL && i < instance->count; i++) {
-            for (name = known; *name != '\0' && strcmp(name, instance->arguments[i].key) != 0; name += strlen(name) + 1)
-                ;
-            if (*name == '\0') {
-                size_t length = 1;
-                char *list;
-                for (name = known; *name != '\0'; name += strlen(name) + 1)
-                    length += strlen(name) + 2;
-                list = (char *)qmpi_alloc(length, 1);
-                for (name = known; *name != '\0'; name += strlen(name) + 1) {
-                    if (name != known)
-                        strcat(list, ", ");
-                    strcat(list, name);
-                }
-                qmpi_fatalf("%s:%d: [%s] unknown argument '%s': %s takes %s%s", qmpi_conf_file, instance->arguments[i].line,
-                            instance->name, instance->arguments[i].key, instance->tool, *known ? "" : "no arguments",
-                            list);
-            }
-        }
-    }
-}
-
-/* ---- tool arguments: QMPI_Get_argument (thesis), QMPI_Get_tool_argument (callback) --- */
-
+/* Tool arguments: QMPI_Get_argument (thesis), QMPI_Get_tool_argument (callback). */
 static const struct qmpi_argument *qmpi_find_argument(int level, const char *name, const struct qmpi_conf_instance **of)
 {
     int i;
@@ -455,14 +399,14 @@ static const struct qmpi_argument *qmpi_find_argument(int level, const char *nam
     return NULL;
 }
 
-static const char *qmpi_get_argument(int level, const char *name)
+QMPI_HIDDEN const char *qmpi_get_argument(int level, const char *name)
 {
     const struct qmpi_conf_instance *instance = NULL;
     const struct qmpi_argument *argument = qmpi_find_argument(level, name, &instance);
     return argument != NULL ? argument->value : NULL;
 }
 
-static void qmpi_argument_error(int level, const char *name, const char *why)
+QMPI_HIDDEN void qmpi_argument_error(int level, const char *name, const char *why)
 {
     const struct qmpi_conf_instance *instance = NULL;
     const struct qmpi_argument *argument = qmpi_find_argument(level, name, &instance);

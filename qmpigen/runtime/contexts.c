@@ -1,4 +1,10 @@
-/* ---- contexts (thesis 2.5.5) ---------------------------------------------------------- */
+/* contexts.c: the contexts of tool instances (thesis 2.5.5), set whole or initialized once. */
+#define _GNU_SOURCE
+#include "qmpi_internal.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
 
 static pthread_mutex_t qmpi_context_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -16,7 +22,7 @@ static void *qmpi_copy_context(vector *v, int index, const void *cntxt, size_t s
     return copy;
 }
 
-static void qmpi_set_context(vector *v, int index, const void *cntxt, size_t size)
+QMPI_HIDDEN void qmpi_set_context(vector *v, int index, const void *cntxt, size_t size)
 {
     void *copy = qmpi_copy_context(v, index, cntxt, size), *old;
 
@@ -27,7 +33,7 @@ static void qmpi_set_context(vector *v, int index, const void *cntxt, size_t siz
     free(old);
 }
 
-static void *qmpi_init_context(vector *v, int index, const void *cntxt, size_t size)
+QMPI_HIDDEN void *qmpi_init_context(vector *v, int index, const void *cntxt, size_t size)
 {
     void *context;
 

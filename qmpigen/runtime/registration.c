@@ -1,25 +1,28 @@
-/* ---- callback tools: registration (seed 002, MPICH's QMPI_Register_*) ---------- */
+/* registration.c: callback tools register (seed 002, MPICH's QMPI_Register_*). The
+ * parameter lists are the MPI's own where its mpi.h declares these (qmpi_internal.h). */
+#define _GNU_SOURCE
+#include "qmpi_internal.h"
 
-struct qmpi_registration {
-    char *name;
-    void (*init)(int tool_id);
-};
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
-static pthread_mutex_t qmpi_registry_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct qmpi_registration *qmpi_registry;
-static int qmpi_registered, qmpi_registry_capacity;
-static int qmpi_registration_closed; /* set once the chain is being built */
-static int qmpi_initializing = -1;   /* tool id whose init function runs now */
-static void **qmpi_pending;          /* its registered functions, by enumeration index */
-static __thread int qmpi_opening_tool; /* this thread is in dlopen of a TOOLS entry */
+QMPI_HIDDEN pthread_mutex_t qmpi_registry_lock = PTHREAD_MUTEX_INITIALIZER;
+QMPI_HIDDEN struct qmpi_registration *qmpi_registry;
+QMPI_HIDDEN int qmpi_registered;
+static int qmpi_registry_capacity;
+QMPI_HIDDEN int qmpi_registration_closed;
+QMPI_HIDDEN int qmpi_initializing = -1;
+QMPI_HIDDEN void **qmpi_pending;
+QMPI_HIDDEN __thread int qmpi_opening_tool;
 /* What the constructor of that TOOLS entry tried to register: a callback tool named
  * by path, which the error about the entry then names in its one line. */
-static char qmpi_refused_name[QMPI_MAX_TOOL_NAME_LENGTH];
+QMPI_HIDDEN char qmpi_refused_name[QMPI_MAX_TOOL_NAME_LENGTH];
 
 /* Registration errors do not stop the job (the caller gets an error code), but a
  * constructor rarely looks at it, so they are said on stderr as well. */
-static int qmpi_refuse(int code, const char *format, ...) __attribute__((format(printf, 2, 3)));
-static int qmpi_refuse(int code, const char *format, ...)
+QMPI_HIDDEN int qmpi_refuse(int code, const char *format, ...)
 {
     va_list args;
 
@@ -29,7 +32,7 @@ static int qmpi_refuse(int code, const char *format, ...)
     return code;
 }
 
-int QMPI_Register_tool_name({{ enumeration.facts.tool_params("QMPI_Register_tool_name") }})
+int QMPI_Register_tool_name(QMPI_REGISTER_TOOL_NAME_PARAMS)
 {
     int i, rc = MPI_SUCCESS;
 
@@ -44,18 +47,22 @@ int QMPI_Register_tool_name({{ enumeration.facts.tool_params("QMPI_Register_tool
         goto out;
     }
     if (qmpi_registration_closed) {
-        rc = qmpi_refuse(MPI_ERR_OTHER, "QMPI_Register_tool_name(\"%.300s\") after MPI was initialized: refused (register from a constructor)",
-                         tool_name);
+        rc = qmpi_refuse(
+            MPI_ERR_OTHER,
+            "QMPI_Register_tool_name(\"%.300s\") after MPI was initialized: refused (register from a constructor)",
+            tool_name);
         goto out;
     }
     if (strlen(tool_name) >= QMPI_MAX_TOOL_NAME_LENGTH || strchr(tool_name, ':') != NULL) {
-        rc = qmpi_refuse(MPI_ERR_ARG, "QMPI_Register_tool_name(\"%.64s\"): names are shorter than %d characters and have no ':'",
+        rc = qmpi_refuse(MPI_ERR_ARG,
+                         "QMPI_Register_tool_name(\"%.64s\"): names are shorter than %d characters and have no ':'",
                          tool_name, QMPI_MAX_TOOL_NAME_LENGTH);
         goto out;
     }
     for (i = 0; i < qmpi_registered; i++) {
         if (strcmp(qmpi_registry[i].name, tool_name) == 0) {
-            rc = qmpi_refuse(MPI_ERR_ARG, "QMPI_Register_tool_name(\"%s\"): a tool of that name is registered already", tool_name);
+            rc = qmpi_refuse(MPI_ERR_ARG, "QMPI_Register_tool_name(\"%s\"): a tool of that name is registered already",
+                             tool_name);
             goto out;
         }
     }
@@ -81,22 +88,23 @@ out:
 }
 
 /* The enumeration index of a callback enum value, or -1 (bounds-checked). */
-static int qmpi_forum_index(int function_enum)
+QMPI_HIDDEN int qmpi_forum_index(int function_enum)
 {
     if (function_enum < 0 || function_enum >= MPI_LAST_FUNC_T)
         return -1;
     return qmpi_forum_slot[function_enum] - 1;
 }
 
-int QMPI_Register_tool_storage({{ enumeration.facts.tool_params("QMPI_Register_tool_storage") }})
+int QMPI_Register_tool_storage(QMPI_REGISTER_TOOL_STORAGE_PARAMS)
 {
     if (tool_id != qmpi_initializing || tool_id <= 0)
-        return qmpi_refuse(MPI_ERR_OTHER, "QMPI_Register_tool_storage(%d): only from that tool's init function", tool_id);
+        return qmpi_refuse(MPI_ERR_OTHER, "QMPI_Register_tool_storage(%d): only from that tool's init function",
+                           tool_id);
     qmpi_storage[tool_id] = tool_storage;
     return MPI_SUCCESS;
 }
 
-int QMPI_Register_function({{ enumeration.facts.tool_params("QMPI_Register_function") }})
+int QMPI_Register_function(QMPI_REGISTER_FUNCTION_PARAMS)
 {
     int index = qmpi_forum_index(function_enum);
 
@@ -104,7 +112,8 @@ int QMPI_Register_function({{ enumeration.facts.tool_params("QMPI_Register_funct
         return qmpi_refuse(MPI_ERR_OTHER, "QMPI_Register_function(%d, %d): only from that tool's init function",
                            calling_tool_id, function_enum);
     if (index < 0)
-        return qmpi_refuse(MPI_ERR_ARG, "QMPI_Register_function(%d, %d): not a function this core intercepts (0..%d, %s)",
+        return qmpi_refuse(MPI_ERR_ARG,
+                           "QMPI_Register_function(%d, %d): not a function this core intercepts (0..%d, %s)",
                            calling_tool_id, function_enum, MPI_LAST_FUNC_T - 1, QMPI_MPI_LIBRARY);
     if (function_ptr == NULL)
         return qmpi_refuse(MPI_ERR_ARG, "QMPI_Register_function(%d, %s): NULL function", calling_tool_id,
@@ -114,14 +123,15 @@ int QMPI_Register_function({{ enumeration.facts.tool_params("QMPI_Register_funct
 }
 
 /* O(1): the calling level's table holds the next link in the callback convention. */
-int QMPI_Get_function({{ enumeration.facts.tool_params("QMPI_Get_function") }})
+int QMPI_Get_function(QMPI_GET_FUNCTION_PARAMS)
 {
     int index = qmpi_forum_index(function_enum);
     const cell *link;
 
     if (calling_tool_id <= 0 || calling_tool_id >= qmpi_chain.total ||
         qmpi_levels[calling_tool_id].kind != QMPI_CALLBACK_LEVEL || qmpi_chain.items[calling_tool_id]->table == NULL)
-        return qmpi_refuse(MPI_ERR_ARG, "QMPI_Get_function: %d is not the id of a callback tool in the chain", calling_tool_id);
+        return qmpi_refuse(MPI_ERR_ARG, "QMPI_Get_function: %d is not the id of a callback tool in the chain",
+                           calling_tool_id);
     if (index < 0)
         return qmpi_refuse(MPI_ERR_ARG, "QMPI_Get_function(%d, %d): not a function this core intercepts (0..%d)",
                            calling_tool_id, function_enum, MPI_LAST_FUNC_T - 1);
@@ -131,7 +141,7 @@ int QMPI_Get_function({{ enumeration.facts.tool_params("QMPI_Get_function") }})
     return MPI_SUCCESS;
 }
 
-int QMPI_Get_tool_storage({{ enumeration.facts.tool_params("QMPI_Get_tool_storage") }})
+int QMPI_Get_tool_storage(QMPI_GET_TOOL_STORAGE_PARAMS)
 {
     if (tool_id <= 0 || tool_id >= qmpi_chain.total || context.storage_stack == NULL)
         return qmpi_refuse(MPI_ERR_ARG, "QMPI_Get_tool_storage: %d is not the id of a tool in the chain", tool_id);
@@ -140,7 +150,7 @@ int QMPI_Get_tool_storage({{ enumeration.facts.tool_params("QMPI_Get_tool_storag
 }
 
 /* The return address of the application's MPI call that entered the chain. */
-int QMPI_Get_calling_address({{ enumeration.facts.tool_params("QMPI_Get_calling_address") }})
+int QMPI_Get_calling_address(QMPI_GET_CALLING_ADDRESS_PARAMS)
 {
     (void)context;
     if (address == NULL)

@@ -1,4 +1,32 @@
-{# Building the chain on the first MPI call: each level's table, callback tools' init functions, bottom-up. #}
+/* chain.c: the chain's state, and building it on the first MPI call: each level's
+ * table, callback tools' init functions, bottom-up. */
+#define _GNU_SOURCE
+#include "qmpi_internal.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+QMPI_HIDDEN int qmpi_state = QMPI_UNBUILT;
+QMPI_HIDDEN vector qmpi_chain;
+QMPI_HIDDEN cell *qmpi_top;
+QMPI_HIDDEN struct qmpi_level *qmpi_levels;
+QMPI_HIDDEN void **qmpi_storage;
+QMPI_HIDDEN __thread void *qmpi_call_site __attribute__((tls_model("initial-exec")));
+QMPI_HIDDEN __thread va_list *qmpi_variadic_tail __attribute__((tls_model("initial-exec")));
+QMPI_HIDDEN __thread const struct qmpi_call *qmpi_current_call __attribute__((tls_model("initial-exec")));
+QMPI_HIDDEN int qmpi_recording;
+
+/* What tools reach through their chain (qmpi.h's struct qmpi_services). */
+static const struct qmpi_services qmpi_services = {qmpi_fatal,        qmpi_set_context,  qmpi_bad_exec,
+                                                   qmpi_init_context, qmpi_get_argument, qmpi_argument_error};
+
+static pthread_mutex_t qmpi_build_lock = PTHREAD_MUTEX_INITIALIZER;
+static __thread int qmpi_building; /* this thread is loading tools right now */
+
 /* Fills the table of `level`: for every function, the first level below it that
  * intercepts the function (`next[i]`, or the end of the chain), in the calling
  * convention of `level` itself. No holes (thesis figure 3.1), and each cell carries
@@ -12,7 +40,7 @@ static void *qmpi_link_in_form(int target, int i, int end, int callback)
         return qmpi_end_link(i, callback);
     if (callback)
         return qmpi_levels[target].kind == QMPI_CALLBACK_LEVEL ? qmpi_levels[target].native[i]
-                                                              : qmpi_thesis_as_callback[i];
+                                                               : qmpi_thesis_as_callback[i];
     return qmpi_thesis_form(target, i);
 }
 
@@ -40,11 +68,11 @@ int QMPI_Get_stack_function(int calling_tool_id, int stack, int function_enum, v
         qmpi_levels[calling_tool_id].kind != QMPI_CALLBACK_LEVEL)
         qmpi_fatalf("QMPI_Get_stack_function: %d is not the id of a callback tool in the chain", calling_tool_id);
     if (index < 0)
-        qmpi_fatalf("QMPI_Get_stack_function(%d, %d, %d): not a function this core intercepts (0..%d)",
-                    calling_tool_id, stack, function_enum, MPI_LAST_FUNC_T - 1);
+        qmpi_fatalf("QMPI_Get_stack_function(%d, %d, %d): not a function this core intercepts (0..%d)", calling_tool_id,
+                    stack, function_enum, MPI_LAST_FUNC_T - 1);
     if (s < 0 || qmpi_stacks[s].top != stack)
-        qmpi_fatalf("QMPI_Get_stack_function(%d, %d, %s): %d is not a stack's handle (the stacks: %s)",
-                    calling_tool_id, stack, QMPI_Function_name(index), stack, QMPI_Stack_names());
+        qmpi_fatalf("QMPI_Get_stack_function(%d, %d, %s): %d is not a stack's handle (the stacks: %s)", calling_tool_id,
+                    stack, QMPI_Function_name(index), stack, QMPI_Stack_names());
     if (qmpi_stack_holding(calling_tool_id) == s)
         qmpi_fatalf("QMPI_Get_stack_function(%d, %d, %s): tool %d is on stack %s: the call would come back to it",
                     calling_tool_id, stack, QMPI_Function_name(index), calling_tool_id, qmpi_stacks[s].name);
@@ -53,16 +81,6 @@ int QMPI_Get_stack_function(int calling_tool_id, int stack, int function_enum, v
     *next_tool_id = target;
     return MPI_SUCCESS;
 }
-
-/* The functions that pass through every stack, in stack order (the default stack first),
- * each tool once, then PMPI: the start and end of MPI, so that the tools of every stack
- * see them (init and finalize hooks), and MPI_Pcontrol's fan-out. Any other function
- * ends in PMPI at the bottom of the stack it runs on. */
-static const unsigned char qmpi_every_stack[NUM_MPI_FUNCS] = {
-{% for f in enumeration if f.lifecycle or f.is_fan_out %}
-    [{{ f.enum }}] = 1,
-{% endfor %}
-};
 
 /* Runs a callback tool's init function with its tables ready, so it may already
  * ask QMPI_Get_function for its next links (levels are initialised bottom-up). */
@@ -121,7 +139,7 @@ static int qmpi_load_tools(void)
     pthread_mutex_unlock(&qmpi_registry_lock);
     count = from_tools + from_list + from_conf;
     if (!from_conf)
-        qmpi_default_stack.count = count;
+        qmpi_stacks[0].count = count; /* the default stack, the only one */
     qmpi_verbose = qmpi_flag("QMPI_VERBOSE");
     if (count == 0 && !qmpi_verbose)
         return QMPI_DIRECT;

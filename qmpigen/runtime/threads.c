@@ -1,4 +1,9 @@
-/* ---- the thread level the stack supports ---------------------------------------------- */
+/* threads.c: the thread level the stack of tools supports. */
+#define _GNU_SOURCE
+#include "qmpi_internal.h"
+
+#include <pthread.h>
+#include <stdio.h>
 
 /* Tools that are not thread-safe say which level they support (PnMPI's
  * PNMPI_SupportedThreadingLevel): a thesis-style tool by exporting qmpi_thread_level
@@ -7,17 +12,22 @@
  * link then asks MPI for at most the lowest level and returns at most that as
  * `provided`; tools that say nothing support every level. */
 static int qmpi_thread_cap = MPI_THREAD_MULTIPLE;
-static int qmpi_thread_cap_level; /* the level that declared it, 0 for none */
+static int qmpi_thread_cap_level;  /* the level that declared it, 0 for none */
 static int qmpi_thread_asked = -1; /* what the application asked for, for QMPI_VERBOSE */
 
 static const char *qmpi_thread_level_name(int thread_level)
 {
     switch (thread_level) {
-    case MPI_THREAD_SINGLE: return "MPI_THREAD_SINGLE";
-    case MPI_THREAD_FUNNELED: return "MPI_THREAD_FUNNELED";
-    case MPI_THREAD_SERIALIZED: return "MPI_THREAD_SERIALIZED";
-    case MPI_THREAD_MULTIPLE: return "MPI_THREAD_MULTIPLE";
-    default: return NULL;
+    case MPI_THREAD_SINGLE:
+        return "MPI_THREAD_SINGLE";
+    case MPI_THREAD_FUNNELED:
+        return "MPI_THREAD_FUNNELED";
+    case MPI_THREAD_SERIALIZED:
+        return "MPI_THREAD_SERIALIZED";
+    case MPI_THREAD_MULTIPLE:
+        return "MPI_THREAD_MULTIPLE";
+    default:
+        return NULL;
     }
 }
 
@@ -25,7 +35,8 @@ int QMPI_Set_thread_level(int level, int thread_level)
 {
     if (qmpi_thread_level_name(thread_level) == NULL)
         qmpi_fatalf("level %d declared thread level %d, which is none of MPI_THREAD_SINGLE, _FUNNELED, _SERIALIZED, "
-                    "_MULTIPLE", level, thread_level);
+                    "_MULTIPLE",
+                    level, thread_level);
     pthread_mutex_lock(&qmpi_registry_lock);
     if (thread_level < qmpi_thread_cap) {
         qmpi_thread_cap = thread_level;
@@ -36,27 +47,29 @@ int QMPI_Set_thread_level(int level, int thread_level)
 }
 
 /* The level MPI is asked for: the application's, at most the stack's. */
-static int qmpi_capped_thread_level(int required)
+QMPI_HIDDEN int qmpi_capped_thread_level(int required)
 {
     qmpi_thread_asked = required;
     return required > qmpi_thread_cap ? qmpi_thread_cap : required;
 }
 
-static void qmpi_cap_provided(int *provided)
+QMPI_HIDDEN void qmpi_cap_provided(int *provided)
 {
     if (provided != NULL && *provided > qmpi_thread_cap)
         *provided = qmpi_thread_cap;
 }
 
 /* With QMPI_VERBOSE, world rank 0 says once when the stack lowered the level. */
-static void qmpi_report_thread_cap(int rank)
+QMPI_HIDDEN void qmpi_report_thread_cap(int rank)
 {
     static int reported;
 
     if (rank != 0 || qmpi_thread_asked <= qmpi_thread_cap || __atomic_exchange_n(&reported, 1, __ATOMIC_ACQ_REL))
         return;
-    fprintf(stderr, "qmpi: thread level: MPI_Init_thread asked for %s; level %d (%s%s) supports %s, so MPI was asked "
-            "for that\n", qmpi_thread_level_name(qmpi_thread_asked) ? qmpi_thread_level_name(qmpi_thread_asked) : "?",
+    fprintf(stderr,
+            "qmpi: thread level: MPI_Init_thread asked for %s; level %d (%s%s) supports %s, so MPI was asked "
+            "for that\n",
+            qmpi_thread_level_name(qmpi_thread_asked) ? qmpi_thread_level_name(qmpi_thread_asked) : "?",
             qmpi_thread_cap_level, qmpi_levels[qmpi_thread_cap_level].kind == QMPI_CALLBACK_LEVEL ? "@" : "",
             qmpi_chain.items[qmpi_thread_cap_level]->path, qmpi_thread_level_name(qmpi_thread_cap));
 }

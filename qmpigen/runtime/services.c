@@ -1,4 +1,11 @@
-/* ---- services between tools, and the current call ------------------------------------ */
+/* services.c: services and globals between tools, the current call, the stacks' names. */
+#define _GNU_SOURCE
+#include "qmpi_internal.h"
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 /* One registered service (a function) or global (a value), per instance and name. */
 struct qmpi_service {
@@ -6,9 +13,9 @@ struct qmpi_service {
     char *name;
     char *signature; /* NULL for a global */
     QMPI_Service_function function;
-    void *data;      /* the function's data, or the global's value */
-    uint64_t hash;   /* of the name and kind */
-    size_t next;     /* 1 + the next entry of this hash bucket, 0 at the end */
+    void *data;    /* the function's data, or the global's value */
+    uint64_t hash; /* of the name and kind */
+    size_t next;   /* 1 + the next entry of this hash bucket, 0 at the end */
 };
 
 /* The entries in registration order, and a chained hash table over them (bucket heads
@@ -68,7 +75,8 @@ static const struct qmpi_service *qmpi_service_find(const char *name, int global
     if (name == NULL || qmpi_service_bucket_count == 0)
         return NULL;
     hash = qmpi_service_hash(name, global);
-    for (at = qmpi_service_buckets[hash & (qmpi_service_bucket_count - 1)]; at != 0; at = qmpi_service_list[at - 1].next) {
+    for (at = qmpi_service_buckets[hash & (qmpi_service_bucket_count - 1)]; at != 0;
+         at = qmpi_service_list[at - 1].next) {
         const struct qmpi_service *s = &qmpi_service_list[at - 1];
         if (s->hash != hash || (s->signature == NULL) != global || strcmp(s->name, name) != 0)
             continue;
@@ -78,7 +86,8 @@ static const struct qmpi_service *qmpi_service_find(const char *name, int global
     return found;
 }
 
-static void qmpi_service_add(int level, const char *name, const char *signature, QMPI_Service_function function, void *data)
+static void qmpi_service_add(int level, const char *name, const char *signature, QMPI_Service_function function,
+                             void *data)
 {
     struct qmpi_service *entry;
     int global = signature == NULL;
@@ -116,7 +125,8 @@ static void qmpi_service_add(int level, const char *name, const char *signature,
     pthread_mutex_unlock(&qmpi_service_lock);
 }
 
-int QMPI_Service_register(int level, const char *name, const char *signature, QMPI_Service_function function, void *data)
+int QMPI_Service_register(int level, const char *name, const char *signature, QMPI_Service_function function,
+                          void *data)
 {
     if (signature == NULL || function == NULL)
         qmpi_fatalf("level %d registered the service '%s' without a %s", level, name ? name : "(null)",
@@ -125,7 +135,8 @@ int QMPI_Service_register(int level, const char *name, const char *signature, QM
     return QMPI_SERVICE_OK;
 }
 
-int QMPI_Service_get(const char *name, const char *signature, int provider, QMPI_Service_function *function, void **data)
+int QMPI_Service_get(const char *name, const char *signature, int provider, QMPI_Service_function *function,
+                     void **data)
 {
     const struct qmpi_service *s;
     QMPI_Service_function found_function = NULL;
@@ -216,7 +227,7 @@ int QMPI_Stack_lookup(const char *name)
 
 /* The index in qmpi_stacks of the stack that holds `level` (or is entered at it), -1 if
  * none does. */
-static int qmpi_stack_holding(int level)
+QMPI_HIDDEN int qmpi_stack_holding(int level)
 {
     int s;
 
