@@ -15,6 +15,8 @@ from qmpigen.errors import Location, QmpigenError
 from qmpigen.mpi.quirks import IMPLEMENTATION_MARKERS, PMPI_SLOT_RESERVED, Dispatch
 from qmpigen.output.cnames import PMPI_SLOT_CANDIDATES, PMPI_SLOTS
 
+# What the chain report after MPI_Session_init calls (rank in mpi://WORLD).
+SESSION_REPORT_FUNCTIONS = ("MPI_Session_init", "MPI_Group_from_session_pset", "MPI_Group_rank", "MPI_Group_free")
 FORUM_SENTINEL = "MPI_LAST_FUNC_T"  # last member of enum QMPI_Functions_enum (MPICH)
 
 # The callback interface's six functions (seed 002, as MPICH >= 5 declares them). An MPI
@@ -302,6 +304,12 @@ class Enumeration(FunctionSet):
     @property
     def names(self) -> Tuple[str, ...]:
         return tuple(f.name for f in self.functions)
+
+    @property
+    def reports_sessions(self) -> bool:
+        """The chain report after MPI_Session_init needs these functions: present unless
+        the MPI lacks sessions or the selection left them out."""
+        return all(self.get(name) for name in SESSION_REPORT_FUNCTIONS)
 
     def forum_members(self) -> Tuple[Tuple[str, int, int], ...]:
         """The callback interface's enum: (member, value, enumeration index or -1).

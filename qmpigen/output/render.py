@@ -45,9 +45,6 @@ CORE_PLAN: Tuple[Tuple[str, str], ...] = (
 RUNTIME_SUBDIR = "runtime"
 QMPIRUN_BODY = "qmpirun.sh"
 
-# The functions the sessions' chain report needs: present unless left out of the enumeration.
-SESSION_REPORT_FUNCTIONS = ("MPI_Session_init", "MPI_Group_from_session_pset", "MPI_Group_rank", "MPI_Group_free")
-
 
 @dataclass(frozen=True)
 class GeneratorInfo:
@@ -161,7 +158,10 @@ def render_core(enumeration: Enumeration, gen: GeneratorInfo, fortran: Optional[
         "gen": gen,
         "sources": sources,
         "fortran": fortran,
-        "session_report": all(enumeration.get(name) for name in SESSION_REPORT_FUNCTIONS),
+        "session_report": enumeration.reports_sessions,
+        # Asked here, not first inside a template: an MPI without free slot letters is
+        # the model's error, raised before anything renders.
+        "pmpi_slots": enumeration.facts.pmpi_slot_letters,
     }
     files = render_plan(plan, context)
     files["qmpirun"] += _read_runtime(QMPIRUN_BODY)
