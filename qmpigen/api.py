@@ -15,6 +15,7 @@ Each function takes plain values and returns model objects or rendered files
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass
 from typing import Dict, Optional, Tuple
 
@@ -52,6 +53,11 @@ class Mpi:
     source: PreprocessedHeader
     api: MpiApi
     enumeration: Enumeration
+
+    @property
+    def driver(self) -> str:
+        """The compiler driver as given (a path stays that path), for build files."""
+        return shlex.join(self.source.driver)
 
 
 @dataclass(frozen=True)
@@ -92,7 +98,7 @@ def functions(mpi: Mpi, fortran_mode: str = "auto") -> Tuple[Enumeration, Option
 def build_core(mpi: Mpi, command: str, fortran_mode: str = "auto") -> Core:
     """The core's files for this MPI. `command` is what regenerates them (their banner)."""
     fortran = fortran_plan(mpi, fortran_mode)
-    gen = GeneratorInfo.for_enumeration(mpi.enumeration, command)
+    gen = GeneratorInfo.for_enumeration(mpi.enumeration, command, mpi.driver)
     return Core(fortran, render_core(mpi.enumeration, gen, fortran))
 
 
@@ -103,7 +109,7 @@ def resolve_tool(mpi: Mpi, spec: ToolSpec, interface: Interface = Interface.THES
 
 def scaffold_tool(mpi: Mpi, tool: Tool, command: str) -> Files:
     """A resolved tool's C file and Makefile. `command` is what regenerates them."""
-    return render_tool(tool, GeneratorInfo.for_enumeration(mpi.enumeration, command), len(mpi.enumeration))
+    return render_tool(tool, GeneratorInfo.for_enumeration(mpi.enumeration, command, mpi.driver), len(mpi.enumeration))
 
 
 def write(directory: str, files: Files, check: bool = False) -> WriteReport:

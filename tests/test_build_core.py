@@ -26,7 +26,7 @@ FIXTURE_ARGS = ["--mpi-header", str(FIXTURE), "--mpicc", "cc"]
 
 def fixture_core():
     enumeration = fixture_enumeration(FIXTURE)
-    return render_core(enumeration, GeneratorInfo.for_enumeration(enumeration, GOLDEN_COMMAND))
+    return render_core(enumeration, GeneratorInfo.for_enumeration(enumeration, GOLDEN_COMMAND, "cc"))
 
 
 def generated(files):

@@ -7,6 +7,7 @@ Real drivers: the MPICH 5.0.2 and Open MPI 5.0.11 wheels, MPICH's standard-ABI d
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -20,8 +21,8 @@ pytestmark = pytest.mark.mpi
 
 MESSAGE = re.compile(
     r"error: #error \"qmpi\.h: this QMPI core was generated for (?P<made>[^\"]+?), but this compiler's mpi\.h is "
-    r"(?P<other>[^\"]+?)'s: regenerate the core with this MPI \(qmpigen build-core --mpicc DRIVER\) "
-    r"or compile with the MPI it was made for\""
+    r"(?P<other>[^\"]+?)'s: compile with the driver it was generated with \(make MPICC=(?P<driver>[^\"]+?)\), "
+    r"or regenerate the core for this MPI \(qmpigen build-core --mpicc DRIVER\)\""
 )
 FATAL_STOP = "fatal error: qmpi.h: stopped after the MPI mismatch above"
 
@@ -49,13 +50,13 @@ def compile_errors(mpicc: Path, source: Path) -> list:
     return [line for line in proc.stderr.splitlines() if re.search(r"\berror\b", line) and ": " in line and not line.startswith(" ")]
 
 
-def assert_refused(mpicc: Path, core: Path, made_for: str, other: str) -> None:
+def assert_refused(mpicc: Path, core: Path, made_for: str, other: str, made_with: Path) -> None:
     for source in sorted(core.glob("*.c")):
         errors = compile_errors(mpicc, source)
         assert len(errors) == 2, "\n".join(errors)
         match = MESSAGE.search(errors[0])
         assert match, errors[0]
-        assert (match["made"], match["other"]) == (made_for, other)
+        assert (match["made"], match["other"], match["driver"]) == (made_for, other, str(made_with))
         assert errors[1].endswith(FATAL_STOP + ": No such file or directory"), errors[1]
 
 
@@ -63,8 +64,26 @@ def test_mpich_core_refuses_open_mpi_and_back(tmp_path):
     mpich, openmpi = driver("mpich"), driver("openmpi")
     mpich_core = generate(mpich, tmp_path / "mpich")
     openmpi_core = generate(openmpi, tmp_path / "openmpi")
-    assert_refused(openmpi, mpich_core, "MPICH 5.0.2 (MPI 5.0)", "Open MPI")
-    assert_refused(mpich, openmpi_core, "Open MPI 5.0.11 (MPI 3.1)", "MPICH")
+    assert_refused(openmpi, mpich_core, "MPICH 5.0.2 (MPI 5.0)", "Open MPI", mpich)
+    assert_refused(mpich, openmpi_core, "Open MPI 5.0.11 (MPI 3.1)", "MPICH", openmpi)
+
+
+def test_the_makefile_defaults_to_the_driver_the_core_was_generated_with(tmp_path):
+    """With another MPI's mpicc first on PATH, `make -C core` still builds with the
+    driver given to build-core, and so does a tool's Makefile."""
+    mpich, openmpi = driver("mpich"), driver("openmpi")
+    core = generate(mpich, tmp_path / "core")
+    other_first = {**os.environ, "PATH": f"{openmpi.parent}:{os.environ['PATH']}"}
+    proc = subprocess.run(["make", "-j2", "-C", str(core)], capture_output=True, text=True, env=other_first)
+    assert proc.returncode == 0, proc.stderr
+    assert f"{mpich} " in proc.stdout and "mpicc " not in proc.stdout.replace(f"{mpich} ", "")
+    spec = tmp_path / "demo.qmpi"
+    spec.write_text("tool demo;\nintercept MPI_Send;\n")
+    tool = tmp_path / "demo"
+    made = qmpigen("scaffold-tool", str(spec), "--mpicc", str(mpich), "-o", str(tool))
+    assert made.returncode == 0, made.stderr
+    built = subprocess.run(["make", "-C", str(tool), f"QMPI_CORE={core}"], capture_output=True, text=True, env=other_first)
+    assert built.returncode == 0, built.stderr
 
 
 def test_the_core_builds_with_its_own_mpi_and_the_makefile_refuses_another(tmp_path):
@@ -87,13 +106,14 @@ def test_standard_abi_is_named_and_kept_apart_from_mpich(tmp_path):
     proc = qmpigen("build-core", "--mpicc", str(abi), "-o", str(tmp_path / "abi"))
     assert proc.returncode == 0, proc.stderr
     assert re.match(r"qmpigen: read MPI ABI 1\.0 \(MPI 5\.0\) from \S+/mpi\.h \(driver \S+/mpicc_abi\): \d+ functions, ", proc.stderr)
-    assert_refused(mpich, tmp_path / "abi", "MPI ABI 1.0 (MPI 5.0)", "MPICH")
-    assert_refused(abi, generate(mpich, tmp_path / "mpich"), "MPICH 5.0.2 (MPI 5.0)", "MPI ABI")
+    assert_refused(mpich, tmp_path / "abi", "MPI ABI 1.0 (MPI 5.0)", "MPICH", abi)
+    assert_refused(abi, generate(mpich, tmp_path / "mpich"), "MPICH 5.0.2 (MPI 5.0)", "MPI ABI", mpich)
 
 
 def test_another_version_of_the_same_mpi_is_named_so(tmp_path):
     debian = Path("/usr/bin/mpicc.mpich")
     if not debian.exists() or shutil.which(str(debian)) is None:
         pytest.skip("Debian's MPICH (libmpich-dev) is not installed")
-    core = generate(driver("mpich"), tmp_path / "core")
-    assert_refused(debian, core, "MPICH 5.0.2 (MPI 5.0)", "another MPICH version")
+    mpich = driver("mpich")
+    core = generate(mpich, tmp_path / "core")
+    assert_refused(debian, core, "MPICH 5.0.2 (MPI 5.0)", "another MPICH version", mpich)

@@ -60,7 +60,7 @@ def generate(interface: Interface, name: str) -> Dict[str, str]:
     api = fixture_api(TOOLS_MPI)
     enumeration = enumerate_functions(api)
     tool = resolve(parse_spec(spec_text(name), f"{name}.qmpi"), enumeration, api, interface)
-    return render_tool(tool, GeneratorInfo.for_enumeration(enumeration, command(interface, name)), len(enumeration))
+    return render_tool(tool, GeneratorInfo.for_enumeration(enumeration, command(interface, name), "cc"), len(enumeration))
 
 
 def case_id(case) -> str:

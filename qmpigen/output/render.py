@@ -48,16 +48,18 @@ QMPIRUN_BODY = "qmpirun.sh"
 
 @dataclass(frozen=True)
 class GeneratorInfo:
-    """What every banner names: generator, MPI, enumeration, how to regenerate."""
+    """What every banner names: generator, MPI, enumeration, how to regenerate; and the
+    compiler driver the MPI was read with, as given, which the build files default to."""
 
     version: str
     mpi: str
     enum_hash: str
     command: str
+    mpicc: str = "mpicc"
 
     @classmethod
-    def for_enumeration(cls, enumeration: Enumeration, command: str) -> "GeneratorInfo":
-        return cls(__version__, enumeration.facts.title, enumeration.hash, command)
+    def for_enumeration(cls, enumeration: Enumeration, command: str, mpicc: str = "mpicc") -> "GeneratorInfo":
+        return cls(__version__, enumeration.facts.title, enumeration.hash, command, mpicc)
 
     @property
     def major(self) -> str:
@@ -100,6 +102,7 @@ def callback_args(function: MpiFunction, context: str, tool_id: str) -> str:
 
 
 FILTERS = {
+    "c_string": lambda text: _c_string(str(text)),  # the inside of a C string literal
     "callback_params": callback_params,
     "callback_args": callback_args,
     "shell_quote": shlex.quote,

@@ -22,15 +22,15 @@
       !defined(I_MPI_VERSION) && \
       !defined(OMPI_MAJOR_VERSION))
 #if defined(MPI_ABI_VERSION)
-#error "qmpi.h: this QMPI core was generated for MPICH 9.9.9 (MPI 4.1), but this compiler's mpi.h is MPI ABI's: regenerate the core with this MPI (qmpigen build-core --mpicc DRIVER) or compile with the MPI it was made for"
+#error "qmpi.h: this QMPI core was generated for MPICH 9.9.9 (MPI 4.1), but this compiler's mpi.h is MPI ABI's: compile with the driver it was generated with (make MPICC=cc), or regenerate the core for this MPI (qmpigen build-core --mpicc DRIVER)"
 #elif defined(I_MPI_VERSION)
-#error "qmpi.h: this QMPI core was generated for MPICH 9.9.9 (MPI 4.1), but this compiler's mpi.h is Intel MPI's: regenerate the core with this MPI (qmpigen build-core --mpicc DRIVER) or compile with the MPI it was made for"
+#error "qmpi.h: this QMPI core was generated for MPICH 9.9.9 (MPI 4.1), but this compiler's mpi.h is Intel MPI's: compile with the driver it was generated with (make MPICC=cc), or regenerate the core for this MPI (qmpigen build-core --mpicc DRIVER)"
 #elif defined(MPICH_VERSION)
-#error "qmpi.h: this QMPI core was generated for MPICH 9.9.9 (MPI 4.1), but this compiler's mpi.h is another MPICH version's: regenerate the core with this MPI (qmpigen build-core --mpicc DRIVER) or compile with the MPI it was made for"
+#error "qmpi.h: this QMPI core was generated for MPICH 9.9.9 (MPI 4.1), but this compiler's mpi.h is another MPICH version's: compile with the driver it was generated with (make MPICC=cc), or regenerate the core for this MPI (qmpigen build-core --mpicc DRIVER)"
 #elif defined(OMPI_MAJOR_VERSION)
-#error "qmpi.h: this QMPI core was generated for MPICH 9.9.9 (MPI 4.1), but this compiler's mpi.h is Open MPI's: regenerate the core with this MPI (qmpigen build-core --mpicc DRIVER) or compile with the MPI it was made for"
+#error "qmpi.h: this QMPI core was generated for MPICH 9.9.9 (MPI 4.1), but this compiler's mpi.h is Open MPI's: compile with the driver it was generated with (make MPICC=cc), or regenerate the core for this MPI (qmpigen build-core --mpicc DRIVER)"
 #else
-#error "qmpi.h: this QMPI core was generated for MPICH 9.9.9 (MPI 4.1), but this compiler's mpi.h is another MPI's: regenerate the core with this MPI (qmpigen build-core --mpicc DRIVER) or compile with the MPI it was made for"
+#error "qmpi.h: this QMPI core was generated for MPICH 9.9.9 (MPI 4.1), but this compiler's mpi.h is another MPI's: compile with the driver it was generated with (make MPICC=cc), or regenerate the core for this MPI (qmpigen build-core --mpicc DRIVER)"
 #endif
 /* #error does not stop GCC or Clang; a missing include does, so no error follows. */
 #include "qmpi.h: stopped after the MPI mismatch above"
