@@ -80,3 +80,13 @@ def test_qmpigen_trace_without_its_extra_is_one_line(tmp_path):
         proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=str(REPO))
         assert proc.returncode == 2, (module, proc.stderr)
         assert proc.stderr == "qmpigen: error: qmpigen trace needs its extra: pip install 'qmpigen[trace]'\n", module
+
+
+def test_the_c_loops_use_otf2_outs_codes():
+    """_loops.c's OP_* and COMPLETE_* enums have otf2_out.py's values."""
+    otf2_out = pytest.importorskip("qmpigen.trace.otf2_out")
+    text = (REPO / "qmpigen" / "trace" / "_loops.c").read_text()
+    names = re.search(r"enum \{ (OP_NONE[^}]*)\}", text)[1].replace(" ", "").split(",")
+    assert {name: getattr(otf2_out, name) for name in names} == {name: i for i, name in enumerate(names)}
+    for name, value in re.findall(r"(COMPLETE_\w+) = (\d+)", text):
+        assert getattr(otf2_out, name) == int(value)

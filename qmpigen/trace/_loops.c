@@ -9,7 +9,11 @@
 #include <stdint.h>
 #include <string.h>
 
-/* ---- OTF2 events of one location (otf2_out.py: its OP_* and COMPLETE_* codes) ---- */
+/* ---- OTF2 events of one location ---- */
+/* What a call adds between its Enter and Leave, and what a completion is: the values of
+ * otf2_out.py's OP_* and COMPLETE_* (tests/test_trace_layout.py compares them). */
+enum { OP_NONE, OP_SEND, OP_RECV, OP_ISEND, OP_IRECV_REQUEST, OP_COLLECTIVE, OP_IO };
+enum { COMPLETE_ISEND = 1, COMPLETE_IRECV = 2 };
 typedef int (*time_region_fn)(void *, void *, uint64_t, uint32_t);
 typedef int (*p2p_fn)(void *, void *, uint64_t, uint32_t, uint32_t, uint32_t, uint64_t);
 typedef int (*ip2p_fn)(void *, void *, uint64_t, uint32_t, uint32_t, uint32_t, uint64_t, uint64_t);
@@ -52,23 +56,23 @@ int64_t qmpi_write_events(const struct api *f, void *w, const struct calls *c, c
         uint64_t t0 = c->enter[i], t1 = c->leave[i];
         int rc = f->enter(w, 0, t0, c->region[i]);
         switch (c->op[i]) {
-        case 1: rc |= f->send(w, 0, t0, c->peer[i], c->comm[i], c->tag[i], c->bytes[i]); events++; break;
-        case 2: rc |= f->recv(w, 0, t1, c->peer[i], c->comm[i], c->tag[i], c->bytes[i]); events++; break;
-        case 3: rc |= f->isend(w, 0, t0, c->peer[i], c->comm[i], c->tag[i], c->bytes[i], c->request[i]); events++; break;
-        case 4: rc |= f->irecv_request(w, 0, t0, c->request[i]); events++; break;
-        case 5:
+        case OP_SEND: rc |= f->send(w, 0, t0, c->peer[i], c->comm[i], c->tag[i], c->bytes[i]); events++; break;
+        case OP_RECV: rc |= f->recv(w, 0, t1, c->peer[i], c->comm[i], c->tag[i], c->bytes[i]); events++; break;
+        case OP_ISEND: rc |= f->isend(w, 0, t0, c->peer[i], c->comm[i], c->tag[i], c->bytes[i], c->request[i]); events++; break;
+        case OP_IRECV_REQUEST: rc |= f->irecv_request(w, 0, t0, c->request[i]); events++; break;
+        case OP_COLLECTIVE:
             rc |= f->coll_begin(w, 0, t0);
             rc |= f->coll_end(w, 0, t1, (uint8_t)c->tag[i], c->comm[i], c->peer[i], c->bytes[i], c->bytes[i]);
             events += 2;
             break;
-        case 6:
+        case OP_IO:
             rc |= f->io_begin(w, 0, t0, c->comm[i], (uint8_t)c->tag[i], 0, c->bytes[i], c->request[i]);
             rc |= f->io_complete(w, 0, t1, c->comm[i], c->bytes[i], c->request[i]);
             events += 2;
             break;
         }
         for (; j < k->n && k->call[j] == i; j++) {
-            if (k->kind[j] == 1)
+            if (k->kind[j] == COMPLETE_ISEND)
                 rc |= f->isend_complete(w, 0, t1, k->request[j]);
             else
                 rc |= f->irecv(w, 0, t1, k->sender[j], k->comm[j], k->tag[j], k->bytes[j], k->request[j]);
