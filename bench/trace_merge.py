@@ -22,10 +22,10 @@ def main() -> int:
     import numpy  # noqa: F401
     import otf2  # noqa: F401
 
-    from qmpigen.trace import native
+    from qmpigen.trace import loops
     from qmpigen.trace.merge import merge
 
-    native.load()  # compiled (or found in the cache) before timing
+    loops.load()  # the C loops (built at install time) loaded before timing
     before_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     start = time.perf_counter()
     report = merge(directory, out, outputs=outputs)

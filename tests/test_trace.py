@@ -152,7 +152,7 @@ def test_below_tbcast_sees_its_sends(traced_run):
 
 
 def test_merge_is_deterministic_with_and_without_the_c_loops(traced_run):
-    """The same files merged twice, and once with the C loops of qmpigen/trace/native.py
+    """The same files merged twice, and once with the C loops of qmpigen/trace/_loops.c
     replaced by their Python fallback: byte-identical JSON, summary and PNG, and the same
     OTF2 events and definitions as otf2-print shows them."""
     import subprocess

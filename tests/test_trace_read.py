@@ -1,17 +1,19 @@
 """Reading rank files (qmpigen/trace/read.py) without an MPI: synthetic files with every
-record kind, read by the C walk of native.py and by the Python fallback, must give the
-same calls, completions, definitions and one-line problem — also when the file is cut
-or holds a corrupt record, where only what comes before the fault counts."""
+record kind, read by the C walk of qmpigen/trace/_loops.c (built at install time) and by
+the Python fallback, must give the same calls, completions, definitions and one-line
+problem — also when the file is cut or holds a corrupt record, where only what comes
+before the fault counts."""
 
 from __future__ import annotations
 
+import os
 import struct
 
 import pytest
 
 np = pytest.importorskip("numpy")
 
-from qmpigen.trace import native, read  # noqa: E402
+from qmpigen.trace import loops, read  # noqa: E402
 
 FUNCS = {0: "MPI_Init", 1: "MPI_Send", 2: "MPI_Wait", 3: "MPI_Comm_rank"}
 
@@ -52,16 +54,19 @@ def rank_file(tail: bytes = b"") -> bytes:
 def read_both(tmp_path, data: bytes, monkeypatch):
     path = tmp_path / "app_h_0_0.L1.qtr"
     path.write_bytes(data)
-    if native.load() is None:
-        pytest.skip("no C compiler for native.py")
+    if loops.load() is None:
+        why = "qmpigen.trace._loops was not built (no C compiler when qmpigen was installed)"
+        if os.environ.get("QMPIGEN_REQUIRE_TRACE") == "1":
+            pytest.fail(why)
+        pytest.skip(why)
     with_c = read.read_rank_file(path)
     monkeypatch.setenv("QMPIGEN_TRACE_NO_NATIVE", "1")
-    native._loaded.clear()
+    loops._loaded.clear()
     try:
         without = read.read_rank_file(path)
     finally:
         monkeypatch.delenv("QMPIGEN_TRACE_NO_NATIVE")
-        native._loaded.clear()
+        loops._loaded.clear()
     for name in ("functions", "comms", "timers", "problem"):
         assert getattr(with_c, name) == getattr(without, name), name
     assert with_c.calls.tobytes() == without.calls.tobytes()

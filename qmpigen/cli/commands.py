@@ -277,7 +277,12 @@ def trace(directory, output, level) -> None:
     """
     from pathlib import Path
 
-    from qmpigen.trace.merge import run
+    try:
+        from qmpigen.trace.merge import run
+    except ModuleNotFoundError as exc:  # numpy, otf2 or matplotlib: the trace extra is not installed
+        if (exc.name or "").split(".")[0] not in ("numpy", "otf2", "_otf2", "matplotlib"):
+            raise
+        raise click.UsageError("qmpigen trace needs its extra: pip install 'qmpigen[trace]'") from None
 
     sys.exit(run(Path(directory), Path(output), level, lambda line: click.echo(line, err=True)))
 

@@ -10,9 +10,10 @@ from typing import Dict, Iterator, List, Tuple
 
 import numpy as np
 
+from . import layout
+
 SENDS = {"MPI_Send", "MPI_Ssend"}
-COLLECTIVES = {"MPI_Barrier", "MPI_Bcast", "MPI_Reduce", "MPI_Allreduce", "MPI_Comm_split", "MPI_Comm_dup",
-               "MPI_Comm_free", "MPI_File_open", "MPI_File_close"}
+COLLECTIVES = set(layout.COLLECTIVES)  # the calls written as OTF2 collective operations
 REQUEST_STARTS = {"MPI_Isend", "MPI_Irecv"}
 
 # One side of a message: world ranks, the merged communicator, where and when (aligned

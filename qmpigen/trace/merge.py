@@ -21,6 +21,10 @@ from pathlib import Path
 from typing import Dict, FrozenSet, List, Optional, Tuple
 
 import numpy as np
+# the rest of the trace extra, imported here so that a missing one fails at once (the CLI
+# turns the ImportError into one line)
+import matplotlib  # noqa: F401
+import otf2  # noqa: F401
 
 from .clocks import aligned_ns, axis_span, clock_alignment, ticks_to_ns
 from .match import COLLECTIVES, ENDPOINT_DTYPE, REQUEST_STARTS, SENDS, EndpointSpill, match, match_requests
@@ -429,18 +433,8 @@ def merge(directory: Path, out: Path, level: Optional[int] = None, outputs: Froz
     return report
 
 
-MISSING_EXTRA = "qmpigen trace needs the otf2 and matplotlib packages: pip install 'qmpigen[trace]'"
-
-
 def run(directory: Path, out: Path, level: Optional[int], echo) -> int:
     """The command: notes and the output's place on stderr; 1 if nothing was merged."""
-    try:
-        import matplotlib  # noqa: F401
-        import numpy  # noqa: F401
-        import otf2  # noqa: F401
-    except ImportError:
-        echo(f"qmpigen: error: {MISSING_EXTRA}")
-        return 1
     try:
         report = merge(directory, out, level)
     except MergeError as exc:

@@ -5,9 +5,9 @@ reads and writes as I/O operations on I/O handles (one per opened file and rank)
 
 Definitions go through the package's Python API. Events are many: the package's Python
 writer costs several microseconds per event, so they are written by the OTF2 library the
-package bundles, called from a small C loop (native.py's qmpi_write_events) over numpy
-arrays, one call per rank file. Without a C compiler the same loop runs in Python
-through ctypes (slower; `bulk_mode` says which ran)."""
+package bundles, called from a small C loop (_loops.c's qmpi_write_events, built at
+install time) over numpy arrays, one call per rank file. Without the built extension the
+same loop runs in Python through ctypes (slower; `bulk_mode` says which ran)."""
 
 from __future__ import annotations
 
@@ -21,23 +21,15 @@ from otf2.enums import (CollectiveOp, GroupType, IoParadigmClass, IoParadigmFlag
                         Paradigm,
                         RegionRole)
 
-COLLECTIVE_OPS = {
-    "MPI_Barrier": CollectiveOp.BARRIER,
-    "MPI_Bcast": CollectiveOp.BCAST,
-    "MPI_Reduce": CollectiveOp.REDUCE,
-    "MPI_Allreduce": CollectiveOp.ALLREDUCE,
-    "MPI_Comm_split": CollectiveOp.CREATE_HANDLE,
-    "MPI_Comm_dup": CollectiveOp.CREATE_HANDLE,
-    "MPI_Comm_free": CollectiveOp.DESTROY_HANDLE,
-    "MPI_File_open": CollectiveOp.CREATE_HANDLE,
-    "MPI_File_close": CollectiveOp.DESTROY_HANDLE,
-}
+from .layout import COLLECTIVES
+
+COLLECTIVE_OPS = {name: getattr(CollectiveOp, op) for name, op in COLLECTIVES.items()}
 ROLES = {"MPI_Send": RegionRole.POINT2POINT, "MPI_Recv": RegionRole.POINT2POINT, "MPI_Barrier": RegionRole.BARRIER,
          "MPI_File_read_at": RegionRole.FILE_IO, "MPI_File_write_at": RegionRole.FILE_IO}
 
-from . import native
+from . import loops
 
-# What a call adds between its Enter and Leave (the `op` array of native.C_SOURCE).
+# What a call adds between its Enter and Leave (the `op` array of _loops.c's qmpi_write_events).
 OP_NONE, OP_SEND, OP_RECV, OP_ISEND, OP_IRECV_REQUEST, OP_COLLECTIVE, OP_IO = range(7)
 COMPLETE_ISEND, COMPLETE_IRECV = 1, 2
 # OTF2 keeps one event chunk per location in memory until the archive closes (a
@@ -100,7 +92,7 @@ class Otf2Writer:
         self.io_files: Dict[Tuple[str, object], object] = {}
         self.defs = defs
         self.lib = _otf2_library()
-        self.bulk = native.load()
+        self.bulk = loops.load()
         self.bulk_mode = "C loop" if self.bulk is not None else "ctypes loop"
         self.api = _Api(*(ctypes.cast(getattr(self.lib, f"OTF2_EvtWriter_{name}"), ctypes.c_void_p).value
                           for name in API_FUNCTIONS))
@@ -166,7 +158,7 @@ class Otf2Writer:
         return written
 
     def _write_python(self, handle: int, columns, done) -> int:
-        """native.C_SOURCE's loop through ctypes, for machines without a C compiler."""
+        """_loops.c's loop through ctypes, where the extension was not built."""
         lib = self.lib
         u32, u64, u8, vp = ctypes.c_uint32, ctypes.c_uint64, ctypes.c_uint8, ctypes.c_void_p
         signatures = {"Enter": [vp, vp, u64, u32], "Leave": [vp, vp, u64, u32],

@@ -1,7 +1,7 @@
 """Chrome trace JSON for Perfetto (ui.perfetto.dev) and chrome://tracing: a process per
 rank, a track per thread, a slice per call, a flow arrow per matched message. Written
-as it goes, in bulk: the slices of a rank file by native.py's C loop (or, without a C
-compiler, by groups of calls with the same function and arguments present, one
+as it goes, in bulk: the slices of a rank file by _loops.c's C loop (or, where that
+extension was not built, by groups of calls with the same function and arguments present, one
 %-template each), arrows at the end. Times are microseconds with three decimals (exact
 ns)."""
 
@@ -13,7 +13,7 @@ from typing import IO, Dict, Sequence
 
 import numpy as np
 
-from . import native
+from . import loops
 
 ARG_FIELDS = ("comm", "peer", "tag", "root", "count", "bytes", "file", "offset")  # shown unless -1 or 0
 
@@ -37,10 +37,10 @@ class PerfettoWriter:
         self.flow = 0
         self.events = 0  # trace events written: slices, flow starts and ends, metadata
         self.buffer = np.empty(0, np.uint8)  # the C loops' text, reused
-        self.native = native.load()
+        self.native = loops.load()
 
     def _native_write(self, function: str, n: int, per_call: int, *args) -> None:
-        """Runs a C loop of native.py over n items and writes its text."""
+        """Runs a C loop of _loops.c over n items and writes its text."""
         cap = n * per_call + 64
         if len(self.buffer) < cap:  # one buffer for the whole merge: fresh pages cost faults
             self.buffer = np.empty(cap, np.uint8)  # not zeroed: the C loop says how much it wrote

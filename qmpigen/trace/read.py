@@ -21,27 +21,32 @@ from typing import Dict, Iterator, List, Optional, Tuple
 
 import numpy as np
 
-MAGIC = b"QMPITRC\0"
-VERSIONS = (1, 2)  # 1: call times in ns; 2: in ticks, with timer records
-HEADER = struct.Struct("<8sHHIiiiiIIQQQ")
-RECORD_HEAD = struct.Struct("<HH")
-COMPLETION = struct.Struct("<HHiQiiq")
-CLOCK = struct.Struct("<HHIQqQ")
-TIMER = struct.Struct("<HHIQQ")
-R_FUNCTION, R_PROCESS, R_COMM, R_TYPE, R_FILE, R_CALL, R_COMPLETION, R_CLOCK, R_TIMER, R_SHORT_CALL = range(1, 11)
-CALL_HAS_REQUEST, CALL_FAILED = 1, 2
+from . import layout
+
+# the layout's facts (layout.py), as the reader uses them
+MAGIC = layout.MAGIC
+VERSIONS = layout.READ_VERSIONS  # 1: call times in ns; 2: in ticks, with timer records
+HEADER = layout.HEADER.format
+RECORD_HEAD = struct.Struct("<" + "".join(layout.C_TYPES[f.ctype][1] for f in layout.HEAD))
+COMPLETION = layout.COMPLETION.layout.format
+CLOCK = layout.CLOCK.layout.format
+TIMER = layout.TIMER.layout.format
+(R_FUNCTION, R_PROCESS, R_COMM, R_TYPE, R_FILE, R_CALL, R_COMPLETION, R_CLOCK, R_TIMER,
+ R_SHORT_CALL) = (layout.BY_NAME[name].kind for name in ("FUNCTION", "PROCESS", "COMM", "TYPE", "FILE", "CALL",
+                                                          "COMPLETION", "CLOCK", "TIMER", "SHORT_CALL"))
+CALL_HAS_REQUEST, CALL_FAILED = (value for _, value, _ in layout.FLAGS)
+ALIGNMENT = layout.RECORD_ALIGNMENT
+# the fixed part of each variable-size record (after kind and size), and where its tail starts
+FIXED = {layout.BY_NAME[name].kind: layout.BY_NAME[name].layout.format
+         for name in ("FUNCTION", "PROCESS", "COMM", "TYPE", "FILE")}
 FILE_NAME = re.compile(r"^(?P<program>.+)_(?P<host>[^_]+)_(?P<rank>\d+)_(?P<thread>\d+)\.L(?P<level>\d+)\.qtr$")
 
-CALL_DTYPE = np.dtype([("kind", "<u2"), ("size", "<u2"), ("func", "<u2"), ("depth", "u1"), ("flags", "u1"),
-                       ("enter", "<u8"), ("leave", "<u8"), ("comm", "<i4"), ("peer", "<i4"), ("tag", "<i4"),
-                       ("root", "<i4"), ("datatype", "<i4"), ("file", "<i4"), ("count", "<i8"), ("bytes", "<i8"),
-                       ("offset", "<i8"), ("request", "<u8")])
-assert CALL_DTYPE.itemsize == 80
+CALL_DTYPE = layout.CALL.layout.dtype
 # a call with its communicator only (every other field at its default)
-SHORT_DTYPE = np.dtype([("kind", "<u2"), ("size", "<u2"), ("func", "<u2"), ("depth", "u1"), ("flags", "u1"),
-                        ("enter", "<u8"), ("leave", "<u8"), ("comm", "<i4"), ("reserved", "<i4")])
-assert SHORT_DTYPE.itemsize == 32
-CALL_DEFAULTS = {"peer": -1, "root": -1, "datatype": -1, "file": -1}  # the rest 0
+SHORT_DTYPE = layout.SHORT_CALL.layout.dtype
+_SHORT_FIELDS = set(SHORT_DTYPE.names)
+CALL_DEFAULTS = {f.name: f.default for f in layout.CALL.layout.fields
+                 if f.default and f.name not in _SHORT_FIELDS}  # the rest 0
 CALL_KINDS = {R_CALL: CALL_DTYPE, R_SHORT_CALL: SHORT_DTYPE}
 # one completed request of a Wait/Waitall/Test: the index of its call in the file's calls
 COMPLETION_DTYPE = np.dtype([("call", "<i8"), ("request", "<u8"), ("source", "<i4"), ("tag", "<i4"),
@@ -140,33 +145,39 @@ def _walk_problem(data: bytes, pos: int, end: int) -> str:
     if end - pos < 4:
         return f"truncated at byte {pos} (a record header cut short)"
     kind, size = RECORD_HEAD.unpack_from(data, pos)
-    if size < 8 or size % 8:
+    if size < ALIGNMENT or size % ALIGNMENT:
         return f"corrupt record at byte {pos} (size {size})"
     return f"truncated at byte {pos} (a {size}-byte record, {end - pos} bytes left)"
 
 
 def _other_record(data: bytes, pos: int, kind: int, size: int, out: RankFile) -> Optional[str]:
     """Reads a definition, clock or timer record into `out`; why it is corrupt, or None."""
+    fixed = FIXED.get(kind)
+    if fixed is not None:
+        if RECORD_HEAD.size + fixed.size > size:
+            return f"corrupt record at byte {pos} (kind {kind}, size {size})"
+        values = fixed.unpack_from(data, pos + RECORD_HEAD.size)
+        tail = pos + RECORD_HEAD.size + fixed.size  # where the variable part starts
     if kind == R_FUNCTION:
-        (code,) = struct.unpack_from("<i", data, pos + 4)
-        out.functions[code] = _string(data, pos + 8, pos + size)
+        (code,) = values
+        out.functions[code] = _string(data, tail, pos + size)
     elif kind == R_PROCESS:
-        program, _, rest = data[pos + 8:pos + size].partition(b"\0")
+        program, _, rest = data[tail:pos + size].partition(b"\0")
         out.program = program.decode(errors="replace")
         out.host = rest.split(b"\0", 1)[0].decode(errors="replace")
     elif kind == R_COMM:
-        comm_id, comm_size = struct.unpack_from("<ii", data, pos + 4)
-        if comm_size < 0 or 12 + 4 * comm_size > size:
+        comm_id, comm_size = values
+        if comm_size < 0 or tail + 4 * comm_size > pos + size:
             return f"corrupt communicator record at byte {pos}"
-        out.comms[comm_id] = struct.unpack_from(f"<{comm_size}i", data, pos + 12)
+        out.comms[comm_id] = struct.unpack_from(f"<{comm_size}i", data, tail)
     elif kind == R_TYPE:
-        type_id, type_size, named, nints, naddrs, ntypes = struct.unpack_from("<6i", data, pos + 4)
-        name = _string(data, pos + 28, pos + size)
+        type_id, type_size, named, nints, naddrs, ntypes = values
+        name = _string(data, tail, pos + size)
         out.types[type_id] = (type_size, name if named or name else
                               f"derived(ints={nints},addrs={naddrs},types={ntypes})")
     elif kind == R_FILE:
-        file_id, _, initial = struct.unpack_from("<iiq", data, pos + 4)
-        out.files[file_id] = (_string(data, pos + 20, pos + size), initial)
+        file_id, _, initial = values
+        out.files[file_id] = (_string(data, tail, pos + size), initial)
     elif kind == R_CLOCK and size == CLOCK.size:
         _, _, phase, local, offset, _rtt = CLOCK.unpack_from(data, pos)
         out.clocks[phase] = (local, offset)
@@ -180,10 +191,10 @@ def _other_record(data: bytes, pos: int, kind: int, size: int, out: RankFile) ->
 
 def _read_records(data: bytes, pos: int, out: RankFile, end: Optional[int] = None) -> Optional[str]:
     """Reads records from `pos` to `end`; the reason it stopped early, or None."""
-    from . import native
+    from . import loops
 
     end = len(data) if end is None else end
-    lib = native.load()
+    lib = loops.load()
     if lib is not None:
         calls, offsets, completions, problem = _scan_native(lib, data, pos, end, out)
     else:
@@ -203,9 +214,18 @@ def _read_records(data: bytes, pos: int, out: RankFile, end: Optional[int] = Non
     return problem
 
 
-RAW_COMPLETION = np.dtype([("kind", "<u2"), ("size", "<u2"), ("source", "<i4"), ("request", "<u8"),
-                           ("tag", "<i4"), ("pad", "<i4"), ("bytes", "<i8")])
-assert RAW_COMPLETION.itemsize == COMPLETION.size
+RAW_COMPLETION = layout.COMPLETION.layout.dtype
+
+
+class _Kinds(ctypes.Structure):
+    """_loops.c's struct kinds: what its walk sorts out, from the layout."""
+
+    _fields_ = [(name, ctypes.c_uint16) for name in ("call", "call_size", "short_call", "short_size", "completion",
+                                                     "completion_size", "alignment")]
+
+
+KINDS = _Kinds(R_CALL, CALL_DTYPE.itemsize, R_SHORT_CALL, SHORT_DTYPE.itemsize, R_COMPLETION, RAW_COMPLETION.itemsize,
+               ALIGNMENT)
 
 
 class _Scan(ctypes.Structure):
@@ -215,14 +235,15 @@ class _Scan(ctypes.Structure):
 
 
 def _scan_native(lib, data: bytes, pos: int, end: int, out: RankFile):
-    """The records sorted out by native.py's walk (one count, one copy); the few others
+    """The records sorted out by _loops.c's walk (one count, one copy); the few others
     (definitions, clocks, timers) read here. Calls and completions after a corrupt
     record do not count."""
     scan_records = lib.qmpi_scan_records
     scan_records.restype = ctypes.c_int64
     buffer = ctypes.c_void_p(np.frombuffer(data, np.uint8).ctypes.data if len(data) else None)
     scan = _Scan()
-    scan_records(buffer, ctypes.c_int64(pos), ctypes.c_int64(end), ctypes.byref(scan))
+    kinds = ctypes.byref(KINDS)
+    scan_records(buffer, ctypes.c_int64(pos), ctypes.c_int64(end), kinds, ctypes.byref(scan))
     n_calls, n_shorts, n_completions, n_others = scan.counts
     calls = np.empty(n_calls, CALL_DTYPE)
     offsets = np.empty(n_calls, np.int64)
@@ -234,7 +255,7 @@ def _scan_native(lib, data: bytes, pos: int, end: int, out: RankFile):
     for name, array in (("calls", calls), ("call_offset", offsets), ("shorts", shorts), ("short_row", short_row),
                         ("completions", raw_completions), ("completion_at", completion_at), ("other_at", other_at)):
         setattr(scan, name, array.ctypes.data if array.size else ctypes.addressof(scan))  # not NULL: copy
-    stop = scan_records(buffer, ctypes.c_int64(pos), ctypes.c_int64(end), ctypes.byref(scan))
+    stop = scan_records(buffer, ctypes.c_int64(pos), ctypes.c_int64(end), kinds, ctypes.byref(scan))
     problem, cut, cut_at = (_walk_problem(data, stop, end), n_calls, stop) if stop < end else (None, n_calls, end)
     for at, calls_before in other_at.tolist():
         kind, size = RECORD_HEAD.unpack_from(data, at)
@@ -276,7 +297,7 @@ def _scan_python(data: bytes, pos: int, end: int, out: RankFile):
             problem = _walk_problem(data, pos, end)
             break
         kind, size = unpack_head(data, pos)
-        if size < 8 or size % 8 or pos + size > end:
+        if size < ALIGNMENT or size % ALIGNMENT or pos + size > end:
             problem = _walk_problem(data, pos, end)
             break
         if kind in CALL_KINDS and size == CALL_KINDS[kind].itemsize:

@@ -1,29 +1,19 @@
-"""The merge's loops over records and calls, in C: reading rank files (read.py), OTF2
-events through the OTF2 library the otf2 package bundles (otf2_out.py), and Chrome trace
-JSON text (perfetto.py). Python code per
-call costs about a microsecond a value; these loops take the calls as numpy arrays, one
-call per rank file. C_SOURCE is compiled on first use, once per machine, with the C
-compiler on PATH ($CC, cc or gcc: qmpigen's users build tools with one) into the cache
-directory ($XDG_CACHE_HOME or ~/.cache, qmpigen/), named after its hash; load() returns
-None when that is impossible, and the callers fall back to Python (slower)."""
-
-from __future__ import annotations
-
-import ctypes
-import hashlib
-import os
-import shutil
-import subprocess
-import tempfile
-from pathlib import Path
-from typing import Optional
-
-C_SOURCE = r"""
-/* qmpigen trace: the merge's loops over calls (qmpigen/trace/native.py) */
+/* qmpigen trace: the merge's loops over calls, built with the package (setup.py:
+ * qmpigen.trace._loops, a shared library that qmpigen/trace/loops.py loads with ctypes).
+ * Python code costs about a microsecond per value; these loops take a rank file's calls
+ * as numpy arrays, one C call per file: OTF2 events through the OTF2 library the otf2
+ * package bundles (otf2_out.py), Chrome trace JSON text (perfetto.py), and the walk over
+ * a rank file's records (read.py). No record layout is spelled here: the walk is handed
+ * the kinds and sizes that qmpigen/trace/layout.py defines. */
+#include <Python.h>
 #include <stdint.h>
 #include <string.h>
 
-/* ---- OTF2 events of one location (otf2_out.py: OP_* and COMPLETE_* codes) ---- */
+/* ---- OTF2 events of one location ---- */
+/* What a call adds between its Enter and Leave, and what a completion is: the values of
+ * otf2_out.py's OP_* and COMPLETE_* (tests/test_trace_layout.py compares them). */
+enum { OP_NONE, OP_SEND, OP_RECV, OP_ISEND, OP_IRECV_REQUEST, OP_COLLECTIVE, OP_IO };
+enum { COMPLETE_ISEND = 1, COMPLETE_IRECV = 2 };
 typedef int (*time_region_fn)(void *, void *, uint64_t, uint32_t);
 typedef int (*p2p_fn)(void *, void *, uint64_t, uint32_t, uint32_t, uint32_t, uint64_t);
 typedef int (*ip2p_fn)(void *, void *, uint64_t, uint32_t, uint32_t, uint32_t, uint64_t, uint64_t);
@@ -66,23 +56,23 @@ int64_t qmpi_write_events(const struct api *f, void *w, const struct calls *c, c
         uint64_t t0 = c->enter[i], t1 = c->leave[i];
         int rc = f->enter(w, 0, t0, c->region[i]);
         switch (c->op[i]) {
-        case 1: rc |= f->send(w, 0, t0, c->peer[i], c->comm[i], c->tag[i], c->bytes[i]); events++; break;
-        case 2: rc |= f->recv(w, 0, t1, c->peer[i], c->comm[i], c->tag[i], c->bytes[i]); events++; break;
-        case 3: rc |= f->isend(w, 0, t0, c->peer[i], c->comm[i], c->tag[i], c->bytes[i], c->request[i]); events++; break;
-        case 4: rc |= f->irecv_request(w, 0, t0, c->request[i]); events++; break;
-        case 5:
+        case OP_SEND: rc |= f->send(w, 0, t0, c->peer[i], c->comm[i], c->tag[i], c->bytes[i]); events++; break;
+        case OP_RECV: rc |= f->recv(w, 0, t1, c->peer[i], c->comm[i], c->tag[i], c->bytes[i]); events++; break;
+        case OP_ISEND: rc |= f->isend(w, 0, t0, c->peer[i], c->comm[i], c->tag[i], c->bytes[i], c->request[i]); events++; break;
+        case OP_IRECV_REQUEST: rc |= f->irecv_request(w, 0, t0, c->request[i]); events++; break;
+        case OP_COLLECTIVE:
             rc |= f->coll_begin(w, 0, t0);
             rc |= f->coll_end(w, 0, t1, (uint8_t)c->tag[i], c->comm[i], c->peer[i], c->bytes[i], c->bytes[i]);
             events += 2;
             break;
-        case 6:
+        case OP_IO:
             rc |= f->io_begin(w, 0, t0, c->comm[i], (uint8_t)c->tag[i], 0, c->bytes[i], c->request[i]);
             rc |= f->io_complete(w, 0, t1, c->comm[i], c->bytes[i], c->request[i]);
             events += 2;
             break;
         }
         for (; j < k->n && k->call[j] == i; j++) {
-            if (k->kind[j] == 1)
+            if (k->kind[j] == COMPLETE_ISEND)
                 rc |= f->isend_complete(w, 0, t1, k->request[j]);
             else
                 rc |= f->irecv(w, 0, t1, k->sender[j], k->comm[j], k->tag[j], k->bytes[j], k->request[j]);
@@ -219,46 +209,55 @@ int64_t qmpi_json_flows(char *out, int64_t cap, int64_t n, int64_t first_id, con
 }
 
 /* ---- reading a rank file (read.py): records sorted out in one walk ---- */
+
+/* The record kinds and sizes the walk sorts out (read.py fills it from layout.py). */
+struct kinds {
+    uint16_t call, call_size, short_call, short_size, completion, completion_size, alignment;
+};
+
 struct scan {
-    uint8_t *calls;          /* 80-byte call records, in file order (short ones: a row left for Python) */
+    uint8_t *calls;          /* full call records, in file order (short ones: a row left for Python) */
     int64_t *call_offset;    /* where each call starts in the file */
-    uint8_t *shorts;         /* 32-byte short call records */
+    uint8_t *shorts;         /* short call records */
     int64_t *short_row;      /* the row of each in `calls` */
-    uint8_t *completions;    /* 32-byte completion records */
+    uint8_t *completions;    /* completion records */
     int64_t *completion_at;  /* 2 per completion: its offset, the index of the call before it */
     int64_t *other_at;       /* 2 per other record: its offset, the number of calls before it */
     int64_t counts[4];       /* calls, shorts, completions, others */
 };
 
-/* Walks the records from `pos` to `end` and sorts them: calls (kind 6, 80 bytes; kind 10,
- * 32 bytes), completions (kind 7, 32 bytes, after a call) and the rest, for Python. With
- * NULL buffers it only counts. Returns where it stopped: `end`, or the first record whose
- * header cannot be walked (Python says why). */
-int64_t qmpi_scan_records(const uint8_t *data, int64_t pos, int64_t end, struct scan *s)
+struct record_head {
+    uint16_t kind, size;
+};
+
+/* Walks the records from `pos` to `end` and sorts them: calls (full and short),
+ * completions (after a call) and the rest, for Python. With NULL buffers it only counts.
+ * Returns where it stopped: `end`, or the first record whose head cannot be walked
+ * (Python says why). */
+int64_t qmpi_scan_records(const uint8_t *data, int64_t pos, int64_t end, const struct kinds *k, struct scan *s)
 {
     int64_t *n = s->counts;
     n[0] = n[1] = n[2] = n[3] = 0;
-    while (end - pos >= 4) {
-        uint16_t kind, size;
-        memcpy(&kind, data + pos, 2);
-        memcpy(&size, data + pos + 2, 2);
-        if (size < 8 || size % 8 || pos + size > end)
+    while (end - pos >= (int64_t)sizeof(struct record_head)) {
+        struct record_head h;
+        memcpy(&h, data + pos, sizeof h);
+        if (h.size < k->alignment || h.size % k->alignment || pos + h.size > end)
             break;
-        if ((kind == 6 && size == 80) || (kind == 10 && size == 32)) {
+        if ((h.kind == k->call && h.size == k->call_size) || (h.kind == k->short_call && h.size == k->short_size)) {
             if (s->calls) {
                 s->call_offset[n[0]] = pos;
-                if (kind == 6) {
-                    memcpy(s->calls + 80 * n[0], data + pos, 80);
+                if (h.kind == k->call) {
+                    memcpy(s->calls + (int64_t)k->call_size * n[0], data + pos, k->call_size);
                 } else {
-                    memcpy(s->shorts + 32 * n[1], data + pos, 32);
+                    memcpy(s->shorts + (int64_t)k->short_size * n[1], data + pos, k->short_size);
                     s->short_row[n[1]] = n[0];
                 }
             }
-            n[1] += kind == 10;
+            n[1] += h.kind == k->short_call;
             n[0]++;
-        } else if (kind == 7 && size == 32 && n[0] > 0) {
+        } else if (h.kind == k->completion && h.size == k->completion_size && n[0] > 0) {
             if (s->calls) {
-                memcpy(s->completions + 32 * n[2], data + pos, 32);
+                memcpy(s->completions + (int64_t)k->completion_size * n[2], data + pos, k->completion_size);
                 s->completion_at[2 * n[2]] = pos;
                 s->completion_at[2 * n[2] + 1] = n[0] - 1;
             }
@@ -270,48 +269,15 @@ int64_t qmpi_scan_records(const uint8_t *data, int64_t pos, int64_t end, struct 
             }
             n[3]++;
         }
-        pos += size;
+        pos += h.size;
     }
     return pos;
 }
-"""
 
-_loaded: dict = {}
+/* A module with no functions: it is imported by nobody, loaded with ctypes. */
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_loops", NULL, -1, NULL, NULL, NULL, NULL, NULL};
 
-
-def load() -> Optional[ctypes.CDLL]:
-    """C_SOURCE as a shared library, compiled on first use; None without a C compiler
-    (or if compiling fails)."""
-    if "lib" in _loaded:
-        return _loaded["lib"]
-    _loaded["lib"] = lib = _build()
-    return lib
-
-
-def _build() -> Optional[ctypes.CDLL]:
-    if os.environ.get("QMPIGEN_TRACE_NO_NATIVE") == "1":  # the Python fallback, for tests
-        return None
-    digest = hashlib.sha256(C_SOURCE.encode()).hexdigest()[:16]
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "qmpigen"
-    lib = cache / f"trace-native-{digest}.so"
-    if not lib.exists():
-        compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
-        if compiler is None:
-            return None
-        try:
-            cache.mkdir(parents=True, exist_ok=True)
-            with tempfile.TemporaryDirectory(dir=cache) as tmp:
-                source = Path(tmp) / "trace_native.c"
-                source.write_text(C_SOURCE)
-                built = Path(tmp) / "trace_native.so"
-                proc = subprocess.run([compiler, "-O2", "-shared", "-fPIC", str(source), "-o", str(built)],
-                                      capture_output=True, timeout=120)
-                if proc.returncode != 0:
-                    return None
-                os.replace(built, lib)
-        except (OSError, subprocess.SubprocessError):
-            return None
-    try:
-        return ctypes.CDLL(str(lib))
-    except OSError:
-        return None
+PyMODINIT_FUNC PyInit__loops(void)
+{
+    return PyModule_Create(&module);
+}

@@ -1,0 +1,92 @@
+"""The trace layout's one home (qmpigen/trace/layout.py) and what derives from it: the
+generated parts of sample_tools/trace.c and docs/trace-format.md are exactly what the
+layout makes (byte for byte), the C structs compile with the layout's offsets and sizes,
+the reader's dtypes and struct formats agree with them, and the merger's collectives are
+the layout's. Also: `qmpigen trace` without its extra is one line and exit 2."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from conftest import REPO
+from qmpigen.trace import layout
+
+
+def test_generated_parts_are_up_to_date():
+    for path, text in layout.generated().items():
+        assert path.read_text() == text, f"{path} is out of date: run `{layout.COMMAND}`"
+    assert layout.main([]) == 0
+
+
+def test_the_c_structs_compile_with_the_layouts_offsets(tmp_path):
+    """The generated part of trace.c alone (its _Static_asserts hold the offsets and sizes)."""
+    compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+    if compiler is None:
+        pytest.skip("no C compiler")
+    text = layout.TRACE_C.read_text()
+    block = text.split(layout.C_BEGIN)[1].split(layout.C_END)[0]
+    source = tmp_path / "layout.c"
+    source.write_text(block + "int main(void) { struct call_record r = {CALL_RECORD_DEFAULTS};"
+                      " return !CALL_RECORD_IS_SHORT(r); }\n")
+    proc = subprocess.run([compiler, "-std=c11", "-Wall", "-Wextra", "-Werror", str(source), "-o",
+                           str(tmp_path / "layout")], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    # a call record at its defaults is one a SHORT_CALL stands for
+    assert subprocess.run([str(tmp_path / "layout")]).returncode == 0
+
+
+def test_the_readers_types_are_the_layouts():
+    np = pytest.importorskip("numpy")
+    from qmpigen.trace import read
+
+    for record in layout.RECORDS:
+        s = record.layout
+        assert s.format.size == s.size == s.dtype.itemsize
+        assert [s.dtype.fields[f.name][1] for f in s.fields] == s.offsets()
+    assert read.CALL_DTYPE == layout.CALL.layout.dtype and read.CALL_DTYPE.itemsize == 80
+    assert read.HEADER.size == 64 and read.MAGIC == b"QMPITRC\0"
+    assert read.CALL_DEFAULTS == {"peer": -1, "root": -1, "datatype": -1, "file": -1}
+    assert (read.R_CALL, read.R_COMPLETION, read.R_SHORT_CALL) == (6, 7, 10)
+    assert np.dtype(read.SHORT_DTYPE).names[:8] == read.CALL_DTYPE.names[:8]
+
+
+def test_the_collectives_have_one_home():
+    pytest.importorskip("numpy")
+    from qmpigen.trace import match
+
+    assert match.COLLECTIVES == set(layout.COLLECTIVES)
+    otf2_out = pytest.importorskip("qmpigen.trace.otf2_out")
+    from otf2.enums import CollectiveOp
+
+    assert otf2_out.COLLECTIVE_OPS == {name: getattr(CollectiveOp, op) for name, op in layout.COLLECTIVES.items()}
+    assert len(otf2_out.COLLECTIVE_OPS) == 9
+    # and trace.c's function table is the layout's
+    names = re.findall(r"X\(\w+, (\w+), [01]\)", layout.TRACE_C.read_text())
+    assert names == [f.name for f in layout.FUNCTIONS]
+
+
+def test_qmpigen_trace_without_its_extra_is_one_line(tmp_path):
+    """numpy (or otf2) missing: the modules made unimportable in a fresh interpreter."""
+    for module in ("numpy", "otf2"):
+        code = (f"import sys; sys.modules[{module!r}] = None\n"
+                "from qmpigen.cli import main\n"
+                f"main(['trace', {str(tmp_path)!r}, '-o', {str(tmp_path / 'out')!r}])\n")
+        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=str(REPO))
+        assert proc.returncode == 2, (module, proc.stderr)
+        assert proc.stderr == "qmpigen: error: qmpigen trace needs its extra: pip install 'qmpigen[trace]'\n", module
+
+
+def test_the_c_loops_use_otf2_outs_codes():
+    """_loops.c's OP_* and COMPLETE_* enums have otf2_out.py's values."""
+    otf2_out = pytest.importorskip("qmpigen.trace.otf2_out")
+    text = (REPO / "qmpigen" / "trace" / "_loops.c").read_text()
+    names = re.search(r"enum \{ (OP_NONE[^}]*)\}", text)[1].replace(" ", "").split(",")
+    assert {name: getattr(otf2_out, name) for name in names} == {name: i for i, name in enumerate(names)}
+    for name, value in re.findall(r"(COMPLETE_\w+) = (\d+)", text):
+        assert getattr(otf2_out, name) == int(value)
