@@ -33,7 +33,7 @@ all: demo
 
 venv: $(MPICH_STAMP) $(OPENMPI_STAMP)
 
-$(MPICH_STAMP): pyproject.toml
+$(MPICH_STAMP): pyproject.toml setup.py qmpigen/trace/_loops.c
 	$(PYTHON) -m venv $(MPICH)
 	$(MPICH)/bin/pip install --quiet --disable-pip-version-check '$(MPICH_WHEEL)' -e '.[test,trace]'
 	touch $@
