@@ -27,7 +27,7 @@ MPI_ENV := PATH=$(MPI_PREFIX)/bin:$$PATH OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN
 MPIEXEC := $(MPI_PREFIX)/bin/mpiexec $(if $(filter openmpi,$(MPI)),--oversubscribe,)
 DEMO := $(abspath $(OUT))/demo-$(MPI)
 
-.PHONY: all demo lint test test-on-mpich test-on-openmpi test-trace-on-mpich test-trace-on-openmpi test-threads-on-mpich test-threads-on-openmpi test-debian-on-mpich test-debian-on-openmpi test-trace test-fast test-intelmpi test-debian test-fortran bench-fortran test-threads test-sanitize test-sanitize-mpich test-sanitize-openmpi test-c fuzz bench venv clean distclean
+.PHONY: all demo docs lint test test-on-mpich test-on-openmpi test-trace-on-mpich test-trace-on-openmpi test-threads-on-mpich test-threads-on-openmpi test-debian-on-mpich test-debian-on-openmpi test-trace test-fast test-intelmpi test-debian test-fortran bench-fortran test-threads test-sanitize test-sanitize-mpich test-sanitize-openmpi test-c fuzz bench venv clean distclean
 
 all: demo
 
@@ -212,6 +212,18 @@ lint: $(LINT_STAMP)
 	$(MPICH)/bin/ruff format --check qmpigen tests bench
 	$(MPICH)/bin/mypy
 	clang-format --dry-run --Werror $(LINT_C)
+
+# The manual (docs/, mkdocs.yml) as a site in $(OUT)/site, with mkdocs-material; strict:
+# a broken link or anchor, or a page missing from the nav, fails the build.
+DOCS_STAMP := $(MPICH)/.docs-installed
+
+$(DOCS_STAMP): $(MPICH_STAMP) pyproject.toml
+	$(MPICH)/bin/pip install --quiet --disable-pip-version-check -e '.[test,trace,docs]'
+	touch $@
+
+docs: $(DOCS_STAMP)
+	NO_MKDOCS_2_WARNING=1 $(MPICH)/bin/mkdocs build --strict --quiet --site-dir $(abspath $(OUT))/site
+	@echo "the manual: $(abspath $(OUT))/site/index.html"
 
 clean:
 	rm -rf $(OUT)

@@ -136,7 +136,7 @@ def test_build_core_names_the_mpi_it_read_and_from_where(tmp_path, enumeration):
     assert result.stdout.startswith(f"{tmp_path / 'core'}: ")
 
 
-# -- shell completion (click's, as the README documents it) ----------------------------------
+# -- shell completion (click's, as docs/cli.md documents it) ----------------------------------
 
 
 def test_shell_completion_offers_commands_and_group_names():

@@ -101,7 +101,7 @@ def cmake_project(installed: Installed, tmp_path_factory) -> Path:
         "qmpi_add_tool(tbcast SOURCES tbcast.c)\n"
         "qmpi_add_tool(counter SPEC counter.qmpi)\n"
         "qmpi_add_tool(cbcount SOURCES cbcount.c)\n"
-        "# A callback tool that includes only <mpi.h> (README: the callback interface).\n"
+        "# A callback tool that includes only <mpi.h> (docs/interfaces.md: the callback interface).\n"
         "target_compile_options(cbcount PRIVATE -D_GNU_SOURCE -include qmpi.h)\n"
         "install(TARGETS tbcast counter cbcount LIBRARY DESTINATION ${QMPI_TOOL_DIR})\n"
     )

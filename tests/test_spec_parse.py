@@ -312,8 +312,10 @@ def test_offset_location_counts_lines_and_columns():
 
 
 def doc_examples():
-    """The ```qmpi blocks of docs/spec-language.md and of the README."""
-    texts = [DOCS.read_text()] + [p.read_text() for p in [REPO / "README.md"] if p.exists()]
+    """The ```qmpi blocks of every page of the manual (docs/) and of the README."""
+    pages = sorted((REPO / "docs").rglob("*.md")) + [REPO / "README.md"]
+    texts = [p.read_text() for p in pages if p.exists()]
+    assert DOCS in pages
     return [block for text in texts for block in re.findall(r"```qmpi\n(.*?)```", text, re.S)]
 
 

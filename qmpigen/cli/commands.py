@@ -244,9 +244,10 @@ def build_core(ctx, mpi_header, mpicc, cflags, include, exclude, mpix, output, c
 def examples(directory, force) -> None:
     """Write the documentation and the sample tools shipped with qmpigen into DIR.
 
-    DIR/docs/ holds the spec language reference and the performance notes;
-    DIR/sample_tools/ the hand-written tools (printer.c, tbcast.c), the tool specs
-    (counter, profiler, empty), the demo application and their Makefile.
+    DIR/docs/ holds the manual (Markdown pages: installing, the core, the spec
+    language, tracing, performance, ...); DIR/sample_tools/ the hand-written tools
+    (printer.c, tbcast.c, trace.c), the tool specs (*.qmpi), the demo application
+    and the Makefile that builds them against a core.
 
     \b
     Examples:

@@ -1,6 +1,6 @@
 """The documentation and sample tools shipped in the wheel, as files to write out.
 
-`qmpigen examples DIR` gives a user who has only the wheel the layout the README and
+`qmpigen examples DIR` gives a user who has only the wheel the layout the manual and
 scaffolded specs point to: DIR/docs/spec-language.md, DIR/sample_tools/printer.c, ...
 """
 
