@@ -61,7 +61,7 @@ demo: $(MPICH_STAMP) $(MPI_STAMP)
 	cd $(DEMO) && $(MPI_ENV) TOOLS=tools/libprinter.so:tools/libprinter.so $(MPIEXEC) -n 1 ./demo_app
 	@echo "== TOOLS=counter:tbcast:counter (thesis 4.5.3: the inner counter sees Send/Recv, not Bcast)"
 	cd $(DEMO) && $(MPI_ENV) TOOLS=tools/libcounter.so:tools/libtbcast.so:tools/libcounter.so $(MPIEXEC) -n 3 ./demo_app
-	@echo "== TOOLS=trace:tbcast:trace, 4 ranks: the inner trace (level 3: TBcast's Sends) merged by qmpigen trace (README: Tracing)"
+	@echo "== TOOLS=trace:tbcast:trace, 4 ranks: the inner trace (level 3: TBcast's Sends) merged by qmpigen trace (docs/tracing.md)"
 	rm -rf $(DEMO)/trace $(DEMO)/trace-merged
 	cd $(DEMO) && $(MPI_ENV) TOOLS=tools/libtrace.so:tools/libtbcast.so:tools/libtrace.so QMPI_TRACE_DIR=$(DEMO)/trace $(MPIEXEC) -n 4 ./demo_app
 	$(QMPIGEN) trace $(DEMO)/trace --level 3 -o $(DEMO)/trace-merged

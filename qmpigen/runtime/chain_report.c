@@ -72,7 +72,8 @@ static void qmpi_report_chain(int rank)
             instance += qmpi_levels[below].kind == kind && strcmp(qmpi_chain.items[below]->path, path) == 0;
         fprintf(out, "qmpi: level %d: %s%s, ", level, kind == QMPI_CALLBACK_LEVEL ? "@" : "", path);
         qmpi_print_kind(out, level);
-        fprintf(out, ", instance %d, intercepts %d functions\n", instance, qmpi_level_functions(level));
+        int functions = qmpi_level_functions(level);
+        fprintf(out, ", instance %d, intercepts %d function%s\n", instance, functions, functions == 1 ? "" : "s");
     }
     if (qmpi_verbose)
         fprintf(out, "qmpi: level %d: PMPI (%s)%s\n", levels + 1, QMPI_MPI_LIBRARY,
