@@ -117,3 +117,104 @@ def test_another_version_of_the_same_mpi_is_named_so(tmp_path):
     mpich = driver("mpich")
     core = generate(mpich, tmp_path / "core")
     assert_refused(debian, core, "MPICH 5.0.2 (MPI 5.0)", "another MPICH version", mpich)
+
+
+IDENTITY = re.compile(
+    r"^qmpi: error: this QMPI core was generated for (?P<made>.+?), but its MPI calls reach (?P<library>\S+) "
+    r"\((?P<version>[^\n]*)\): build the application with the MPI the core was generated for, "
+    r"or generate a core for this one$"
+)
+OTHER_LOADED = re.compile(
+    r"^qmpi: error: this QMPI core was generated for (?P<made>.+?) and calls it in (?P<library>\S+), but another "
+    r"MPI library, (?P<other>\S+), is loaded too: build the application with the MPI the core was generated for$"
+)
+
+
+def built_core(mpicc: Path, out: Path) -> Path:
+    generate(mpicc, out)
+    proc = subprocess.run(["make", "-s", "-j2", "-C", str(out)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    return out
+
+
+def app_with(mpicc: Path, core: Path, out: Path, *extra: str) -> Path:
+    """demo_app built with `mpicc` and linked with -lqmpi of `core` (as the install docs' pkg-config line)."""
+    demo = Path(__file__).resolve().parent.parent / "sample_tools" / "demo_app.c"
+    proc = subprocess.run([str(mpicc), "-O2", str(demo), "-o", str(out), f"-L{core}", "-lqmpi", f"-Wl,-rpath,{core}", *extra],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    return out
+
+
+@pytest.fixture(scope="module")
+def mpich_core(tmp_path_factory) -> Path:
+    """An MPICH-wheel core, built once for the run-time identity tests."""
+    return built_core(driver("mpich"), tmp_path_factory.mktemp("identity") / "core")
+
+
+def test_an_application_built_with_another_mpi_stops_at_its_first_call(tmp_path, mpich_core):
+    """Linked with Open MPI's driver against an MPICH core, the application's MPI calls
+    reach Open MPI: one line naming both, exit 1, before MPI is touched (it crashed in
+    MPI_Comm_rank before)."""
+    openmpi, core = driver("openmpi"), mpich_core
+    app = app_with(openmpi, core, tmp_path / "app")
+    proc = subprocess.run([str(app)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1 and proc.stdout == "", proc.stdout + proc.stderr
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1, proc.stderr
+    match = IDENTITY.match(lines[0])
+    assert match, lines[0]
+    assert match["made"] == "MPICH 5.0.2 (MPI 5.0)"
+    assert Path(match["library"]).resolve().parent == (openmpi.parent.parent / "lib").resolve()
+    assert match["version"].startswith("Open MPI v5.0.11")
+    # Under the application's launcher too: the job ends (the launcher may kill the other
+    # rank before it writes its line), and every qmpi line is that one.
+    job = subprocess.run([str(openmpi.parent / "mpiexec"), "-n", "2", str(app)], capture_output=True, text=True,
+                         timeout=120, env={**os.environ, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"})
+    assert job.returncode != 0 and "app rank" not in job.stdout
+    qmpi_lines = [line for line in job.stderr.splitlines() if line.startswith("qmpi:")]
+    assert 1 <= len(qmpi_lines) <= 2 and all(IDENTITY.match(line) for line in qmpi_lines), job.stderr
+
+
+TWO_MPIS = """
+#include <dlfcn.h>
+#include <stdio.h>
+#include <mpi.h>
+int main(int argc, char **argv)
+{
+    /* Another MPI library in the process (as a plugin or a second binding may load
+     * one), local: the core's calls still reach its own MPI. */
+    if (!dlopen(argv[1], RTLD_NOW | RTLD_LOCAL)) {
+        fprintf(stderr, "dlopen: %s\\n", dlerror());
+        return 2;
+    }
+    MPI_Init(&argc, &argv);
+    puts("not reached");
+    MPI_Finalize();
+    return 0;
+}
+"""
+
+
+def test_a_second_mpi_library_loaded_beside_the_right_one_stops_the_job(tmp_path, mpich_core):
+    mpich, openmpi, core = driver("mpich"), driver("openmpi"), mpich_core
+    other = next((openmpi.parent.parent / "lib").glob("libmpi.so.*[0-9]"))
+    source = tmp_path / "two_mpis.c"
+    source.write_text(TWO_MPIS)
+    app = tmp_path / "two_mpis"
+    built = subprocess.run([str(mpich), str(source), "-o", str(app), f"-L{core}", "-lqmpi", f"-Wl,-rpath,{core}", "-ldl"],
+                           capture_output=True, text=True)
+    assert built.returncode == 0, built.stderr
+    proc = subprocess.run([str(app), str(other)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1 and proc.stdout == "", proc.stdout + proc.stderr
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1 and OTHER_LOADED.match(lines[0]), proc.stderr
+    assert Path(OTHER_LOADED.match(lines[0])["other"]).resolve() == other.resolve()
+
+
+def test_the_right_mpi_passes_the_check(tmp_path, mpich_core):
+    mpich, core = driver("mpich"), mpich_core
+    app = app_with(mpich, core, tmp_path / "app")
+    proc = subprocess.run([str(mpich.parent / "mpiexec"), "-n", "2", str(app)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "qmpi: error" not in proc.stderr and proc.stdout.count("app rank") == 2

@@ -12,7 +12,7 @@ from enum import Enum
 from typing import Dict, Iterator, Optional, Tuple
 
 from qmpigen.errors import Location, QmpigenError
-from qmpigen.mpi.quirks import IMPLEMENTATION_MARKERS, PMPI_SLOT_RESERVED, Dispatch
+from qmpigen.mpi.quirks import IMPLEMENTATION_MARKERS, LIBRARY_VERSION_MARKERS, PMPI_SLOT_RESERVED, Dispatch
 from qmpigen.output.cnames import PMPI_SLOT_CANDIDATES, PMPI_SLOTS
 
 # What the chain report after MPI_Session_init calls (rank in mpi://WORLD).
@@ -225,6 +225,11 @@ class HeaderFacts:
         return name in self.tool_names
 
     @property
+    def library_marker(self) -> Optional[str]:
+        """What this implementation's MPI_Get_library_version contains (None: no check)."""
+        return LIBRARY_VERSION_MARKERS.get(self.implementation)
+
+    @property
     def pmpi_slot_letters(self) -> Tuple[str, ...]:
         """The first letters of the PMPI tool slots' continuation entries (YMPI_Send, ...):
         the first cnames.PMPI_SLOTS candidates that no MPI and not this header use."""
@@ -304,6 +309,12 @@ class Enumeration(FunctionSet):
     @property
     def names(self) -> Tuple[str, ...]:
         return tuple(f.name for f in self.functions)
+
+    @property
+    def library_marker(self) -> Optional[str]:
+        """What MPI_Get_library_version says for this implementation, where the core can
+        ask it (the MPI has the function and it is enumerated): None means no check."""
+        return self.facts.library_marker if self.get("MPI_Get_library_version") else None
 
     @property
     def reports_sessions(self) -> bool:

@@ -142,6 +142,16 @@ IMPLEMENTATION_MARKERS: Tuple[Tuple[str, Tuple[str, ...]], ...] = (
     ("Open MPI", ("OMPI_MAJOR_VERSION", "OMPI_MINOR_VERSION", "OMPI_RELEASE_VERSION")),
 )
 
+# What each implementation's MPI_Get_library_version says, to recognise it at run time:
+# the core checks that its PMPI calls reach a library of the implementation it was
+# generated for (an application linked against another MPI otherwise crashes in its
+# first call). The standard ABI has no marker: any implementation of it is right.
+LIBRARY_VERSION_MARKERS: Dict[str, str] = {
+    "MPICH": "MPICH",  # "MPICH Version:      5.0.2 ..."
+    "Open MPI": "Open MPI",  # "Open MPI v5.0.11, package: ..."
+    "Intel MPI": "Intel(R) MPI",  # "Intel(R) MPI Library 2021.18 for Linux* OS"
+}
+
 # Integer macros that pin down the MPI a core is generated for. qmpi.h compares those
 # the header defined (and requires the other implementations' markers to be absent),
 # so compiling a core or tool against another MPI's mpi.h stops with one line instead

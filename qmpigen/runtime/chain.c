@@ -281,6 +281,7 @@ QMPI_HIDDEN int qmpi_build_chain(void)
     pthread_mutex_lock(&qmpi_build_lock);
     state = qmpi_current_state();
     if (state == QMPI_UNBUILT) {
+        qmpi_check_mpi_library();
         qmpi_building = 1;
         state = qmpi_load_tools();
         qmpi_building = 0;

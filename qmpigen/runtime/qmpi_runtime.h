@@ -36,6 +36,8 @@
  *   chain_report.c  QMPI_VERBOSE: the chain, said once by world rank 0.
  *   chain.c         the chain's state, building it on the first MPI call, bottom-up,
  *                   and QMPI_Get_stack_function.
+ *   identity.c      on that first call: the MPI library reached is the one the core
+ *                   was generated for, and no other MPI library is loaded.
  */
 #ifndef QMPI_RUNTIME_H_INCLUDED
 #define QMPI_RUNTIME_H_INCLUDED
@@ -200,6 +202,9 @@ QMPI_HIDDEN extern int qmpi_recording;
 /* The variadic tail of the call being handed to a callback tool (QMPI_Get_variadic_args). */
 QMPI_HIDDEN extern __thread va_list *qmpi_variadic_tail __attribute__((tls_model("initial-exec")));
 QMPI_HIDDEN int qmpi_build_chain(void);
+
+/* identity.c */
+QMPI_HIDDEN void qmpi_check_mpi_library(void);
 
 /* Generated per MPI: qmpi_entry.c, qmpi_exec.c, qmpi_links.c. */
 QMPI_HIDDEN extern void *const qmpi_end_links[NUM_MPI_FUNCS];
