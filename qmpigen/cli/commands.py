@@ -6,7 +6,7 @@ import json
 import os
 import shlex
 import sys
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence
 
 import click
 
@@ -32,7 +32,9 @@ from qmpigen.spec.tool import Interface
 EXIT_USAGE = 2
 
 
-def mpi_source(mpi_header: str, mpicc: Optional[str], cflags: Sequence[str], include=(), exclude=(), mpix=False) -> api.MpiSource:
+def mpi_source(
+    mpi_header: str, mpicc: Optional[str], cflags: Sequence[str], include=(), exclude=(), mpix=False
+) -> api.MpiSource:
     return api.MpiSource(mpi_header, mpicc, tuple(cflags), Selection(tuple(include), tuple(exclude), mpix))
 
 
@@ -47,7 +49,9 @@ def header_options(func):
             help="mpi.h to read; 'auto' asks the compiler driver for its own.",
         ),
         click.option("--mpicc", default=None, metavar="DRIVER", help="MPI compiler driver (default: mpicc on PATH)."),
-        click.option("--cflag", "cflags", multiple=True, metavar="FLAG", help="Extra preprocessor flag (-I, -D); repeatable."),
+        click.option(
+            "--cflag", "cflags", multiple=True, metavar="FLAG", help="Extra preprocessor flag (-I, -D); repeatable."
+        ),
     ]
     for option in reversed(options):
         func = option(func)
@@ -292,7 +296,10 @@ def trace(directory, output, level) -> None:
 @click.argument("spec", required=False, metavar="[SPEC]")
 @click.option("--name", default=None, metavar="NAME", help="Quick form: the tool's name (writes DIR/NAME.qmpi too).")
 @click.option(
-    "--intercept", default=None, metavar="LIST", help="Quick form: functions, globs and groups, e.g. 'MPI_Send,MPI_File_*'."
+    "--intercept",
+    default=None,
+    metavar="LIST",
+    help="Quick form: functions, globs and groups, e.g. 'MPI_Send,MPI_File_*'.",
 )
 @click.option("--prefix", default=None, metavar="PREFIX", help="Quick form: wrapper symbol prefix (default: NAME).")
 @header_options
@@ -310,7 +317,21 @@ def trace(directory, output, level) -> None:
 @click.option("--check", is_flag=True, help="Write nothing; exit 1 naming the files that would change.")
 @click.pass_context
 def scaffold_tool(
-    ctx, spec, name, intercept, prefix, mpi_header, mpicc, cflags, include, exclude, mpix, output, interface, force, check
+    ctx,
+    spec,
+    name,
+    intercept,
+    prefix,
+    mpi_header,
+    mpicc,
+    cflags,
+    include,
+    exclude,
+    mpix,
+    output,
+    interface,
+    force,
+    check,
 ) -> None:
     """Generate a QMPI tool (NAME.c, Makefile) from a spec, or from --name/--intercept.
 
@@ -327,8 +348,8 @@ def scaffold_tool(
     The spec language: docs/spec-language.md ('qmpigen examples DIR' writes it out).
     """
     from qmpigen.output.scaffold import guard, quick_error, quick_spec
-    from qmpigen.spec.values import SPEC_SUFFIX
     from qmpigen.spec.parse import load_spec
+    from qmpigen.spec.values import SPEC_SUFFIX
 
     quick = name is not None or intercept is not None or prefix is not None
     if spec is not None and quick:
@@ -361,7 +382,7 @@ def scaffold_tool(
     try:
         tool = api.resolve_tool(mpi, tool_spec, interface)
     except QmpigenError as exc:
-        raise quick_error(exc) if quick else exc
+        raise (quick_error(exc) if quick else exc) from None
     files.update(api.scaffold_tool(mpi, tool, command))
     if not check:
         guard(output, files, force, user_files)

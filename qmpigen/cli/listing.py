@@ -126,7 +126,11 @@ def groups_listing(names: Sequence[str], enumeration: Enumeration) -> str:
 def fortran_line(plan: Optional[FortranPlan], request_mode: str) -> str:
     """build-core's line on stderr about the Fortran entries."""
     if plan is None:
-        why = "turned off (--fortran none)" if request_mode == "none" else "this MPI has no Fortran bindings qmpigen can use"
+        why = (
+            "turned off (--fortran none)"
+            if request_mode == "none"
+            else "this MPI has no Fortran bindings qmpigen can use"
+        )
         return f"qmpigen: Fortran entries: none, {why}"
     total, routed, seen = plan.f77_coverage()
     return (
@@ -148,9 +152,7 @@ def fortran_routes(plan: FortranPlan, entry: FortranEntry) -> Dict[str, Any]:
         f77 = ("binding reaches C" if plan.quirks.f77_reaches_c else "bypasses the chain") if entry.f77_names else None
     return {
         "f77": {"route": f77, "symbols": list(entry.f77_names)} if entry.f77_names else None,
-        "f08": [
-            {"symbol": name, "route": plan.f08_route(entry, name, defined)} for name, defined in entry.f08_names
-        ],
+        "f08": [{"symbol": name, "route": plan.f08_route(entry, name, defined)} for name, defined in entry.f08_names],
         "reason": entry.reason or None,
     }
 

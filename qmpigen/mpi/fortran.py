@@ -272,9 +272,9 @@ def plan_fortran(
     conversions = _handle_conversions(api, enumeration, macros)
     status_f2c, status_c2f = (_called(api.get(f"MPI_Status_{way}")) for way in ("f2c", "c2f"))
     errhandler_kinds = {
-        handle: (handle, _called(api.get(f"MPI_{handle[len('MPI_'):]}_get_errhandler")), conversions[handle][1])
+        handle: (handle, _called(api.get(f"MPI_{handle[len('MPI_') :]}_get_errhandler")), conversions[handle][1])
         for handle in sorted(set(FORTRAN_ERRHANDLER_FUNCTIONS.values()))
-        if handle in conversions and api.get(f"MPI_{handle[len('MPI_'):]}_get_errhandler") is not None
+        if handle in conversions and api.get(f"MPI_{handle[len('MPI_') :]}_get_errhandler") is not None
     }
     entries = []
     for function in enumeration:
@@ -291,7 +291,11 @@ def plan_fortran(
         if not f77 and not f08:
             continue
         params, reason = _classify(function, conversions, quirks, errhandler_kinds)
-        if not reason and not (status_f2c and status_c2f) and any(p.conv in (Conv.STATUS, Conv.STATUS_ARRAY) for p in params):
+        if (
+            not reason
+            and not (status_f2c and status_c2f)
+            and any(p.conv in (Conv.STATUS, Conv.STATUS_ARRAY) for p in params)
+        ):
             reason = "mpi.h declares no MPI_Status_f2c/MPI_Status_c2f"
         families = {f.suffix: f for f in quirks.f08_entries}
         f08_names = tuple((n, not reason and _defines(families[_suffix(n, quirks)])) for n in f08)

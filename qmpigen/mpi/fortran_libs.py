@@ -47,7 +47,9 @@ class FortranLibraries:
         return symbol in self.symbols
 
 
-def find_fortran(request: FortranRequest, c_driver: Tuple[str, ...], quirks: Optional[FortranQuirks]) -> Optional[FortranLibraries]:
+def find_fortran(
+    request: FortranRequest, c_driver: Tuple[str, ...], quirks: Optional[FortranQuirks]
+) -> Optional[FortranLibraries]:
     """The Fortran bindings of the MPI whose mpicc is c_driver; None where it has none
     (or where Fortran entries are off). An explicit driver that does not work is an error."""
     if request.disabled or quirks is None:

@@ -46,24 +46,53 @@ GROUPS: Tuple[Group, ...] = (
         "point-to-point",
         "blocking, nonblocking, persistent and partitioned sends and receives, probes (MPI 5.0 ch. 3-4)",
         (
-            "MPI_*[Ss]end", "MPI_*[Ss]end_c", "MPI_*[Ss]end_init", "MPI_*[Ss]end_init_c",
-            "MPI_*[Rr]ecv", "MPI_*[Rr]ecv_c", "MPI_*[Rr]ecv_init", "MPI_*[Rr]ecv_init_c",
-            "MPI_*[Ss]endrecv*", "MPI_*[Pp]robe", "MPI_Pready*", "MPI_Parrived",
+            "MPI_*[Ss]end",
+            "MPI_*[Ss]end_c",
+            "MPI_*[Ss]end_init",
+            "MPI_*[Ss]end_init_c",
+            "MPI_*[Rr]ecv",
+            "MPI_*[Rr]ecv_c",
+            "MPI_*[Rr]ecv_init",
+            "MPI_*[Rr]ecv_init_c",
+            "MPI_*[Ss]endrecv*",
+            "MPI_*[Pp]robe",
+            "MPI_Pready*",
+            "MPI_Parrived",
         ),
     ),
-    Group("partitioned", "partitioned communication (MPI 4.0)", ("MPI_Psend_init", "MPI_Precv_init", "MPI_Pready*", "MPI_Parrived")),
+    Group(
+        "partitioned",
+        "partitioned communication (MPI 4.0)",
+        ("MPI_Psend_init", "MPI_Precv_init", "MPI_Pready*", "MPI_Parrived"),
+    ),
     Group(
         "completion",
         "starting, waiting for, testing, cancelling and freeing requests",
-        ("MPI_Start", "MPI_Startall", "MPI_Wait", "MPI_Wait[as]*", "MPI_Test", "MPI_Test[as]*", "MPI_Test_cancelled",
-         "MPI_Cancel", "MPI_Request_free", "MPI_Request_get_status*"),
+        (
+            "MPI_Start",
+            "MPI_Startall",
+            "MPI_Wait",
+            "MPI_Wait[as]*",
+            "MPI_Test",
+            "MPI_Test[as]*",
+            "MPI_Test_cancelled",
+            "MPI_Cancel",
+            "MPI_Request_free",
+            "MPI_Request_get_status*",
+        ),
     ),
     Group(
         "collectives",
         "blocking, nonblocking and persistent collectives, neighborhood collectives included",
         (
-            "MPI_Barrier*", "MPI_Ibarrier", "MPI_*[Bb]cast*", "MPI_*[Gg]ather*", "MPI_*[Ss]catter*",
-            "MPI_*[Aa]lltoall*", "MPI_*[Rr]educe*", "MPI_*[Ss]can*",
+            "MPI_Barrier*",
+            "MPI_Ibarrier",
+            "MPI_*[Bb]cast*",
+            "MPI_*[Gg]ather*",
+            "MPI_*[Ss]catter*",
+            "MPI_*[Aa]lltoall*",
+            "MPI_*[Rr]educe*",
+            "MPI_*[Ss]can*",
         ),
         exclude=("MPI_Reduce_local*",),
     ),
@@ -72,12 +101,23 @@ GROUPS: Tuple[Group, ...] = (
         "one-sided",
         "remote memory access: windows, put/get/accumulate, synchronisation",
         (
-            "MPI_Win_*", "MPI_Put", "MPI_Put_c", "MPI_Rput*", "MPI_Get", "MPI_Get_c", "MPI_Rget", "MPI_Rget_c",
-            "MPI_*[Aa]ccumulate*", "MPI_Fetch_and_op", "MPI_Compare_and_swap",
+            "MPI_Win_*",
+            "MPI_Put",
+            "MPI_Put_c",
+            "MPI_Rput*",
+            "MPI_Get",
+            "MPI_Get_c",
+            "MPI_Rget",
+            "MPI_Rget_c",
+            "MPI_*[Aa]ccumulate*",
+            "MPI_Fetch_and_op",
+            "MPI_Compare_and_swap",
         ),
         exclude=_CONVERSIONS,
     ),
-    Group("io", "MPI-IO: files, views, reads and writes", ("MPI_File_*", "MPI_Register_datarep*"), exclude=_CONVERSIONS),
+    Group(
+        "io", "MPI-IO: files, views, reads and writes", ("MPI_File_*", "MPI_Register_datarep*"), exclude=_CONVERSIONS
+    ),
     Group(
         "init-finalize",
         "starting and ending MPI in the world and sessions models, and asking about it",
@@ -94,8 +134,16 @@ GROUPS: Tuple[Group, ...] = (
     Group(
         "datatypes",
         "derived datatypes, packing, addresses and element counts",
-        ("MPI_Type_*", "MPI_Pack*", "MPI_Unpack*", "MPI_Get_address", "MPI_Get_elements*", "MPI_Get_count*",
-         "MPI_Aint_*", "MPI_Address"),
+        (
+            "MPI_Type_*",
+            "MPI_Pack*",
+            "MPI_Unpack*",
+            "MPI_Get_address",
+            "MPI_Get_elements*",
+            "MPI_Get_count*",
+            "MPI_Aint_*",
+            "MPI_Address",
+        ),
         exclude=_CONVERSIONS,
     ),
     Group(
@@ -114,12 +162,15 @@ GROUPS: Tuple[Group, ...] = (
     Group("tools-interface", "the MPI_T tool information interface", (), categories=("mpi_t",)),
     Group("large-count", "MPI 4.0 large-count (_c) variants", (), categories=("large_count",)),
     Group("conversions", "handle conversions (Fortran, integer)", (), categories=("conversion",)),
-    Group("deprecated", "deprecated and removed functions that the header still declares", (),
-          categories=("deprecated", "removed")),
+    Group(
+        "deprecated",
+        "deprecated and removed functions that the header still declares",
+        (),
+        categories=("deprecated", "removed"),
+    ),
 )
 
 BY_NAME: Dict[str, Group] = {g.name: g for g in GROUPS}
-
 
 
 # Every MPI_ function declared by the mpi.h of MPICH 5.0.2 (MPI 5.0) or Open MPI 5.0.11

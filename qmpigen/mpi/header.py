@@ -118,9 +118,7 @@ def _run(cmd: Sequence[str], driver: Tuple[str, ...], request: HeaderRequest) ->
     try:
         return proc.stdout.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise QmpigenError(
-            f"{what} is not a C header: its preprocessed text is not UTF-8 (byte {exc.start})"
-        ) from None
+        raise QmpigenError(f"{what} is not a C header: its preprocessed text is not UTF-8 (byte {exc.start})") from None
 
 
 def linemarker(line: str) -> Optional[Tuple[int, str]]:

@@ -8,9 +8,8 @@ in qmpigen.mpi.quirks_fortran.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import Enum
-from typing import Dict, FrozenSet, Mapping, Optional, Tuple
+from typing import Dict, FrozenSet, Mapping, Tuple
 
 
 class Dispatch(str, Enum):

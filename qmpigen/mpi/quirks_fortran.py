@@ -156,7 +156,12 @@ FORTRAN["Intel MPI"] = FortranQuirks(
         "MPI_WEIGHTS_EMPTY": FortranSentinel(("mpi_f08_link_constants_mp_mpi_weights_empty_",)),
     },
     f08_entries=(
-        F08Entries("_f08_", True, "Intel MPI's mpi_f08 routine calls PMPI_ directly; its ifort module is untested here", defined=False),
+        F08Entries(
+            "_f08_",
+            True,
+            "Intel MPI's mpi_f08 routine calls PMPI_ directly; its ifort module is untested here",
+            defined=False,
+        ),
         F08Entries("_f08ts_", False, "Intel MPI's mpi_f08 descriptor routine calls the C MPI_ name"),
     ),
     setup=FORTRAN["MPICH"].setup,
@@ -240,7 +245,11 @@ FORTRAN_DROPPED_ADDRESSES: FrozenSet[Tuple[str, str]] = frozenset(
 # (function, parameter) -> "peers" (the communicator's size, its remote group's for an
 # intercommunicator), "in_neighbors" / "out_neighbors" (its topology's degrees).
 FORTRAN_IMPLIED_LENGTHS: Dict[Tuple[str, str], str] = {
-    **{(f, p): "peers" for f in ("MPI_Alltoallw", "MPI_Ialltoallw", "MPI_Alltoallw_init") for p in ("sendtypes", "recvtypes")},
+    **{
+        (f, p): "peers"
+        for f in ("MPI_Alltoallw", "MPI_Ialltoallw", "MPI_Alltoallw_init")
+        for p in ("sendtypes", "recvtypes")
+    },
     **{
         (f, p): way
         for f in ("MPI_Neighbor_alltoallw", "MPI_Ineighbor_alltoallw", "MPI_Neighbor_alltoallw_init")

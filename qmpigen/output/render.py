@@ -16,13 +16,13 @@ from typing import Callable, Dict, Optional, Sequence, Tuple
 import jinja2
 
 from qmpigen import __version__
-from qmpigen.output.checksum import checksum_line, stamp
-from qmpigen.output.cnames import C_NAMES
 from qmpigen.mpi.fortran import FortranPlan
 from qmpigen.mpi.model import Enumeration, MpiFunction
+from qmpigen.output.checksum import checksum_line, stamp
+from qmpigen.output.cnames import C_NAMES
 from qmpigen.output.resources import runtime_dir, templates_dir
-from qmpigen.spec.values import SPEC_SUFFIX
 from qmpigen.spec.tool import CBlock, Interface, Tool
+from qmpigen.spec.values import SPEC_SUFFIX
 
 # What build-core writes: (template, output file). The one place to see the outputs.
 CORE_PLAN: Tuple[Tuple[str, str], ...] = (
@@ -73,6 +73,7 @@ class GeneratorInfo:
 
 # -- filters: the QMPI wrapper interface -----------------------------------------------
 
+
 def wrapper_type(function: MpiFunction) -> str:
     return f"QMPI_{function.short}_wrapper_t"
 
@@ -94,7 +95,9 @@ def wrapper_args(function: MpiFunction, level: str, chain: str = C_NAMES.chain, 
 
 def callback_params(function: MpiFunction) -> str:
     """Parameters of a callback-interface function (seed 002 / MPICH's QMPI_<Name>_t)."""
-    return function.with_extra("QMPI_Context context, int tool_id", leading=True) + (", ..." if function.variadic else "")
+    return function.with_extra("QMPI_Context context, int tool_id", leading=True) + (
+        ", ..." if function.variadic else ""
+    )
 
 
 def callback_args(function: MpiFunction, context: str, tool_id: str) -> str:
@@ -225,8 +228,10 @@ def render_tool(tool: Tool, gen: GeneratorInfo, enumeration_size: int) -> Dict[s
 
 def render_starter_spec(name: str, tool_statement: str, selection: str, regenerate: str) -> Tuple[str, str]:
     """The quick form's spec: (file name, text)."""
-    text = environment().get_template(STARTER_SPEC).render(
-        name=name, tool_statement=tool_statement, selection=selection, regenerate=regenerate
+    text = (
+        environment()
+        .get_template(STARTER_SPEC)
+        .render(name=name, tool_statement=tool_statement, selection=selection, regenerate=regenerate)
     )
     return name + SPEC_SUFFIX, text
 
@@ -254,7 +259,11 @@ def _restore_lines(text: str, output: str) -> str:
     """After user code, point compiler messages back at the generated file itself."""
     lines = text.split("\n")
     # A restore right before the next #line says nothing.
-    lines = [l for i, l in enumerate(lines) if not (l == RESTORE and lines[i + 1 : i + 2] and lines[i + 1].startswith("#line "))]
+    lines = [
+        text
+        for i, text in enumerate(lines)
+        if not (text == RESTORE and lines[i + 1 : i + 2] and lines[i + 1].startswith("#line "))
+    ]
     for number, line in enumerate(lines, start=1):
         if line == RESTORE:
             lines[number - 1] = f'#line {number + 1} "{_c_string(output)}"'

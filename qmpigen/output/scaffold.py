@@ -16,12 +16,12 @@ import os
 import re
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from qmpigen.output.checksum import intact
 from qmpigen.errors import Location, QmpigenError
+from qmpigen.output.checksum import intact
 from qmpigen.output.render import render_starter_spec
-from qmpigen.spec.values import SPEC_SUFFIX, ToolSpec
-from qmpigen.spec.parse import parse_spec
 from qmpigen.output.write import check_path
+from qmpigen.spec.parse import parse_spec
+from qmpigen.spec.values import ToolSpec
 
 
 def guard(directory: str, files: Dict[str, str], force: bool, user_files: Sequence[str] = ()) -> None:

@@ -16,9 +16,9 @@ import lark
 from lark import Token, Transformer, v_args
 from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
 
+from qmpigen.errors import Location, QmpigenError
 from qmpigen.mpi import groups as group_table
 from qmpigen.output.cnames import RESERVED_PREFIX
-from qmpigen.errors import Location, QmpigenError
 from qmpigen.output.resources import grammars_dir
 from qmpigen.spec.values import (
     CONTEXT,
@@ -120,7 +120,9 @@ class _Tool(NamedTuple):
     location: Location
 
 
-def once(key: str, where: Location, second: str, seen: Dict[str, Location], first_at: Optional[Location] = None) -> None:
+def once(
+    key: str, where: Location, second: str, seen: Dict[str, Location], first_at: Optional[Location] = None
+) -> None:
     """The check behind every "a second ..." and "... twice" error."""
     if key in seen:
         raise QmpigenError(second.replace("{first}", str(seen[key])), where)
@@ -155,7 +157,12 @@ class SpecBuilder(Transformer):
         arguments: List[ArgumentDecl] = []
         for item in items:
             if isinstance(item, ArgumentDecl):
-                once("argument " + item.name, item.location, f"argument '{item.name}' is declared twice (first at {{first}})", seen)
+                once(
+                    "argument " + item.name,
+                    item.location,
+                    f"argument '{item.name}' is declared twice (first at {{first}})",
+                    seen,
+                )
                 arguments.append(item)
             elif isinstance(item, Rule):
                 rules.append(item)
@@ -225,7 +232,9 @@ class SpecBuilder(Transformer):
         name_token, selection = children
         name = str(name_token)
         if name.startswith(("MPI_", "MPIX_")) or any(c in name for c in "*?[]!"):
-            raise QmpigenError(f"'{name}' cannot name a group: it reads as a function name or a glob", self.at(name_token))
+            raise QmpigenError(
+                f"'{name}' cannot name a group: it reads as a function name or a glob", self.at(name_token)
+            )
         if name in group_table.BY_NAME:
             raise QmpigenError(f"'{name}' is a built-in group: choose another name", self.at(name_token))
         return GroupDecl(name, selection, self.at(name_token))
@@ -259,7 +268,10 @@ class SpecBuilder(Transformer):
         name_token = children[0]
         name = str(name_token)
         if name.startswith(RESERVED_PREFIX) or name == "tool":
-            raise QmpigenError(f"'{name}' cannot name an argument: 'tool' and names starting with {RESERVED_PREFIX} are the core's", self.at(name_token))
+            raise QmpigenError(
+                f"'{name}' cannot name an argument: 'tool' and names starting with {RESERVED_PREFIX} are the core's",
+                self.at(name_token),
+            )
         if len(children) == 1:
             return ArgumentDecl(name, None, False, self.at(name_token))
         default = children[1]
@@ -297,7 +309,9 @@ class SpecBuilder(Transformer):
             else:
                 instead = statement.value
         if instead is not None and call is not None and call.value is CallMode.EXEC_FUNC:
-            raise QmpigenError("'call exec_func' and 'instead' exclude each other: instead makes no call", call.location)
+            raise QmpigenError(
+                "'call exec_func' and 'instead' exclude each other: instead makes no call", call.location
+            )
         return Rule(
             selection=selection,
             call=call.value if call is not None and isinstance(call.value, CallMode) else CallMode.TYPED,
@@ -436,9 +450,7 @@ def syntax_error(exc: UnexpectedInput, file: str, text: str) -> QmpigenError:
         pos = exc.pos_in_stream if exc.pos_in_stream is not None else -1
         char = text[pos] if 0 <= pos < len(text) else ""
         allowed = exc.allowed or set()
-        return QmpigenError(
-            f"expected {_expected(allowed)}, found {_found(char)}{hint}", Location(file, line, column)
-        )
+        return QmpigenError(f"expected {_expected(allowed)}, found {_found(char)}{hint}", Location(file, line, column))
     if isinstance(exc, UnexpectedEOF):
         line, column = _end_of(text)
         return QmpigenError(f"expected {_expected(exc.expected)}, found end of file", Location(file, line, column))

@@ -7,17 +7,16 @@ are expanded for it (qmpigen.spec.variables). Every error carries the spec's fil
 
 from __future__ import annotations
 
-import dataclasses
 import fnmatch
 import textwrap
 from typing import Any, Dict, List, Mapping, Optional, Set, Tuple
 
-from qmpigen.mpi import groups as group_table
-from qmpigen.output.cnames import C_NAMES
 from qmpigen.errors import Location, QmpigenError
+from qmpigen.mpi import groups as group_table
 from qmpigen.mpi.model import Enumeration, Lifecycle, MpiApi, MpiFunction
-from qmpigen.spec.values import CONTEXT, CallMode, Code, SelectionSpec, Selector, ToolSpec, normalise_type
+from qmpigen.output.cnames import C_NAMES
 from qmpigen.spec.tool import CBlock, ContextField, Interface, Tool, ToolArgument, Wrapper
+from qmpigen.spec.values import CONTEXT, CallMode, Code, SelectionSpec, Selector, ToolSpec, normalise_type
 from qmpigen.spec.variables import expand
 
 
@@ -255,7 +254,9 @@ class Resolver:
         if rule is not None and rule_index is not None:
             before = [b for b in (self.block(c, variables, function) for c in rule.before) if b.text]
             after = [b for b in (self.block(c, variables, function) for c in rule.after) if b.text]
-            for each, target in [(e, before_each) for e in rule.before_each] + [(e, after_each) for e in rule.after_each]:
+            for each, target in [(e, before_each) for e in rule.before_each] + [
+                (e, after_each) for e in rule.after_each
+            ]:
                 for position, param in enumerate(function.params):
                     if normalise_type(param.type) != each.type:
                         continue
@@ -350,7 +351,7 @@ def _c_block(text: str, line: int, used) -> CBlock:
             lines.pop(0)
             line += 1
         body = textwrap.dedent("\n".join(lines)).split("\n")
-    body = [l.rstrip() for l in body]
+    body = [line.rstrip() for line in body]
     while body and not body[-1]:
         body.pop()
     return CBlock("\n".join(body), line, used)

@@ -70,9 +70,13 @@ def check_variables(code: Code) -> FrozenSet[str]:
             continue
         where = offset_location(code.location, code.text, match.start())
         if ARGUMENT.fullmatch(word):
-            raise QmpigenError(f"${word} needs the tool instance: it is not available in {KIND_WORDS[code.kind]}", where)
+            raise QmpigenError(
+                f"${word} needs the tool instance: it is not available in {KIND_WORDS[code.kind]}", where
+            )
         if word == "argument":
-            raise QmpigenError("$argument reads a tool argument: write $argument(NAME), NAME declared with 'argument NAME;'", where)
+            raise QmpigenError(
+                "$argument reads a tool argument: write $argument(NAME), NAME declared with 'argument NAME;'", where
+            )
         if word == "ret" and code.kind in (CodeKind.BEFORE, CodeKind.EACH):
             raise QmpigenError("$ret is not set before the call: use it in after or instead code", where)
         if word in ALL_VARS or word.isdigit():
@@ -105,7 +109,9 @@ class Expansion:
 Refusal = Callable[[str, Location], QmpigenError]
 
 
-def expand(code: Code, values: Mapping[str, str], refuse: Refusal, check: Optional[Callable[[str, Location], None]] = None) -> Expansion:
+def expand(
+    code: Code, values: Mapping[str, str], refuse: Refusal, check: Optional[Callable[[str, Location], None]] = None
+) -> Expansion:
     """Replace every `$` variable of `code` by its value; `$$` is a `$`. `check(word,
     where)` may refuse a known variable; one without a value is `refuse`d."""
     used = set()
