@@ -260,9 +260,9 @@ def _restore_lines(text: str, output: str) -> str:
     lines = text.split("\n")
     # A restore right before the next #line says nothing.
     lines = [
-        text
-        for i, text in enumerate(lines)
-        if not (text == RESTORE and lines[i + 1 : i + 2] and lines[i + 1].startswith("#line "))
+        entry
+        for i, entry in enumerate(lines)
+        if not (entry == RESTORE and lines[i + 1 : i + 2] and lines[i + 1].startswith("#line "))
     ]
     for number, line in enumerate(lines, start=1):
         if line == RESTORE:
