@@ -240,11 +240,24 @@ def pytest_collection_modifyitems(config, items):
         if others:
             config.hook.pytest_deselected(items=others)
             items[:] = [item for item in items if "mpi" in item.fixturenames]
+    if SESSION_MPIS:
+        # A test that names its MPI (parametrize("mpi", [...], indirect=True)) runs in
+        # the session of that MPI only, not once more in every side-by-side session.
+        elsewhere = [item for item in items if _session_param(item) not in (None, *SESSION_MPIS)]
+        if elsewhere:
+            config.hook.pytest_deselected(items=elsewhere)
+            items[:] = [item for item in items if item not in elsewhere]
     if SANITIZE:
         for item in items:
             reason = NOT_SANITIZED.get(item.path.name)
             if reason:
                 item.add_marker(pytest.mark.skip(reason=f"not run sanitized: {reason}"))
+
+
+def _session_param(item) -> Optional[str]:
+    """The MPI a collected test is parametrized with, if it takes one."""
+    callspec = getattr(item, "callspec", None)
+    return callspec.params.get("mpi") if callspec else None
 
 
 @pytest.fixture(scope="session", params=[m.name for m in MPIS if not SESSION_MPIS or m.name in SESSION_MPIS] or ["none"])
