@@ -325,22 +325,49 @@ def sanitized_make_args(args: Sequence[str]) -> List[str]:
     return [*others, f"{cflags} {flags}", f"{ldflags} {flags}"]
 
 
-@pytest.fixture(scope="session")
-def core(mpi: Mpi, tmp_path_factory) -> Path:
-    """The generated core for `mpi`, built with its mpicc (libqmpi.so, libqmpi.a)."""
-    out = tmp_path_factory.mktemp(f"core-{mpi.name}")
+# QMPIGEN_BUILD_CACHE names a directory (.ci/run: one of its own, removed when it ends)
+# where a session's core and sample tools are kept for the later sessions of the run
+# with the same MPI and flags: `make test`, `make test-threads` and `make test-trace`
+# each built the same ones. Sessions side by side have different MPIs; a directory
+# without its marker (a session stopped while building) is built again.
+BUILD_CACHE = os.environ.get("QMPIGEN_BUILD_CACHE")
+BUILT_MARKER = ".built"
+
+
+def built_once(name: str, tmp_path_factory, build) -> Path:
+    """A directory build(directory) filled: new in this session, or that an earlier
+    session of this run (QMPIGEN_BUILD_CACHE) built the same way."""
+    if not BUILD_CACHE:
+        directory = tmp_path_factory.mktemp(name)
+        build(directory)
+        return directory
+    directory = Path(BUILD_CACHE) / f"{name}{'-sanitize' if SANITIZE else ''}"
+    if (directory / BUILT_MARKER).exists():
+        return directory
+    shutil.rmtree(directory, ignore_errors=True)
+    directory.mkdir(parents=True)
+    build(directory)
+    (directory / BUILT_MARKER).write_text("")
+    return directory
+
+
+def _build_core(mpi: Mpi, out: Path) -> None:
     proc = qmpigen("build-core", "--mpi-header", "auto", "--mpicc", mpi.mpicc, "-o", str(out / "core"), env=mpi.env())
     assert proc.returncode == 0, proc.stderr
     make(out / "core", f"MPICC={mpi.mpicc}", "CFLAGS=-O2 -Wall -Wextra -Werror", env=mpi.env())
-    return out / "core"
+
+
+@pytest.fixture(scope="session")
+def core(mpi: Mpi, tmp_path_factory) -> Path:
+    """The generated core for `mpi`, built with its mpicc (libqmpi.so, libqmpi.a)."""
+    return built_once(f"core-{mpi.name}", tmp_path_factory, functools.partial(_build_core, mpi)) / "core"
 
 
 @pytest.fixture(scope="session")
 def sample_tools(mpi: Mpi, core: Path, tmp_path_factory) -> Path:
     """The hand-written sample tools built against `core`: <dir>/lib<name>.so."""
-    out = tmp_path_factory.mktemp(f"tools-{mpi.name}")
-    make(SAMPLE_TOOLS, f"CORE={core}", f"OUT={out}", f"MPICC={mpi.mpicc}", env=mpi.env())
-    return out
+    return built_once(f"tools-{mpi.name}", tmp_path_factory, lambda out: make(
+        SAMPLE_TOOLS, f"CORE={core}", f"OUT={out}", f"MPICC={mpi.mpicc}", env=mpi.env()))
 
 
 @pytest.fixture(scope="session")
