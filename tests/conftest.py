@@ -74,6 +74,10 @@ NOT_SANITIZED = {
     "test_build_core.py": "checks generated text and a link line; runs no core or tool code",
     "test_mpi_mismatch.py": "compile-time checks; runs no core or tool code",
     "test_install.py": "installed layout; its CMake project links the static core without the sanitizer runtime",
+    # The core and tool code its two jobs run (preloaded core, counter:tbcast:counter,
+    # QMPI_VERBOSE) is run sanitized by test_core_run, test_sample_tools and test_conf;
+    # what is its own (wheel, install, CMake, qmpirun's shell) runs no core or tool code.
+    "test_wheel_workflow.py": "packaging and install workflow; its jobs run core and tool code that other sanitized tests run",
 }
 
 
