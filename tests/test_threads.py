@@ -48,12 +48,19 @@ def iterations(mpi) -> int:
     return int(os.environ.get("QMPIGEN_THREAD_ITERATIONS", default))
 
 
-def build_stack(mpi, core, out, cflags=None):
-    """Every tool of the stack and the app, against `core`: {"tools": dir, "app": path}."""
+def build_stack(mpi, core, out, cflags=None, sample_tools=None):
+    """Every tool of the stack and the app, against `core`: {"tools": {name: path}, "app": path}.
+    counter and profiler come from `sample_tools` (the session's sample tools: same core,
+    same flags) when given, else they are built into `out` with `cflags`."""
     flags = [f"CFLAGS={cflags}", "LDFLAGS=-fsanitize=thread"] if cflags else []
     cc = cflags.split() if cflags else ["-O2"]
-    make(SAMPLE_TOOLS, f"CORE={core}", f"OUT={out}", f"MPICC={mpi.mpicc}", *flags, env=mpi.env())
-    mpi.compile([TEST_TOOLS / "tally.c"], out / "libtally.so", ["-shared", "-fPIC", "-Wall", "-Wextra", "-Werror", *cc, f"-I{core}"])
+    if sample_tools is None:
+        sample_tools = out
+        make(SAMPLE_TOOLS, f"CORE={core}", f"OUT={out}", f"MPICC={mpi.mpicc}", *flags,
+             *(str(out / f"lib{name}.so") for name in ("counter", "profiler")), env=mpi.env())
+    tools = {name: sample_tools / f"lib{name}.so" for name in ("counter", "profiler")}
+    tools["tally"] = mpi.compile([TEST_TOOLS / "tally.c"], out / "libtally.so",
+                                 ["-shared", "-fPIC", "-Wall", "-Wextra", "-Werror", *cc, f"-I{core}"])
     include = [] if mpi.family == "mpich" else ["-D_GNU_SOURCE", "-include", str(core / "qmpi.h")]
     mpi.compile([CALLBACK_TOOLS / "cbcount.c"], out / "libcbcount.so", ["-shared", "-fPIC", "-Wall", "-Wextra", "-Werror", *cc, *include])
     callback = out / "callback"
@@ -64,12 +71,12 @@ def build_stack(mpi, core, out, cflags=None):
     linked = ["-pthread", "-rdynamic", "-Wl,--no-as-needed", str(out / "libcbcount.so"), str(callback / "libcounter.so"),
               f"-Wl,-rpath,{out}:{callback}", "-Wl,--as-needed", *(cflags.split() if cflags else [])]
     app = mpi.build_app(APPS / "thread_stress.c", core, out / "thread_stress", linked)
-    return {"tools": out, "app": app}
+    return {"tools": tools, "app": app}
 
 
 def run_stack(mpi, stack, n, env=None):
     tools = stack["tools"]
-    chain = ":".join(str(tools / f"lib{name}.so") for name in ("counter", "profiler", "tally", "counter"))
+    chain = ":".join(str(tools[name]) for name in ("counter", "profiler", "tally", "counter"))
     return mpi.run(2, [stack["app"], str(n)], env={"TOOLS": chain, "QMPI_TOOL_LIST": "counter:cbcount", **(env or {})},
                    timeout=600)
 
@@ -96,8 +103,8 @@ def check_counts(stdout, n):
 
 
 @pytest.fixture(scope="session")
-def stack(mpi, core, tmp_path_factory):
-    return build_stack(mpi, core, tmp_path_factory.mktemp(f"threads-{mpi.name}"))
+def stack(mpi, core, sample_tools, tmp_path_factory):
+    return build_stack(mpi, core, tmp_path_factory.mktemp(f"threads-{mpi.name}"), sample_tools=sample_tools)
 
 
 @pytest.mark.parametrize("run", range(REPEAT))
