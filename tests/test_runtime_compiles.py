@@ -68,6 +68,7 @@ def compile_all(jobs):
     return "\n".join(failures)
 
 
+@pytest.mark.slow  # five cores' worth of compiles: make test-c and make test, not make test-fast
 def test_every_runtime_file_compiles_alone_against_every_fixture_header(tmp_path):
     jobs = []
     for header in FIXTURE_HEADERS:
