@@ -14,8 +14,10 @@
  * What each file owns (its state and the functions other files call):
  *
  *   errors.c        the core's one error line, "qmpi: error: ..." in one write
- *                   (qmpi_fatal, qmpi_fatalf, qmpi_write_error), allocation that stops
- *                   the job when it fails (qmpi_alloc). Stopping is stop_job.c's.
+ *                   (qmpi_fatal, qmpi_fatalf, qmpi_write_error), warnings (qmpi_warnf),
+ *                   escaping what is not printable UTF-8 in both (qmpi_escape),
+ *                   allocation that stops the job when it fails (qmpi_alloc). Stopping
+ *                   is stop_job.c's.
  *   stop_job.c      qmpi_stop_job: MPI_Abort (initializing MPI first if need be), so
  *                   that every launcher ends the whole job.
  *   conf.c          QMPI_CONF: the configuration file's parser, the stacks it lays out
@@ -56,6 +58,8 @@
 QMPI_HIDDEN void qmpi_fatal(const char *message) __attribute__((noreturn));
 QMPI_HIDDEN void qmpi_fatalf(const char *format, ...) __attribute__((format(printf, 1, 2), noreturn));
 QMPI_HIDDEN void qmpi_write_error(const char *format, va_list args) __attribute__((format(printf, 1, 0)));
+QMPI_HIDDEN void qmpi_warnf(const char *format, ...) __attribute__((format(printf, 1, 2)));
+QMPI_HIDDEN size_t qmpi_escape(char *out, const char *text, size_t length);
 QMPI_HIDDEN void *qmpi_alloc(size_t count, size_t size);
 QMPI_HIDDEN void qmpi_stop_job(void) __attribute__((noreturn));
 
