@@ -61,13 +61,6 @@ static struct qmpi_conf_stack *qmpi_conf_stacks;        /* [stack NAME] sections
 static int qmpi_conf_stack_count;
 QMPI_HIDDEN struct qmpi_conf_instance **qmpi_conf_level; /* by level: its instance, NULL for a stack's top */
 
-/* QMPI_CONF, if set and not empty. */
-QMPI_HIDDEN const char *qmpi_conf_variable(void)
-{
-    const char *file = getenv("QMPI_CONF");
-    return file != NULL && *file != '\0' ? file : NULL;
-}
-
 static char *qmpi_conf_strdup(const char *text, size_t length)
 {
     char *copy = strndup(text, length);
@@ -407,21 +400,6 @@ static void qmpi_conf_resolve_stacks(const char *file)
     free(in_stack);
 }
 
-static const char *qmpi_conf_file_kind(mode_t mode)
-{
-    if (S_ISDIR(mode))
-        return "a directory";
-    if (S_ISFIFO(mode))
-        return "a FIFO";
-    if (S_ISCHR(mode))
-        return "a character device";
-    if (S_ISBLK(mode))
-        return "a block device";
-    if (S_ISSOCK(mode))
-        return "a socket";
-    return "not a file";
-}
-
 /* The whole of FILE, NUL-terminated, in *text; its length. Only a regular file, opened
  * without blocking, of at most QMPI_CONF_MAX_BYTES (also if it grows while read). */
 static size_t qmpi_conf_slurp(const char *file, char **text)
@@ -437,7 +415,7 @@ static size_t qmpi_conf_slurp(const char *file, char **text)
         qmpi_fatalf("QMPI_CONF=%s: cannot read the configuration file: %s", file, strerror(errno));
     if (!S_ISREG(status.st_mode))
         qmpi_fatalf("QMPI_CONF=%s: not a regular file (%s): the configuration file must be a regular file", file,
-                    qmpi_conf_file_kind(status.st_mode));
+                    qmpi_file_kind(status.st_mode));
     if (status.st_size > QMPI_CONF_MAX_BYTES)
         qmpi_fatalf("QMPI_CONF=%s: %lld bytes, larger than the %d MiB a configuration file may have", file,
                     (long long)status.st_size, (int)(QMPI_CONF_MAX_BYTES >> 20));

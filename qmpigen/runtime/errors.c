@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 QMPI_HIDDEN void qmpi_fatal(const char *message)
@@ -131,6 +132,22 @@ QMPI_HIDDEN void qmpi_fatalf(const char *format, ...)
     qmpi_write_error(format, args);
     va_end(args);
     qmpi_stop_job();
+}
+
+/* What a file that is not a regular file is, for a refusal: "a FIFO". */
+QMPI_HIDDEN const char *qmpi_file_kind(unsigned int mode)
+{
+    if (S_ISDIR(mode))
+        return "a directory";
+    if (S_ISFIFO(mode))
+        return "a FIFO";
+    if (S_ISCHR(mode))
+        return "a character device";
+    if (S_ISBLK(mode))
+        return "a block device";
+    if (S_ISSOCK(mode))
+        return "a socket";
+    return S_ISREG(mode) ? "a regular file" : "not a file";
 }
 
 /* calloc, or the job stops with a line that says what was too big. */
