@@ -187,10 +187,10 @@ def test_setuid_program_ignores_every_tool_variable(mpi, setuid_app):
     shadow = Path("/etc/shadow").read_text().splitlines()[0]
     for variables, names in runs:
         proc = run_as_nobody(mpi, setuid_app, **variables)
+        assert not marker.exists(), f"{variables}: the tool's constructor ran with euid {marker.read_text()}"
+        assert shadow not in proc.stderr and shadow not in proc.stdout, "a line of /etc/shadow was echoed"
         assert proc.returncode == 0, (variables, proc.stderr)
         assert "app rank 0 of 1" in proc.stdout, (variables, proc.stdout, proc.stderr)
-        assert not marker.exists(), f"{variables}: the tool's constructor ran in a set-user-ID program"
-        assert shadow not in proc.stderr and shadow not in proc.stdout
         assert qmpi_errors(proc.stderr) == [], proc.stderr
         assert warnings(proc.stderr) == [
             f"qmpi: warning: secure-execution mode (set-user-ID, set-group-ID or file capabilities): {names} "
