@@ -155,7 +155,7 @@ def run_as_nobody(mpi, app, **variables):
         proc = subprocess.run([*NOBODY, str(app)], capture_output=True, text=True, env=env, cwd=str(app.parent),
                               timeout=TIMEOUT_S)
     except subprocess.TimeoutExpired as exc:
-        raise AssertionError(f"set-user-ID app hung: {variables}\n{exc.stdout}\n{exc.stderr}")
+        raise AssertionError(f"set-user-ID app hung: {variables}\n{exc.stdout}\n{exc.stderr}") from None
     return proc
 
 
