@@ -53,3 +53,9 @@ void qmpi_warnf(const char *format, ...)
     vsnprintf(line, sizeof line, format, args);
     va_end(args);
 }
+
+const char *qmpi_file_kind(unsigned int mode)
+{
+    (void)mode;
+    return "not a regular file";
+}
