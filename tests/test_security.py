@@ -203,3 +203,12 @@ def test_setuid_program_ignores_every_tool_variable(mpi, setuid_app):
     assert proc.returncode == 0 and "app rank 0 of 1" in proc.stdout, proc.stderr
     assert warnings(proc.stderr) == [], "no variable set: nothing to say"
     assert stat.S_IMODE(setuid_app.stat().st_mode) & stat.S_ISUID
+
+
+def test_chain_report_escapes_paths(mpi, demo_app, test_tools, tmp_path):
+    """QMPI_VERBOSE's chain lines quote the tool paths as error lines do."""
+    tool = tmp_path / "pass\udcff.so"  # byte 0xff in the file name
+    shutil.copy(test_tools / "libpassthrough.so", tool)
+    proc = mpi.run(1, [demo_app], env={"TOOLS": str(tool), "QMPI_VERBOSE": "1"}, timeout=TIMEOUT_S)
+    assert proc.returncode == 0, proc.stderr
+    assert f"qmpi: level 1: {tmp_path}/pass\\xff.so, " in proc.stderr, proc.stderr
