@@ -165,9 +165,9 @@ test-c: $(MPICH_STAMP) $(OPENMPI_STAMP)
 	$(QMPIGEN) build-core --mpi-header tests/fixtures/quirks_mpi.h --mpicc cc -o $(TEST_C)/core
 	$(MAKE) --no-print-directory -C tests/c run OUT=$(TEST_C) CORE=$(TEST_C)/core
 
-# libFuzzer harnesses for the configuration parser and the ELF reader, FUZZ_SECONDS each
-# (clang and its libFuzzer runtime: installs clang and libclang-rt-14-dev with apt-get
-# when missing).
+# libFuzzer harnesses for the configuration parser, the ELF reader and the escaping of
+# error lines, FUZZ_SECONDS each (clang and its libFuzzer runtime: installs clang and
+# libclang-rt-14-dev with apt-get when missing).
 FUZZ_SECONDS ?= 60
 fuzz:
 	echo 'int LLVMFuzzerTestOneInput(const char *d, long n) { (void)d; (void)n; return 0; }' | \

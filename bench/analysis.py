@@ -10,6 +10,7 @@ import statistics
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from measure import ENTRY_LABELS, EXTRA_VARIANTS, VARIANTS, Config, cpu_model, median_difference, row_median
+from conf_bench import conf_targets
 from pmpi_bench import pmpi_load_targets, pmpi_summary, pmpi_targets
 from stacks_bench import stacks_summary, stacks_targets
 from trace_bench import trace_targets
@@ -79,7 +80,8 @@ def fortran_summary(rows: Dict[str, dict], status: Optional[dict]) -> Optional[d
 
 def summarise(args, name: str, nfuncs: int, configs: List[Config], codegen: List[float], compile_s: float,
               cpu: Optional[int], header_stages: Optional[str], fortran_status: Optional[dict] = None,
-              trace_merge: Optional[dict] = None, pmpi_loads: Optional[dict] = None) -> dict:
+              trace_merge: Optional[dict] = None, pmpi_loads: Optional[dict] = None,
+              conf_parse: Optional[dict] = None) -> dict:
     rows: Dict[str, dict] = {}
     failures: Dict[str, List[str]] = {}
     for config in configs:
@@ -245,6 +247,7 @@ def summarise(args, name: str, nfuncs: int, configs: List[Config], codegen: List
     stacks = stacks_summary(rows, variants["typed"]["slope_ns"])
     stacks_targets(stacks, target, fmt)
     trace_targets(rows, trace_merge, target, fmt)
+    conf_targets(conf_parse, target, fmt)
 
     return {
         "mpi": name, "name": args.name, "num_mpi_funcs": nfuncs,
@@ -258,7 +261,7 @@ def summarise(args, name: str, nfuncs: int, configs: List[Config], codegen: List
         "core0_minus_interposer_ns": core0_delta, "core0_minus_interposer_linked_ns": core0_delta_linked,
         "floor_slope_ns": floor_slope, "fit_counts": fit_counts, "counts": counts,
         "reference": ref, "variants": variants, "pingpong_ns": pingpong, "pmpi": pmpi, "pmpi_loads": pmpi_loads,
-        "stacks": stacks,
+        "stacks": stacks, "conf_parse": conf_parse,
         "memory": {"designed_bytes_per_instance": designed, "bound_bytes_per_instance": bound_bytes},
         "codegen_s": codegen, "codegen_median_s": cg, "compile_s": compile_s, "header_stages": header_stages,
         "targets": targets, "failures": failures, "rows": rows, "fortran": fortran, "trace_merge": trace_merge,

@@ -15,6 +15,7 @@ For one MPI implementation (its mpicc and mpiexec):
      the same call on the tool's next link, and service lookups against the registry's size;
      The tracing rows (trace_bench.py) run with them: MPI_Comm_rank through the trace tool
      against one empty tool; then a 4-rank traced run is merged into OTF2 and JSON, timed;
+     the configuration parser's row (conf_bench.py): 100,000 against 10,000 sections;
   4. writes results.json, results.md (medians, ratios to the floors, PASS/FAIL per target)
      and ns_per_call.png into the output directory.
 
@@ -65,6 +66,7 @@ from measure import (
     timed,
 )
 from report import combine, markdown, plot
+from conf_bench import measure_conf_parse
 from pmpi_bench import measure_pmpi_loads, pmpi_configs
 from stacks_bench import stacks_configs
 from trace_bench import run_merge_rows, trace_configs, trace_dir_root
@@ -186,10 +188,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             log(f"FAILED {config.key}: {failure}")
     trace_merge = run_merge_rows(mpi, bindir, args.quick)
     pmpi_loads = measure_pmpi_loads(mpi, bindir, qmpigen, jobs=1 if args.quick else args.rounds)
+    conf_parse = measure_conf_parse(mpi, bindir)
 
     # 4. results
     results = summarise(args, name, nfuncs, configs, codegen, compile_s, cpu, header_stages, fortran, trace_merge,
-                        pmpi_loads)
+                        pmpi_loads, conf_parse)
     results["codegen_cpu_s"] = codegen_cpu
     results["compile_cpu_s"] = compile_cpu
     results["environment"]["loadavg_at_compile"] = compile_load

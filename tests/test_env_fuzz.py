@@ -155,9 +155,28 @@ def expected_outcome(harness: Harness, qmpi_tools, tools, tool_list, cvar: Optio
     return callbacks
 
 
+def _printable_length(text: bytes, i: int) -> int:
+    """Bytes of the printable UTF-8 character at text[i], 0 if none (errors.c's rule)."""
+    if text[i] < 0x80:
+        return 1 if 0x20 <= text[i] < 0x7F else 0
+    for n in (2, 3, 4):
+        try:
+            char = text[i:i + n].decode("utf-8")  # strict: no overlong forms, surrogates
+        except UnicodeDecodeError:
+            continue
+        return n if len(char) == 1 and not 0x80 <= ord(char) <= 0x9F else 0  # C1 controls
+    return 0
+
+
 def escaped(text: bytes) -> bytes:
-    """How an error line shows control characters (one line stays one line)."""
-    return b"".join(b"\\x%02x" % c if c < 0x20 or c == 0x7F else bytes([c]) for c in text)
+    """How an error line shows what is not printable UTF-8: control characters (one
+    line stays one line) and bytes that are not UTF-8, as \\xNN."""
+    out, i = bytearray(), 0
+    while i < len(text):
+        n = _printable_length(text, i)
+        out += text[i:i + n] if n else b"\\x%02x" % text[i]
+        i += n or 1
+    return bytes(out)
 
 
 def check(harness: Harness, *values: Value) -> str:

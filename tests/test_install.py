@@ -312,6 +312,26 @@ def test_qmpirun_runs_from_the_core_build_directory(installed, core, cmake_proje
     assert sorted(counter_lines(proc.stdout, 1)) == [0, 1], proc.stdout
 
 
+def test_qmpirun_with_cdpath_exported_finds_relative_tools_and_files(installed, cmake_project, plain_app, tmp_path):
+    """With CDPATH exported, `cd DIR` prints the directory when CDPATH finds DIR: every
+    relative -t, QMPI_TOOL_PATH entry and -c file was "DIR\n/abs/DIR/..."."""
+    (tmp_path / "tools").mkdir()
+    shutil.copy(cmake_project / "libcounter.so", tmp_path / "tools" / "libcounter.so")
+    (tmp_path / "confs").mkdir()
+    (tmp_path / "confs" / "qmpi.conf").write_text(f"[c]\ntool = {cmake_project / 'libcounter.so'}\n")
+    env = installed.env(CDPATH=str(tmp_path))
+    for args, extra in [
+        (["-t", "tools/libcounter.so"], {}),
+        (["-t", "counter"], {"QMPI_TOOL_PATH": "tools"}),
+        (["-c", "confs/qmpi.conf"], {}),
+    ]:
+        proc = subprocess.run([shutil.which("dash") or "sh", str(installed.qmpirun), *args, "--",
+                               *installed.launch(1, [plain_app])], capture_output=True, text=True,
+                              env={**env, **extra}, cwd=str(tmp_path), timeout=RUN_TIMEOUT_S)
+        assert proc.returncode == 0, (args, proc.stderr)
+        assert sorted(counter_lines(proc.stdout, 1)) == [0], (args, proc.stdout, proc.stderr)
+
+
 # -- qmpirun's errors: one line, exit 2, nothing launched ---------------------------------
 
 
@@ -330,6 +350,10 @@ def test_qmpirun_runs_from_the_core_build_directory(installed, core, cmake_proje
         (["-t", "%", "--", "MPIEXEC"], "a statically linked tool needs its name"),
         (["-x", "--", "MPIEXEC"], "unknown option '-x'"),
         (["--", "/nonexistent/mpiexec"], "launcher '/nonexistent/mpiexec' not found"),
+        (["-t", "count\ner", "--", "MPIEXEC"], "-t 'count?er' holds a control character"),
+        (["-t", "./lib\ncounter.so", "--", "MPIEXEC"], "-t './lib?counter.so' holds a control character"),
+        (["-c", "qmpi\n.conf", "--", "MPIEXEC"], "-c 'qmpi?.conf' holds a control character"),
+        (["-x\ny", "--", "MPIEXEC"], "unknown option '-x?y'"),
     ],
 )
 def test_qmpirun_errors_are_one_line_and_exit_2(installed, cmake_project, args, message, tmp_path):

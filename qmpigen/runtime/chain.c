@@ -205,6 +205,7 @@ static int qmpi_load_tools(void)
             qmpi_load_static_tool(entry, level, libraries, &distinct);
             continue;
         }
+        qmpi_check_tool_file(entry); /* before anything opens it */
         if (qmpi_load_pmpi_tool(entry, level, &pmpi_slots)) {
             tool->mpi_interceptions = qmpi_pmpi_names(qmpi_levels[level].native);
             continue;
@@ -283,6 +284,7 @@ QMPI_HIDDEN int qmpi_build_chain(void)
     if (state == QMPI_UNBUILT) {
         qmpi_check_mpi_library();
         qmpi_building = 1;
+        qmpi_secure_notice(); /* tool variables ignored in a set-user-ID program: said once */
         state = qmpi_load_tools();
         qmpi_building = 0;
         __atomic_store_n(&qmpi_state, state, __ATOMIC_RELEASE);

@@ -38,10 +38,23 @@ static void qmpi_print_kind(FILE *out, int level)
         fputs("thesis-style", out);
 }
 
+/* User-supplied text (paths, QMPI_CONF's value), escaped as in error lines (errors.c). */
+static const char *qmpi_escaped(const char *text, char **buffer)
+{
+    size_t length = strlen(text);
+
+    free(*buffer);
+    *buffer = length < SIZE_MAX / 4 ? (char *)malloc(4 * length + 1) : NULL;
+    if (*buffer == NULL)
+        return "(out of memory)";
+    (*buffer)[qmpi_escape(*buffer, text, length)] = '\0';
+    return *buffer;
+}
+
 static void qmpi_report_chain(int rank)
 {
     int tools = qmpi_chain.total - qmpi_stack_count, levels = qmpi_chain.total - 1, level, s = 0;
-    char *text = NULL;
+    char *text = NULL, *escaped = NULL;
     size_t size = 0;
     FILE *out;
 
@@ -55,7 +68,7 @@ static void qmpi_report_chain(int rank)
                 QMPI_MPI_LIBRARY, QMPI_ENUM_HASH);
     else if (qmpi_verbose)
         fprintf(out, "qmpi: chain: %d tool%s from %s; %s, enumeration %s\n", tools, tools == 1 ? "" : "s",
-                qmpi_chain_sources, QMPI_MPI_LIBRARY, QMPI_ENUM_HASH);
+                qmpi_escaped(qmpi_chain_sources, &escaped), QMPI_MPI_LIBRARY, QMPI_ENUM_HASH);
     for (level = 1; level <= levels && qmpi_verbose; level++) {
         const char *path = qmpi_chain.items[level]->path;
         int kind = qmpi_levels[level].kind, instance = 1, below;
@@ -70,7 +83,8 @@ static void qmpi_report_chain(int rank)
         }
         for (below = 1; below < level; below++)
             instance += qmpi_levels[below].kind == kind && strcmp(qmpi_chain.items[below]->path, path) == 0;
-        fprintf(out, "qmpi: level %d: %s%s, ", level, kind == QMPI_CALLBACK_LEVEL ? "@" : "", path);
+        fprintf(out, "qmpi: level %d: %s%s, ", level, kind == QMPI_CALLBACK_LEVEL ? "@" : "",
+                qmpi_escaped(path, &escaped));
         qmpi_print_kind(out, level);
         int functions = qmpi_level_functions(level);
         fprintf(out, ", instance %d, intercepts %d function%s\n", instance, functions, functions == 1 ? "" : "s");
@@ -85,10 +99,11 @@ static void qmpi_report_chain(int rank)
                     "qmpi: warning: level %d (%s): a PMPI tool linked with -Bsymbolic or with protected MPI_ "
                     "symbols: its own calls of the MPI functions it defines stay inside it and skip the %d "
                     "level%s above it\n",
-                    level, qmpi_chain.items[level]->path, level - 1, level == 2 ? "" : "s");
+                    level, qmpi_escaped(qmpi_chain.items[level]->path, &escaped), level - 1, level == 2 ? "" : "s");
     if (fclose(out) == 0 && size > 0 && write(STDERR_FILENO, text, size) < 0) /* one write: no interleaving */
         (void)0;
     free(text);
+    free(escaped);
 }
 
 QMPI_HIDDEN int qmpi_world_rank(void)

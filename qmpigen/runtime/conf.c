@@ -5,9 +5,12 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 /* QMPI_CONF=FILE lists the stack, one section per tool instance, in chain order:
  *
@@ -26,7 +29,15 @@
  * Every instance is in exactly one stack. Values run to the end of the line, trimmed
  * (no inline comments). Keys starting with "qmpi." are reserved for the core; headers
  * of two words other than [stack NAME] too. Every error is "FILE:LINE: ..." and stops
- * the job. When QMPI_CONF is set, QMPI_TOOLS, TOOLS and QMPI_TOOL_LIST are not read. */
+ * the job; it quotes at most 80 bytes of a line, escaped (errors.c). When QMPI_CONF is
+ * set, QMPI_TOOLS, TOOLS and QMPI_TOOL_LIST are not read.
+ *
+ * The file must be a regular file of at most QMPI_CONF_MAX_BYTES: it is opened without
+ * blocking (a FIFO would hang every rank), and a read error is an error, never the end
+ * of the file. Names are looked up in hash tables: reading is linear in the file. */
+
+/* Room for 100,000 sections of a short name and a tool line; far more than any stack. */
+#define QMPI_CONF_MAX_BYTES ((off_t)4 << 20)
 
 /* A [stack NAME] section: its instances, in order (indices into qmpi_conf_instances). */
 struct qmpi_conf_stack {
@@ -50,13 +61,6 @@ static struct qmpi_conf_stack *qmpi_conf_stacks;        /* [stack NAME] sections
 static int qmpi_conf_stack_count;
 QMPI_HIDDEN struct qmpi_conf_instance **qmpi_conf_level; /* by level: its instance, NULL for a stack's top */
 
-/* QMPI_CONF, if set and not empty. */
-QMPI_HIDDEN const char *qmpi_conf_variable(void)
-{
-    const char *file = getenv("QMPI_CONF");
-    return file != NULL && *file != '\0' ? file : NULL;
-}
-
 static char *qmpi_conf_strdup(const char *text, size_t length)
 {
     char *copy = strndup(text, length);
@@ -76,22 +80,91 @@ static int qmpi_conf_word(const char *text, size_t length)
     return 1;
 }
 
-/* Grows `*array` of `count` elements of `size` bytes by 8 when full. */
+/* Makes room in `*array` of `count` elements of `size` bytes for one more: the capacity
+ * is 8, then doubles (full at every power of two from 8), so growing is linear. */
 static void qmpi_conf_grow(void *array, int count, size_t size)
 {
     void **items = (void **)array;
-    if (count % 8 == 0) {
-        void *grown = realloc(*items, ((size_t)count + 8) * size);
+    if (count == 0 || (count >= 8 && (count & (count - 1)) == 0)) {
+        size_t capacity = count == 0 ? 8 : 2 * (size_t)count;
+        void *grown;
+        if (count >= 1 << 29 || capacity > SIZE_MAX / size)
+            qmpi_fatal("QMPI: the configuration file has too many entries");
+        grown = realloc(*items, capacity * size);
         if (grown == NULL)
             qmpi_fatal("QMPI: out of memory reading the configuration file");
         *items = grown;
     }
 }
 
-/* Whether `known` is the `length` bytes at `text` (a name in a line being read). */
-static int qmpi_conf_is(const char *known, const char *text, size_t length)
+/* Names to indices, open addressing: slots hold index + 1, 0 is free. `name_of` gives
+ * the name of an index. Grown at half full, so a lookup is constant time. */
+struct qmpi_conf_names {
+    int *slots;
+    size_t capacity; /* a power of two, or 0 */
+    size_t used;
+};
+static struct qmpi_conf_names qmpi_conf_instance_names, qmpi_conf_stack_names;
+
+static size_t qmpi_conf_hash(const char *text, size_t length)
 {
-    return strlen(known) == length && strncmp(known, text, length) == 0;
+    size_t hash = 14695981039346656037u, i; /* FNV-1a */
+    for (i = 0; i < length; i++)
+        hash = (hash ^ (unsigned char)text[i]) * 1099511628211u;
+    return hash;
+}
+
+static const char *qmpi_conf_instance_name(int index)
+{
+    return qmpi_conf_instances[index].name;
+}
+
+static const char *qmpi_conf_stack_name(int index)
+{
+    return qmpi_conf_stacks[index].name;
+}
+
+/* The index named by the `length` bytes at `text`, or -1. */
+static int qmpi_conf_find(const struct qmpi_conf_names *names, const char *(*name_of)(int), const char *text,
+                          size_t length)
+{
+    size_t i;
+
+    if (names->capacity == 0)
+        return -1;
+    for (i = qmpi_conf_hash(text, length) & (names->capacity - 1); names->slots[i] != 0;
+         i = (i + 1) & (names->capacity - 1)) {
+        const char *name = name_of(names->slots[i] - 1);
+        if (strncmp(name, text, length) == 0 && name[length] == '\0')
+            return names->slots[i] - 1;
+    }
+    return -1;
+}
+
+static void qmpi_conf_place(struct qmpi_conf_names *names, const char *name, int index)
+{
+    size_t i = qmpi_conf_hash(name, strlen(name)) & (names->capacity - 1);
+    while (names->slots[i] != 0)
+        i = (i + 1) & (names->capacity - 1);
+    names->slots[i] = index + 1;
+}
+
+/* Adds `index`, whose name is not in the table yet. */
+static void qmpi_conf_add(struct qmpi_conf_names *names, const char *(*name_of)(int), int index)
+{
+    if (2 * (names->used + 1) > names->capacity) {
+        struct qmpi_conf_names grown = {NULL, names->capacity ? 2 * names->capacity : 64, names->used};
+        size_t i;
+
+        grown.slots = (int *)qmpi_alloc(grown.capacity, sizeof *grown.slots);
+        for (i = 0; i < names->capacity; i++)
+            if (names->slots[i] != 0)
+                qmpi_conf_place(&grown, name_of(names->slots[i] - 1), names->slots[i] - 1);
+        free(names->slots);
+        *names = grown;
+    }
+    qmpi_conf_place(names, name_of(index), index);
+    names->used++;
 }
 
 /* The value of a stack's instances = line: NAME, NAME, ... (by name; resolved later). */
@@ -117,7 +190,7 @@ static void qmpi_conf_stack_members(const char *file, int line, struct qmpi_conf
         while (last > cursor && isspace((unsigned char)last[-1]))
             last--;
         if (!qmpi_conf_word(cursor, (size_t)(last - cursor)))
-            qmpi_fatalf("%s:%d: [stack %s] instances = %s: '%.*s' is not an instance name", file, line, stack->name,
+            qmpi_fatalf("%s:%d: [stack %s] instances = %.80s: '%.*s' is not an instance name", file, line, stack->name,
                         value, (int)(last - cursor), cursor);
         /* Names resolve once the whole file is read: sections may follow the stack. */
         qmpi_conf_grow(&stack->names, stack->count, sizeof *stack->names);
@@ -146,7 +219,7 @@ static void qmpi_conf_line(const char *file, int line, char *text, struct qmpi_c
         int i;
 
         if (*end != ']')
-            qmpi_fatalf("%s:%d: a section header ends with ']': '%s'", file, line, text);
+            qmpi_fatalf("%s:%d: a section header ends with ']': '%.80s'", file, line, text);
         while (isspace((unsigned char)*name))
             name++;
         while (end > name && isspace((unsigned char)end[-1]))
@@ -158,40 +231,42 @@ static void qmpi_conf_line(const char *file, int line, char *text, struct qmpi_c
             while (isspace((unsigned char)*stack_name))
                 stack_name++;
             if (!qmpi_conf_word(stack_name, (size_t)(end - stack_name)))
-                qmpi_fatalf("%s:%d: '%s': a stack name is letters, digits, '_', '-' and '.' ([stack heavy])", file,
+                qmpi_fatalf("%s:%d: '%.80s': a stack name is letters, digits, '_', '-' and '.' ([stack heavy])", file,
                             line, text);
-            for (i = 0; i < qmpi_conf_stack_count; i++)
-                if (qmpi_conf_is(qmpi_conf_stacks[i].name, stack_name, (size_t)(end - stack_name)))
-                    qmpi_fatalf("%s:%d: duplicate stack name '%s' (first at line %d)", file, line,
-                                qmpi_conf_stacks[i].name, qmpi_conf_stacks[i].line);
+            i = qmpi_conf_find(&qmpi_conf_stack_names, qmpi_conf_stack_name, stack_name, (size_t)(end - stack_name));
+            if (i >= 0)
+                qmpi_fatalf("%s:%d: duplicate stack name '%s' (first at line %d)", file, line, qmpi_conf_stacks[i].name,
+                            qmpi_conf_stacks[i].line);
             qmpi_conf_grow(&qmpi_conf_stacks, qmpi_conf_stack_count, sizeof *qmpi_conf_stacks);
             stack = &qmpi_conf_stacks[qmpi_conf_stack_count++];
             memset(stack, 0, sizeof *stack);
             stack->name = qmpi_conf_strdup(stack_name, (size_t)(end - stack_name));
             stack->line = line;
+            qmpi_conf_add(&qmpi_conf_stack_names, qmpi_conf_stack_name, qmpi_conf_stack_count - 1);
             qmpi_conf_current_stack = stack;
             *current = NULL;
             return;
         }
         if (!qmpi_conf_word(name, (size_t)(end - name)))
-            qmpi_fatalf("%s:%d: '%s': an instance name is letters, digits, '_', '-' and '.' ([outer])", file, line,
+            qmpi_fatalf("%s:%d: '%.80s': an instance name is letters, digits, '_', '-' and '.' ([outer])", file, line,
                         text);
-        for (i = 0; i < qmpi_conf_count; i++)
-            if (qmpi_conf_is(qmpi_conf_instances[i].name, name, (size_t)(end - name)))
-                qmpi_fatalf("%s:%d: duplicate instance name '%s' (first at line %d)", file, line,
-                            qmpi_conf_instances[i].name, qmpi_conf_instances[i].line);
+        i = qmpi_conf_find(&qmpi_conf_instance_names, qmpi_conf_instance_name, name, (size_t)(end - name));
+        if (i >= 0)
+            qmpi_fatalf("%s:%d: duplicate instance name '%s' (first at line %d)", file, line,
+                        qmpi_conf_instances[i].name, qmpi_conf_instances[i].line);
         qmpi_conf_grow(&qmpi_conf_instances, qmpi_conf_count, sizeof *qmpi_conf_instances);
         instance = &qmpi_conf_instances[qmpi_conf_count++];
         memset(instance, 0, sizeof *instance);
         instance->name = qmpi_conf_strdup(name, (size_t)(end - name));
         instance->line = line;
+        qmpi_conf_add(&qmpi_conf_instance_names, qmpi_conf_instance_name, qmpi_conf_count - 1);
         *current = instance;
         qmpi_conf_current_stack = NULL;
         return;
     }
     equals = strchr(text, '=');
     if (equals == NULL)
-        qmpi_fatalf("%s:%d: expected '[NAME]', 'KEY = VALUE', a comment or an empty line, found '%s'", file, line,
+        qmpi_fatalf("%s:%d: expected '[NAME]', 'KEY = VALUE', a comment or an empty line, found '%.80s'", file, line,
                     text);
     {
         struct qmpi_conf_instance *instance = *current;
@@ -205,7 +280,7 @@ static void qmpi_conf_line(const char *file, int line, char *text, struct qmpi_c
             value++;
         if (!qmpi_conf_word(key, (size_t)(key_end - key)))
             qmpi_fatalf("%s:%d: '%.*s' is not a key: keys are letters, digits, '_', '-' and '.'", file, line,
-                        (int)(key_end - key), key);
+                        (int)(key_end - key > 80 ? 80 : key_end - key), key);
         *key_end = '\0';
         if (instance == NULL && qmpi_conf_current_stack != NULL) {
             if (strcmp(key, "instances") != 0)
@@ -275,11 +350,15 @@ static void qmpi_conf_resolve_stacks(const char *file)
             qmpi_fatalf("%s:%d: [stack %s] has no 'instances = NAME, ...' line", file, stack->line, stack->name);
         stack->members = (int *)qmpi_alloc((size_t)stack->count, sizeof *stack->members);
         for (k = 0; k < stack->count; k++) {
-            for (i = 0; i < qmpi_conf_count && strcmp(qmpi_conf_instances[i].name, stack->names[k]) != 0; i++)
-                ;
-            if (i == qmpi_conf_count)
+            i = qmpi_conf_find(&qmpi_conf_instance_names, qmpi_conf_instance_name, stack->names[k],
+                               strlen(stack->names[k]));
+            if (i < 0)
                 qmpi_fatalf("%s:%d: [stack %s] instances: no section [%s] in the file", file, stack->instances_line,
                             stack->name, stack->names[k]);
+            if (in_stack[i] == s + 1)
+                qmpi_fatalf("%s:%d: [stack %s] instances: [%s] is listed twice: an instance is at one place in one "
+                            "stack (give the tool a second section for a second instance)",
+                            file, stack->instances_line, stack->name, stack->names[k]);
             if (in_stack[i])
                 qmpi_fatalf("%s:%d: [stack %s] instances: [%s] is already in [stack %s] (line %d): an instance is in "
                             "one stack only (give the tool a second section for a second instance)",
@@ -290,9 +369,8 @@ static void qmpi_conf_resolve_stacks(const char *file)
         }
     }
     if (qmpi_conf_stack_count > 0) {
-        for (s = 0; s < qmpi_conf_stack_count && strcmp(qmpi_conf_stacks[s].name, "default") != 0; s++)
-            ;
-        if (s == qmpi_conf_stack_count)
+        s = qmpi_conf_find(&qmpi_conf_stack_names, qmpi_conf_stack_name, "default", 7);
+        if (s < 0)
             qmpi_fatalf("%s:%d: [stack %s] but no [stack default]: with stack sections, [stack default] lists the "
                         "instances the application's calls enter",
                         file, qmpi_conf_stacks[0].line, qmpi_conf_stacks[0].name);
@@ -322,33 +400,91 @@ static void qmpi_conf_resolve_stacks(const char *file)
     free(in_stack);
 }
 
+/* The whole of FILE, NUL-terminated, in *text; its length. Only a regular file, opened
+ * without blocking, of at most QMPI_CONF_MAX_BYTES (also if it grows while read). */
+static size_t qmpi_conf_slurp(const char *file, char **text)
+{
+    struct stat status;
+    size_t length = 0, capacity;
+    char *buffer;
+    int fd = open(file, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+
+    if (fd < 0)
+        qmpi_fatalf("QMPI_CONF=%s: cannot read the configuration file: %s", file, strerror(errno));
+    if (fstat(fd, &status) != 0)
+        qmpi_fatalf("QMPI_CONF=%s: cannot read the configuration file: %s", file, strerror(errno));
+    if (!S_ISREG(status.st_mode))
+        qmpi_fatalf("QMPI_CONF=%s: not a regular file (%s): the configuration file must be a regular file", file,
+                    qmpi_file_kind(status.st_mode));
+    if (status.st_size > QMPI_CONF_MAX_BYTES)
+        qmpi_fatalf("QMPI_CONF=%s: %lld bytes, larger than the %d MiB a configuration file may have", file,
+                    (long long)status.st_size, (int)(QMPI_CONF_MAX_BYTES >> 20));
+    /* st_size may be 0 (/proc) or stale: read to the end, within the bound. The buffer
+     * keeps room for one more byte than it holds, so the end is seen when it is full. */
+    capacity = (size_t)status.st_size + 1 < 4096 ? 4096 : (size_t)status.st_size + 1;
+    buffer = (char *)malloc(capacity);
+    while (buffer != NULL) {
+        ssize_t got;
+
+        if (length + 1 == capacity) {
+            char *grown;
+            if (length > (size_t)QMPI_CONF_MAX_BYTES)
+                qmpi_fatalf("QMPI_CONF=%s: larger than the %d MiB a configuration file may have", file,
+                            (int)(QMPI_CONF_MAX_BYTES >> 20));
+            capacity = 2 * capacity < (size_t)QMPI_CONF_MAX_BYTES + 2 ? 2 * capacity : (size_t)QMPI_CONF_MAX_BYTES + 2;
+            grown = (char *)realloc(buffer, capacity);
+            if (grown == NULL)
+                free(buffer);
+            buffer = grown;
+            continue;
+        }
+        got = read(fd, buffer + length, capacity - 1 - length);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0)
+            qmpi_fatalf("QMPI_CONF=%s: cannot read the configuration file: %s", file, strerror(errno));
+        if (got == 0)
+            break;
+        length += (size_t)got;
+    }
+    if (buffer == NULL)
+        qmpi_fatal("QMPI: out of memory reading the configuration file");
+    close(fd);
+    buffer[length] = '\0';
+    *text = buffer;
+    return length;
+}
+
 /* Reads FILE into qmpi_conf_instances and lays out the stacks; returns the number of
  * levels below level 0. */
 QMPI_HIDDEN int qmpi_conf_read(const char *file)
 {
     struct qmpi_conf_instance *current = NULL;
-    char *text = NULL;
-    size_t size = 0;
-    ssize_t length;
+    char *text = NULL, *cursor;
+    size_t length = qmpi_conf_slurp(file, &text);
     int line = 0, i;
-    FILE *in = fopen(file, "r");
 
-    if (in == NULL)
-        qmpi_fatalf("QMPI_CONF=%s: cannot read the configuration file: %s", file, strerror(errno));
-    while ((length = getline(&text, &size, in)) >= 0) {
+    for (cursor = text; cursor < text + length;) {
+        char *end = memchr(cursor, '\n', (size_t)(text + length - cursor));
+        char *next = end != NULL ? end + 1 : text + length;
+
         line++;
-        if ((size_t)length != strlen(text))
+        if (memchr(cursor, '\0', (size_t)(next - cursor)) != NULL)
             qmpi_fatalf("%s:%d: a NUL byte: not a text file", file, line);
-        qmpi_conf_line(file, line, text, &current);
+        if (end != NULL)
+            *end = '\0';
+        qmpi_conf_line(file, line, cursor, &current);
+        cursor = next;
     }
     free(text);
-    fclose(in);
     for (i = 0; i < qmpi_conf_count; i++)
         if (qmpi_conf_instances[i].tool == NULL)
             qmpi_fatalf("%s:%d: [%s] has no 'tool = ...' line (a path, %%NAME or @NAME)", file,
                         qmpi_conf_instances[i].line, qmpi_conf_instances[i].name);
     qmpi_conf_file = file;
     qmpi_conf_resolve_stacks(file);
+    if (qmpi_conf_count == 0 && qmpi_conf_stack_count == 0)
+        qmpi_warnf("QMPI_CONF=%s: the file has no [NAME] section: running with no tools", file);
     return qmpi_conf_count + qmpi_stack_count - 1; /* levels below 0: the instances and the other stacks' tops */
 }
 

@@ -8,7 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 
 /* The tables of all levels, one block. A call walks one cell per level, each in
  * another level's table: with hundreds of tools that is a new 4 KiB page per level
@@ -116,20 +118,70 @@ QMPI_HIDDEN int qmpi_split(const char *list, const char *where, int callback_onl
     }
 }
 
+/* Secure-execution mode (AT_SECURE: set-user-ID, set-group-ID, file capabilities):
+ * whoever sets the environment is not whom the process runs as. As ld.so ignores
+ * LD_PRELOAD there, the core then ignores every variable that picks code or names a
+ * file, and says once which were set (names only: a value may be a secret's path). */
+static const char *const qmpi_tool_variables[] = {"QMPI_TOOLS", "TOOLS", "QMPI_TOOL_LIST", "MPIR_CVAR_QMPI_TOOL_LIST",
+                                                  "QMPI_CONF"};
+
+static int qmpi_secure(void)
+{
+    static int secure = -1;
+    if (secure < 0)
+        secure = getauxval(AT_SECURE) != 0;
+    return secure;
+}
+
+/* A tool variable: NULL in secure-execution mode. */
+static const char *qmpi_tool_getenv(const char *name)
+{
+    return qmpi_secure() ? NULL : getenv(name);
+}
+
+QMPI_HIDDEN void qmpi_secure_notice(void)
+{
+    char names[160] = "";
+    size_t i;
+
+    if (!qmpi_secure())
+        return;
+    for (i = 0; i < sizeof qmpi_tool_variables / sizeof *qmpi_tool_variables; i++) {
+        const char *value = getenv(qmpi_tool_variables[i]);
+        if (value != NULL && *value != '\0') {
+            if (names[0] != '\0')
+                strcat(names, ", ");
+            strcat(names, qmpi_tool_variables[i]);
+        }
+    }
+    if (names[0] != '\0')
+        qmpi_warnf("secure-execution mode (set-user-ID, set-group-ID or file capabilities): %s ignored, as the "
+                   "dynamic linker ignores LD_PRELOAD: running with no tools",
+                   names);
+}
+
+/* QMPI_CONF, if set and not empty. */
+QMPI_HIDDEN const char *qmpi_conf_variable(void)
+{
+    const char *file = qmpi_tool_getenv("QMPI_CONF");
+    return file != NULL && *file != '\0' ? file : NULL;
+}
+
 /* The thesis-style tool list: QMPI_TOOLS, else the thesis's TOOLS. QMPI_TOOLS set at
  * all, even empty, wins: TOOLS is a generic name other software sets for its own use. */
 QMPI_HIDDEN const char *qmpi_tools_variable(const char **where)
 {
-    const char *list = getenv("QMPI_TOOLS");
+    const char *list = qmpi_tool_getenv("QMPI_TOOLS");
     *where = "QMPI_TOOLS";
     if (list == NULL) {
-        list = getenv("TOOLS");
+        list = qmpi_tool_getenv("TOOLS");
         *where = "TOOLS";
     }
     return list != NULL && *list != '\0' ? list : NULL;
 }
 
-/* An on/off variable: set to anything but "" or "0" is on. */
+/* An on/off variable: set to anything but "" or "0" is on. Read in secure-execution
+ * mode too (QMPI_VERBOSE: the chain on stderr, which names no file). */
 QMPI_HIDDEN int qmpi_flag(const char *name)
 {
     const char *value = getenv(name);
@@ -138,13 +190,28 @@ QMPI_HIDDEN int qmpi_flag(const char *name)
 
 QMPI_HIDDEN const char *qmpi_tool_list(const char **where)
 {
-    const char *list = getenv("QMPI_TOOL_LIST");
+    const char *list = qmpi_tool_getenv("QMPI_TOOL_LIST");
     *where = "QMPI_TOOL_LIST";
     if (list == NULL || *list == '\0') {
-        list = getenv("MPIR_CVAR_QMPI_TOOL_LIST"); /* MPICH's spelling */
+        list = qmpi_tool_getenv("MPIR_CVAR_QMPI_TOOL_LIST"); /* MPICH's spelling */
         *where = "MPIR_CVAR_QMPI_TOOL_LIST";
     }
     return list != NULL && *list != '\0' ? list : NULL;
+}
+
+/* A tool named by a path (or found in LD_LIBRARY_PATH) must be a regular file: open()
+ * of a FIFO blocks every rank, and a directory or a device is no library. stat() does
+ * not block. A file not found this way is dlopen's to search for and to report. */
+QMPI_HIDDEN void qmpi_check_tool_file(const struct qmpi_entry *entry)
+{
+    char file[4096], why[160];
+    struct stat status;
+
+    if (!qmpi_tool_file(entry->text, file, sizeof file) || stat(file, &status) != 0 || S_ISREG(status.st_mode))
+        return;
+    snprintf(why, sizeof why, "not a regular file (%s): a tool is a shared library file",
+             qmpi_file_kind(status.st_mode));
+    qmpi_refuse_entry(entry, why);
 }
 
 QMPI_HIDDEN const struct qmpi_registration *qmpi_registered_tool(const struct qmpi_entry *entry)

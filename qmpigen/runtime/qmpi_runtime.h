@@ -14,8 +14,10 @@
  * What each file owns (its state and the functions other files call):
  *
  *   errors.c        the core's one error line, "qmpi: error: ..." in one write
- *                   (qmpi_fatal, qmpi_fatalf, qmpi_write_error), allocation that stops
- *                   the job when it fails (qmpi_alloc). Stopping is stop_job.c's.
+ *                   (qmpi_fatal, qmpi_fatalf, qmpi_write_error), warnings (qmpi_warnf),
+ *                   escaping what is not printable UTF-8 in both (qmpi_escape),
+ *                   allocation that stops the job when it fails (qmpi_alloc). Stopping
+ *                   is stop_job.c's.
  *   stop_job.c      qmpi_stop_job: MPI_Abort (initializing MPI first if need be), so
  *                   that every launcher ends the whole job.
  *   conf.c          QMPI_CONF: the configuration file's parser, the stacks it lays out
@@ -30,8 +32,9 @@
  *                   call (QMPI_Call_*), the stacks' names (QMPI_Stack_*).
  *   threads.c       the thread level the stack supports (QMPI_Set_thread_level).
  *   pmpi_load.c     unmodified PMPI tools: checks, private copy, loading into a slot.
- *   loading.c       the tool lists (TOOLS, QMPI_TOOLS, QMPI_TOOL_LIST), thesis-style
- *                   tools by dlopen, the chain's cell block.
+ *   loading.c       the environment (TOOLS, QMPI_TOOLS, QMPI_TOOL_LIST, QMPI_CONF,
+ *                   QMPI_VERBOSE), ignored in secure-execution mode (AT_SECURE); the
+ *                   tool lists; thesis-style tools by dlopen, the chain's cell block.
  *   static_tools.c  statically linked thesis-style tools (TOOLS=%NAME).
  *   chain_report.c  QMPI_VERBOSE: the chain, said once by world rank 0.
  *   chain.c         the chain's state, building it on the first MPI call, bottom-up,
@@ -58,6 +61,9 @@
 QMPI_HIDDEN void qmpi_fatal(const char *message) __attribute__((noreturn));
 QMPI_HIDDEN void qmpi_fatalf(const char *format, ...) __attribute__((format(printf, 1, 2), noreturn));
 QMPI_HIDDEN void qmpi_write_error(const char *format, va_list args) __attribute__((format(printf, 1, 0)));
+QMPI_HIDDEN void qmpi_warnf(const char *format, ...) __attribute__((format(printf, 1, 2)));
+QMPI_HIDDEN size_t qmpi_escape(char *out, const char *text, size_t length);
+QMPI_HIDDEN const char *qmpi_file_kind(unsigned int mode);
 QMPI_HIDDEN void *qmpi_alloc(size_t count, size_t size);
 QMPI_HIDDEN void qmpi_stop_job(void) __attribute__((noreturn));
 
@@ -100,7 +106,6 @@ struct qmpi_conf_instance {
 
 QMPI_HIDDEN extern const char *qmpi_conf_file;                  /* QMPI_CONF's value, once read */
 QMPI_HIDDEN extern struct qmpi_conf_instance **qmpi_conf_level; /* by level; NULL for a stack's top */
-QMPI_HIDDEN const char *qmpi_conf_variable(void);
 QMPI_HIDDEN int qmpi_conf_read(const char *file);
 QMPI_HIDDEN void qmpi_conf_entries(struct qmpi_entry *out);
 QMPI_HIDDEN const char *qmpi_get_argument(int level, const char *name);
@@ -268,6 +273,9 @@ QMPI_HIDDEN cell *qmpi_alloc_cells(size_t count);
 QMPI_HIDDEN void qmpi_refuse_entry(const struct qmpi_entry *entry, const char *why) __attribute__((noreturn));
 QMPI_HIDDEN void qmpi_resolve(struct qmpi_library *lib, const struct qmpi_entry *entry);
 QMPI_HIDDEN int qmpi_split(const char *list, const char *where, int callback_only, struct qmpi_entry *out);
+QMPI_HIDDEN void qmpi_secure_notice(void);
+QMPI_HIDDEN const char *qmpi_conf_variable(void);
+QMPI_HIDDEN void qmpi_check_tool_file(const struct qmpi_entry *entry);
 QMPI_HIDDEN const char *qmpi_tools_variable(const char **where);
 QMPI_HIDDEN const char *qmpi_tool_list(const char **where);
 QMPI_HIDDEN int qmpi_flag(const char *name);

@@ -1,9 +1,19 @@
 set -u
 set -f  # tool lists are split on ',' and ':' below, never globbed
+# An exported CDPATH makes cd print the directory: $(cd DIR && pwd) would be two lines.
+unset CDPATH
 
+# One line: control characters of what the user gave (a newline in a name) become '?'.
 die() {
-    printf 'qmpirun: error: %s\n' "$1" >&2
+    printf 'qmpirun: error: %s\n' "$(printf '%s' "$1" | tr '\001-\037\177' '?')" >&2
     exit 2
+}
+
+# Names and paths reach the ranks in variables and error lines: no control characters.
+no_controls() {
+    case $2 in
+        *[[:cntrl:]]*) die "$1 holds a control character (a newline, a tab?): refused" ;;
+    esac
 }
 
 # Where the core is: this script in PREFIX/bin, the library in PREFIX/lib; or both in
@@ -14,9 +24,9 @@ case $script in
     *) [ -f "$script" ] || script=$(command -v "$script") || die "cannot find where $0 lies" ;;
 esac
 resolved=$(readlink -f "$script" 2>/dev/null) && [ -n "$resolved" ] && script=$resolved
-here=$(cd -P "$(dirname "$script")" && pwd) || die "cannot find where $0 lies"
+here=$(cd -P -- "$(dirname -- "$script")" && pwd) || die "cannot find where $0 lies"
 if [ -f "$here/../lib/$qmpi_soname" ]; then
-    prefix=$(cd -P "$here/.." && pwd)
+    prefix=$(cd -P -- "$here/.." && pwd)
     core=$prefix/lib/$qmpi_soname
     tooldir=$prefix/lib/qmpi/tools
 elif [ -f "$here/$qmpi_soname" ]; then
@@ -72,7 +82,7 @@ find_tool() {
     for dir in ${QMPI_TOOL_PATH:-}${tooldir:+:$tooldir}; do
         if [ -n "$dir" ] && [ -f "$dir/$file" ]; then
             IFS=$saved_ifs
-            found=$(cd -P "$dir" && pwd)/$file
+            found=$(cd -P -- "$dir" && pwd)/$file
             return 0
         fi
     done
@@ -127,6 +137,7 @@ preload=
 add_preload "$core"
 chain=
 if [ -n "$have_tools" ]; then
+    no_controls "-t '$tool_list'" "$tool_list"
     case ,$tool_list, in
         *,,*) die "-t: empty tool name in '$tool_list'" ;;
     esac
@@ -142,7 +153,7 @@ if [ -n "$have_tools" ]; then
             %*) ;;
             @*) if find_tool "${entry#@}"; then add_preload "$found"; fi ;;
             */*) [ -f "$entry" ] || die "tool '$entry': no such file"
-                 entry=$(cd -P "$(dirname "$entry")" && pwd)/$(basename "$entry") ;;
+                 entry=$(cd -P -- "$(dirname -- "$entry")" && pwd)/$(basename -- "$entry") ;;
             *) find_tool "$entry" || die "tool '$entry' not found: no $file in $where"
                entry=$found ;;
         esac
@@ -153,8 +164,9 @@ fi
 preload=${preload#:}${LD_PRELOAD:+:$LD_PRELOAD}
 if [ -n "$conf" ]; then
     [ -z "$have_tools" ] || die "-c and -t exclude each other: the configuration file '$conf' lists the chain"
+    no_controls "-c '$conf'" "$conf"
     [ -f "$conf" ] || die "-c: configuration file '$conf' not found"
-    conf=$(cd -P "$(dirname "$conf")" && pwd)/$(basename "$conf")
+    conf=$(cd -P -- "$(dirname -- "$conf")" && pwd)/$(basename -- "$conf")
 fi
 
 launcher=$1

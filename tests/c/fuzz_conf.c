@@ -23,6 +23,8 @@ static void reset(void)
     qmpi_conf_current_stack = NULL;
     qmpi_conf_stacks = NULL;
     qmpi_conf_stack_count = 0;
+    memset(&qmpi_conf_instance_names, 0, sizeof qmpi_conf_instance_names); /* leaked too */
+    memset(&qmpi_conf_stack_names, 0, sizeof qmpi_conf_stack_names);
     qmpi_conf_level = NULL;
     qmpi_stacks = &qmpi_default_stack;
     qmpi_stack_count = 1;

@@ -43,3 +43,19 @@ int qmpi_function_index(const char *name)
             return (int)i;
     return -1;
 }
+
+void qmpi_warnf(const char *format, ...)
+{
+    char line[512];
+    va_list args;
+
+    va_start(args, format);
+    vsnprintf(line, sizeof line, format, args);
+    va_end(args);
+}
+
+const char *qmpi_file_kind(unsigned int mode)
+{
+    (void)mode;
+    return "not a regular file";
+}

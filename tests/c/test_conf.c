@@ -2,6 +2,9 @@
 #include "../../qmpigen/runtime/qmpi_runtime.h"
 #include "check.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+
 static const char *conf_path;
 
 static void read_instances_and_arguments(void)
@@ -86,6 +89,92 @@ STOPS_WITH(instance_in_no_stack, "[a]\ntool = x\n[b]\ntool = y\n[stack default]\
 STOPS_WITH(stack_unknown_key, "[stack default]\nfoo = a\n")
 STOPS_WITH(stack_without_instances, "[stack default]\n")
 STOPS_WITH(duplicate_stack, "[stack s]\n[stack s]\n")
+STOPS_WITH(stack_member_listed_twice, "[a]\ntool = x\n[stack default]\ninstances = a, a\n")
+STOPS_WITH(non_utf8_in_line, "[a]\ntool = x\n\xff\xfe junk\n")
+
+/* Special files: each one line, never a hang, never end of file read as "no tools". */
+/* Made (and removed) by main: a case's process ends inside the parser. */
+static char special_path[64];
+
+static void fifo_file(void)
+{
+    alarm(20); /* a blocking open() must fail the case, not hang the suite */
+    qmpi_conf_read(special_path);
+}
+
+static void directory_file(void)
+{
+    qmpi_conf_read("/tmp");
+}
+
+static void dev_zero_file(void)
+{
+    alarm(20);
+    qmpi_conf_read("/dev/zero");
+}
+
+static void proc_mem_file(void)
+{
+    qmpi_conf_read("/proc/self/mem");
+}
+
+static void too_large_file(void)
+{
+    qmpi_conf_read(special_path);
+}
+
+static void make_large_file(void)
+{
+    static char block[65536];
+    int fd = open(special_path, O_WRONLY | O_CREAT | O_EXCL, 0600), i;
+
+    memset(block, '#', sizeof block);
+    for (i = 0; i < 100; i++) /* 6.4 MB of comment */
+        CHECK(write(fd, block, sizeof block) == (ssize_t)sizeof block);
+    close(fd);
+}
+
+/* An empty chain from a file is not an error, but it is said. */
+static void empty_file(void)
+{
+    CHECK(qmpi_conf_read(check_file("")) == 0);
+}
+
+static void comments_only_file(void)
+{
+    CHECK(qmpi_conf_read(check_file("# nothing\n; here\n\n")) == 0);
+}
+
+static int stderr_has(void (*body)(void), const char *text)
+{
+    char captured[4096] = "";
+    FILE *err = tmpfile();
+    pid_t child;
+    int status = 0;
+    size_t n;
+
+    fflush(NULL);
+    child = fork();
+    if (child == 0) {
+        dup2(fileno(err), STDERR_FILENO);
+        body();
+        _exit(0);
+    }
+    waitpid(child, &status, 0);
+    rewind(err);
+    n = fread(captured, 1, sizeof captured - 1, err);
+    captured[n] = '\0';
+    fclose(err);
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0 && strstr(captured, text) != NULL &&
+           strchr(captured, '\n') == captured + strlen(captured) - 1;
+}
+
+static void empty_chain_is_said_in_one_line(void)
+{
+    CHECK(stderr_has(empty_file, "qmpi: warning: QMPI_CONF="));
+    CHECK(stderr_has(empty_file, "no tools"));
+    CHECK(stderr_has(comments_only_file, "no tools"));
+}
 
 static void missing_file(void)
 {
@@ -130,5 +219,22 @@ int main(void)
     check_case("duplicate stack", duplicate_stack, ":2: duplicate stack name 's'");
     check_case("unreadable file", missing_file, "QMPI_CONF=/nonexistent/qmpi.conf: cannot read the configuration file");
     check_case("NUL byte", nul_byte_in_line, ":2: a NUL byte: not a text file");
+    check_case("instance listed twice in one stack", stack_member_listed_twice,
+               ":4: [stack default] instances: [a] is listed twice");
+    check_case("non-UTF-8 bytes are escaped", non_utf8_in_line, "found '\\xff\\xfe junk'");
+    snprintf(special_path, sizeof special_path, "/tmp/qmpi-check-fifo-%d", (int)getpid());
+    CHECK(mkfifo(special_path, 0600) == 0);
+    check_case("FIFO", fifo_file, "not a regular file (a FIFO)");
+    unlink(special_path);
+    check_case("directory", directory_file, "QMPI_CONF=/tmp: not a regular file (a directory)");
+    check_case("/dev/zero", dev_zero_file, "QMPI_CONF=/dev/zero: not a regular file (a character device)");
+    check_case("/proc/self/mem", proc_mem_file, "QMPI_CONF=/proc/self/mem: cannot read the configuration file");
+    snprintf(special_path, sizeof special_path, "/tmp/qmpi-check-large-%d", (int)getpid());
+    make_large_file();
+    check_case("larger than the limit", too_large_file, "larger than the 4 MiB a configuration file may have");
+    unlink(special_path);
+    check_case("empty file", empty_file, NULL);
+    check_case("comments only", comments_only_file, NULL);
+    check_case("empty chain said in one line", empty_chain_is_said_in_one_line, NULL);
     return check_summary();
 }

@@ -4,7 +4,7 @@
  * Do not edit: regenerate with
  *   qmpigen scaffold-tool profiler.qmpi --mpi-header tools_mpi.h --mpicc cc -o profiler --interface callback
  */
-/* qmpigen-checksum: ee26d7ebbf351c82138e9a533c2583a251855bc04767f5d716b8ce4845311b71 (qmpigen overwrites this file only while it matches) */
+/* qmpigen-checksum: 1ac2e6f214c512399a4aff7728ed3c0fd489252749834fc8039ce3e6c8bb2796 (qmpigen overwrites this file only while it matches) */
 /*
  * A callback-interface tool: registers as "profiler" from a constructor.
  *
@@ -47,6 +47,7 @@ struct profiler_context {
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <unistd.h>
 
 /* Bytes in `count` elements of `type`; 0 for MPI_DATATYPE_NULL. */
@@ -84,7 +85,7 @@ static FILE *profiler_create(const char *path)
     }
     return file;
 }
-#line 88 "profiler.c"
+#line 89 "profiler.c"
 
 /* One instance per entry of the tool list, by tool id: its next links, cached at init
  * (qmpigen's core initialises tools bottom-up, so QMPI_Get_function is final there), and its state. */
@@ -124,9 +125,9 @@ static void profiler_on_init(struct profiler_context *qmpi_ctx, int qmpi_level)
 {
     (void)qmpi_ctx;
     (void)qmpi_level;
-#line 106 "profiler.qmpi"
+#line 107 "profiler.qmpi"
     qmpi_ctx->active = 1;
-#line 130 "profiler.c"
+#line 131 "profiler.c"
 }
 
 /* on finalize: before MPI is finalised (once per instance) */
@@ -134,12 +135,13 @@ static void profiler_on_finalize(struct profiler_context *qmpi_ctx, int qmpi_lev
 {
     (void)qmpi_ctx;
     (void)qmpi_level;
-#line 115 "profiler.qmpi"
+#line 116 "profiler.qmpi"
         int order[NUM_MPI_FUNCS], used = 0, k, j;
         unsigned long long calls = 0, nanoseconds = 0, bytes = 0;
         size_t size = 256 + (size_t)NUM_MPI_FUNCS * 128, length = 0;
         char *report = malloc(size);
-        const char *prefix = getenv("PROFILER_OUTPUT");
+        /* A file name from the environment: not in a set-user-ID program (AT_SECURE). */
+        const char *prefix = getauxval(AT_SECURE) ? NULL : getenv("PROFILER_OUTPUT");
 
         qmpi_ctx->active = 0;
         /* Functions called at this level, most time first (then enumeration order). */
@@ -181,7 +183,7 @@ static void profiler_on_finalize(struct profiler_context *qmpi_ctx, int qmpi_lev
             }
         }
         free(report);
-#line 185 "profiler.c"
+#line 187 "profiler.c"
 }
 
 /* MPI is up: the first time, record $rank and run on init. A thread that gets here
@@ -205,13 +207,13 @@ static int PROF_Abort(QMPI_Context qmpi_context, int qmpi_level, MPI_Comm comm, 
     int qmpi_ret;
     struct profiler_instance *qmpi_self = profiler_instance_of(qmpi_level);
     struct profiler_context *qmpi_ctx = &qmpi_self->context;
-#line 101 "profiler.qmpi"
-    double t0 = PROFILER_START(qmpi_ctx);
-#line 211 "profiler.c"
-    qmpi_ret = qmpi_self->next_Abort(qmpi_context, qmpi_self->next_Abort_id, comm, errorcode);
 #line 102 "profiler.qmpi"
+    double t0 = PROFILER_START(qmpi_ctx);
+#line 213 "profiler.c"
+    qmpi_ret = qmpi_self->next_Abort(qmpi_context, qmpi_self->next_Abort_id, comm, errorcode);
+#line 103 "profiler.qmpi"
     PROFILER_RECORD(qmpi_ctx, _MPI_Abort, t0, 0);
-#line 215 "profiler.c"
+#line 217 "profiler.c"
     return qmpi_ret;
 }
 
@@ -280,9 +282,9 @@ static int PROF_Pcontrol(QMPI_Context qmpi_context, int qmpi_level, const int le
     (void)qmpi_context;
     (void)qmpi_level;
     (void)qmpi_args;
-#line 111 "profiler.qmpi"
+#line 112 "profiler.qmpi"
     qmpi_ctx->pcontrol = level;
-#line 286 "profiler.c"
+#line 288 "profiler.c"
     va_end(qmpi_va_list);
     return qmpi_ret;
 }
@@ -292,13 +294,13 @@ static int PROF_Send(QMPI_Context qmpi_context, int qmpi_level, const void *buf,
     int qmpi_ret;
     struct profiler_instance *qmpi_self = profiler_instance_of(qmpi_level);
     struct profiler_context *qmpi_ctx = &qmpi_self->context;
-#line 88 "profiler.qmpi"
-    double t0 = PROFILER_START(qmpi_ctx);
-#line 298 "profiler.c"
-    qmpi_ret = qmpi_self->next_Send(qmpi_context, qmpi_self->next_Send_id, buf, count, datatype, dest, tag, comm);
 #line 89 "profiler.qmpi"
+    double t0 = PROFILER_START(qmpi_ctx);
+#line 300 "profiler.c"
+    qmpi_ret = qmpi_self->next_Send(qmpi_context, qmpi_self->next_Send_id, buf, count, datatype, dest, tag, comm);
+#line 90 "profiler.qmpi"
     PROFILER_RECORD(qmpi_ctx, _MPI_Send, t0, profiler_bytes(count, datatype));
-#line 302 "profiler.c"
+#line 304 "profiler.c"
     return qmpi_ret;
 }
 
@@ -341,13 +343,13 @@ static double PROF_Wtick(QMPI_Context qmpi_context, int qmpi_level)
     double qmpi_ret;
     struct profiler_instance *qmpi_self = profiler_instance_of(qmpi_level);
     struct profiler_context *qmpi_ctx = &qmpi_self->context;
-#line 101 "profiler.qmpi"
-    double t0 = PROFILER_START(qmpi_ctx);
-#line 347 "profiler.c"
-    qmpi_ret = qmpi_self->next_Wtick(qmpi_context, qmpi_self->next_Wtick_id);
 #line 102 "profiler.qmpi"
+    double t0 = PROFILER_START(qmpi_ctx);
+#line 349 "profiler.c"
+    qmpi_ret = qmpi_self->next_Wtick(qmpi_context, qmpi_self->next_Wtick_id);
+#line 103 "profiler.qmpi"
     PROFILER_RECORD(qmpi_ctx, _MPI_Wtick, t0, 0);
-#line 351 "profiler.c"
+#line 353 "profiler.c"
     return qmpi_ret;
 }
 
@@ -356,13 +358,13 @@ static double PROF_Wtime(QMPI_Context qmpi_context, int qmpi_level)
     double qmpi_ret;
     struct profiler_instance *qmpi_self = profiler_instance_of(qmpi_level);
     struct profiler_context *qmpi_ctx = &qmpi_self->context;
-#line 101 "profiler.qmpi"
-    double t0 = PROFILER_START(qmpi_ctx);
-#line 362 "profiler.c"
-    qmpi_ret = qmpi_self->next_Wtime(qmpi_context, qmpi_self->next_Wtime_id);
 #line 102 "profiler.qmpi"
+    double t0 = PROFILER_START(qmpi_ctx);
+#line 364 "profiler.c"
+    qmpi_ret = qmpi_self->next_Wtime(qmpi_context, qmpi_self->next_Wtime_id);
+#line 103 "profiler.qmpi"
     PROFILER_RECORD(qmpi_ctx, _MPI_Wtime, t0, 0);
-#line 366 "profiler.c"
+#line 368 "profiler.c"
     return qmpi_ret;
 }
 

@@ -4,7 +4,7 @@
  * Do not edit: regenerate with
  *   qmpigen scaffold-tool profiler.qmpi --mpi-header tools_mpi.h --mpicc cc -o profiler
  */
-/* qmpigen-checksum: e0b2ee30a5ba651f2334d75f18982d39e98eda1f619295aff1ccc096839b6a4b (qmpigen overwrites this file only while it matches) */
+/* qmpigen-checksum: 7e4e359d5943d5ba2f22b47e61738850e22f3c9bf3de7068a836f6577651263d (qmpigen overwrites this file only while it matches) */
 /*
  * Build: make (QMPI_CORE=<core dir>), or
  *   mpicc -shared -fPIC -Wall -Wextra -Werror -I<core dir> profiler.c -o libprofiler.so
@@ -54,6 +54,7 @@ static inline struct profiler_context *profiler_context_of(int qmpi_level, vecto
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <unistd.h>
 
 /* Bytes in `count` elements of `type`; 0 for MPI_DATATYPE_NULL. */
@@ -91,7 +92,7 @@ static FILE *profiler_create(const char *path)
     }
     return file;
 }
-#line 95 "profiler.c"
+#line 96 "profiler.c"
 
 /* on init: after MPI is initialised (once per instance) */
 static void profiler_on_init(struct profiler_context *qmpi_ctx, int qmpi_level, vector *qmpi_v)
@@ -99,9 +100,9 @@ static void profiler_on_init(struct profiler_context *qmpi_ctx, int qmpi_level, 
     (void)qmpi_ctx;
     (void)qmpi_level;
     (void)qmpi_v;
-#line 106 "profiler.qmpi"
+#line 107 "profiler.qmpi"
     qmpi_ctx->active = 1;
-#line 105 "profiler.c"
+#line 106 "profiler.c"
 }
 
 /* on finalize: before MPI is finalised (once per instance) */
@@ -110,12 +111,13 @@ static void profiler_on_finalize(struct profiler_context *qmpi_ctx, int qmpi_lev
     (void)qmpi_ctx;
     (void)qmpi_level;
     (void)qmpi_v;
-#line 115 "profiler.qmpi"
+#line 116 "profiler.qmpi"
         int order[NUM_MPI_FUNCS], used = 0, k, j;
         unsigned long long calls = 0, nanoseconds = 0, bytes = 0;
         size_t size = 256 + (size_t)NUM_MPI_FUNCS * 128, length = 0;
         char *report = malloc(size);
-        const char *prefix = getenv("PROFILER_OUTPUT");
+        /* A file name from the environment: not in a set-user-ID program (AT_SECURE). */
+        const char *prefix = getauxval(AT_SECURE) ? NULL : getenv("PROFILER_OUTPUT");
 
         qmpi_ctx->active = 0;
         /* Functions called at this level, most time first (then enumeration order). */
@@ -157,7 +159,7 @@ static void profiler_on_finalize(struct profiler_context *qmpi_ctx, int qmpi_lev
             }
         }
         free(report);
-#line 161 "profiler.c"
+#line 163 "profiler.c"
 }
 
 /* MPI is up: the first time, record $rank and run on init. A thread that gets here
@@ -180,13 +182,13 @@ _EXTERN_C_ int PROF_Abort(MPI_Comm comm, int errorcode, int qmpi_level, vector *
 {
     int qmpi_ret;
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
-#line 101 "profiler.qmpi"
-    double t0 = PROFILER_START(qmpi_ctx);
-#line 186 "profiler.c"
-    qmpi_ret = QMPI_Next_Abort(comm, errorcode, qmpi_level, qmpi_v);
 #line 102 "profiler.qmpi"
+    double t0 = PROFILER_START(qmpi_ctx);
+#line 188 "profiler.c"
+    qmpi_ret = QMPI_Next_Abort(comm, errorcode, qmpi_level, qmpi_v);
+#line 103 "profiler.qmpi"
     PROFILER_RECORD(qmpi_ctx, _MPI_Abort, t0, 0);
-#line 190 "profiler.c"
+#line 192 "profiler.c"
     return qmpi_ret;
 }
 
@@ -194,13 +196,13 @@ _EXTERN_C_ MPI_Aint PROF_Aint_add(MPI_Aint base, MPI_Aint disp, int qmpi_level, 
 {
     MPI_Aint qmpi_ret;
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
-#line 101 "profiler.qmpi"
-    double t0 = PROFILER_START(qmpi_ctx);
-#line 200 "profiler.c"
-    qmpi_ret = QMPI_Next_Aint_add(base, disp, qmpi_level, qmpi_v);
 #line 102 "profiler.qmpi"
+    double t0 = PROFILER_START(qmpi_ctx);
+#line 202 "profiler.c"
+    qmpi_ret = QMPI_Next_Aint_add(base, disp, qmpi_level, qmpi_v);
+#line 103 "profiler.qmpi"
     PROFILER_RECORD(qmpi_ctx, _MPI_Aint_add, t0, 0);
-#line 204 "profiler.c"
+#line 206 "profiler.c"
     return qmpi_ret;
 }
 
@@ -208,13 +210,13 @@ _EXTERN_C_ int PROF_Allgather(const void *sendbuf, int sendcount, MPI_Datatype s
 {
     int qmpi_ret;
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
-#line 93 "profiler.qmpi"
+#line 94 "profiler.qmpi"
     double t0 = PROFILER_START(qmpi_ctx);
-#line 214 "profiler.c"
+#line 216 "profiler.c"
     qmpi_ret = QMPI_Next_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, qmpi_level, qmpi_v);
-#line 95 "profiler.qmpi"
+#line 96 "profiler.qmpi"
     PROFILER_RECORD(qmpi_ctx, _MPI_Allgather, t0, sendbuf == MPI_IN_PLACE ? 0 : profiler_bytes(sendcount, sendtype));
-#line 218 "profiler.c"
+#line 220 "profiler.c"
     return qmpi_ret;
 }
 
@@ -222,13 +224,13 @@ _EXTERN_C_ int PROF_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI
 {
     int qmpi_ret;
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
-#line 88 "profiler.qmpi"
-    double t0 = PROFILER_START(qmpi_ctx);
-#line 228 "profiler.c"
-    qmpi_ret = QMPI_Next_Allreduce(sendbuf, recvbuf, count, datatype, op, comm, qmpi_level, qmpi_v);
 #line 89 "profiler.qmpi"
+    double t0 = PROFILER_START(qmpi_ctx);
+#line 230 "profiler.c"
+    qmpi_ret = QMPI_Next_Allreduce(sendbuf, recvbuf, count, datatype, op, comm, qmpi_level, qmpi_v);
+#line 90 "profiler.qmpi"
     PROFILER_RECORD(qmpi_ctx, _MPI_Allreduce, t0, profiler_bytes(count, datatype));
-#line 232 "profiler.c"
+#line 234 "profiler.c"
     return qmpi_ret;
 }
 
@@ -236,13 +238,13 @@ _EXTERN_C_ int PROF_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype se
 {
     int qmpi_ret;
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
-#line 93 "profiler.qmpi"
+#line 94 "profiler.qmpi"
     double t0 = PROFILER_START(qmpi_ctx);
-#line 242 "profiler.c"
+#line 244 "profiler.c"
     qmpi_ret = QMPI_Next_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, qmpi_level, qmpi_v);
-#line 95 "profiler.qmpi"
+#line 96 "profiler.qmpi"
     PROFILER_RECORD(qmpi_ctx, _MPI_Alltoall, t0, sendbuf == MPI_IN_PLACE ? 0 : profiler_bytes(sendcount, sendtype));
-#line 246 "profiler.c"
+#line 248 "profiler.c"
     return qmpi_ret;
 }
 
@@ -250,13 +252,13 @@ _EXTERN_C_ int PROF_Attr_get(MPI_Comm comm, int keyval, void *attribute_val, int
 {
     int qmpi_ret;
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
-#line 101 "profiler.qmpi"
-    double t0 = PROFILER_START(qmpi_ctx);
-#line 256 "profiler.c"
-    qmpi_ret = QMPI_Next_Attr_get(comm, keyval, attribute_val, flag, qmpi_level, qmpi_v);
 #line 102 "profiler.qmpi"
+    double t0 = PROFILER_START(qmpi_ctx);
+#line 258 "profiler.c"
+    qmpi_ret = QMPI_Next_Attr_get(comm, keyval, attribute_val, flag, qmpi_level, qmpi_v);
+#line 103 "profiler.qmpi"
     PROFILER_RECORD(qmpi_ctx, _MPI_Attr_get, t0, 0);
-#line 260 "profiler.c"
+#line 262 "profiler.c"
     return qmpi_ret;
 }
 
@@ -264,13 +266,13 @@ _EXTERN_C_ int PROF_Barrier(MPI_Comm comm, int qmpi_level, vector *qmpi_v)
 {
     int qmpi_ret;
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
-#line 101 "profiler.qmpi"
-    double t0 = PROFILER_START(qmpi_ctx);
-#line 270 "profiler.c"
-    qmpi_ret = QMPI_Next_Barrier(comm, qmpi_level, qmpi_v);
 #line 102 "profiler.qmpi"
+    double t0 = PROFILER_START(qmpi_ctx);
+#line 272 "profiler.c"
+    qmpi_ret = QMPI_Next_Barrier(comm, qmpi_level, qmpi_v);
+#line 103 "profiler.qmpi"
     PROFILER_RECORD(qmpi_ctx, _MPI_Barrier, t0, 0);
-#line 274 "profiler.c"
+#line 276 "profiler.c"
     return qmpi_ret;
 }
 
@@ -278,13 +280,13 @@ _EXTERN_C_ int PROF_Bcast(void *buffer, int count, MPI_Datatype datatype, int ro
 {
     int qmpi_ret;
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
-#line 88 "profiler.qmpi"
-    double t0 = PROFILER_START(qmpi_ctx);
-#line 284 "profiler.c"
-    qmpi_ret = QMPI_Next_Bcast(buffer, count, datatype, root, comm, qmpi_level, qmpi_v);
 #line 89 "profiler.qmpi"
+    double t0 = PROFILER_START(qmpi_ctx);
+#line 286 "profiler.c"
+    qmpi_ret = QMPI_Next_Bcast(buffer, count, datatype, root, comm, qmpi_level, qmpi_v);
+#line 90 "profiler.qmpi"
     PROFILER_RECORD(qmpi_ctx, _MPI_Bcast, t0, profiler_bytes(count, datatype));
-#line 288 "profiler.c"
+#line 290 "profiler.c"
     return qmpi_ret;
 }
 
@@ -292,13 +294,13 @@ _EXTERN_C_ int PROF_Bsend(const void *buf, int count, MPI_Datatype datatype, int
 {
     int qmpi_ret;
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
-#line 88 "profiler.qmpi"
-    double t0 = PROFILER_START(qmpi_ctx);
-#line 298 "profiler.c"
-    qmpi_ret = QMPI_Next_Bsend(buf, count, datatype, dest, tag, comm, qmpi_level, qmpi_v);
 #line 89 "profiler.qmpi"
+    double t0 = PROFILER_START(qmpi_ctx);
+#line 300 "profiler.c"
+    qmpi_ret = QMPI_Next_Bsend(buf, count, datatype, dest, tag, comm, qmpi_level, qmpi_v);
+#line 90 "profiler.qmpi"
     PROFILER_RECORD(qmpi_ctx, _MPI_Bsend, t0, profiler_bytes(count, datatype));
-#line 302 "profiler.c"
+#line 304 "profiler.c"
     return qmpi_ret;
 }
 
@@ -306,13 +308,13 @@ _EXTERN_C_ MPI_Fint PROF_Comm_c2f(MPI_Comm comm, int qmpi_level, vector *qmpi_v)
 {
     MPI_Fint qmpi_ret;
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
-#line 101 "profiler.qmpi"
-    double t0 = PROFILER_START(qmpi_ctx);
-#line 312 "profiler.c"
-    qmpi_ret = QMPI_Next_Comm_c2f(comm, qmpi_level, qmpi_v);
 #line 102 "profiler.qmpi"
+    double t0 = PROFILER_START(qmpi_ctx);
+#line 314 "profiler.c"
+    qmpi_ret = QMPI_Next_Comm_c2f(comm, qmpi_level, qmpi_v);
+#line 103 "profiler.qmpi"
     PROFILER_RECORD(qmpi_ctx, _MPI_Comm_c2f, t0, 0);
-#line 316 "profiler.c"
+#line 318 "profiler.c"
     return qmpi_ret;
 }
 
@@ -320,13 +322,13 @@ _EXTERN_C_ MPI_Comm PROF_Comm_f2c(MPI_Fint comm, int qmpi_level, vector *qmpi_v)
 {
     MPI_Comm qmpi_ret;
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
-#line 101 "profiler.qmpi"
-    double t0 = PROFILER_START(qmpi_ctx);
-#line 326 "profiler.c"
-    qmpi_ret = QMPI_Next_Comm_f2c(comm, qmpi_level, qmpi_v);
 #line 102 "profiler.qmpi"
+    double t0 = PROFILER_START(qmpi_ctx);
+#line 328 "profiler.c"
+    qmpi_ret = QMPI_Next_Comm_f2c(comm, qmpi_level, qmpi_v);
+#line 103 "profiler.qmpi"
     PROFILER_RECORD(qmpi_ctx, _MPI_Comm_f2c, t0, 0);
-#line 330 "profiler.c"
+#line 332 "profiler.c"
     return qmpi_ret;
 }
 
@@ -334,13 +336,13 @@ _EXTERN_C_ int PROF_Comm_rank(MPI_Comm arg0, int *arg1, int qmpi_level, vector *
 {
     int qmpi_ret;
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
-#line 101 "profiler.qmpi"
-    double t0 = PROFILER_START(qmpi_ctx);
-#line 340 "profiler.c"
-    qmpi_ret = QMPI_Next_Comm_rank(arg0, arg1, qmpi_level, qmpi_v);
 #line 102 "profiler.qmpi"
+    double t0 = PROFILER_START(qmpi_ctx);
+#line 342 "profiler.c"
+    qmpi_ret = QMPI_Next_Comm_rank(arg0, arg1, qmpi_level, qmpi_v);
+#line 103 "profiler.qmpi"
     PROFILER_RECORD(qmpi_ctx, _MPI_Comm_rank, t0, 0);
-#line 344 "profiler.c"
+#line 346 "profiler.c"
     return qmpi_ret;
 }
 
@@ -348,13 +350,13 @@ _EXTERN_C_ int PROF_Comm_set_handler(MPI_Comm comm, MPI_Fixture_handler_ptr hand
 {
     int qmpi_ret;
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
-#line 101 "profiler.qmpi"
-    double t0 = PROFILER_START(qmpi_ctx);
-#line 354 "profiler.c"
-    qmpi_ret = QMPI_Next_Comm_set_handler(comm, handler, qmpi_level, qmpi_v);
 #line 102 "profiler.qmpi"
+    double t0 = PROFILER_START(qmpi_ctx);
+#line 356 "profiler.c"
+    qmpi_ret = QMPI_Next_Comm_set_handler(comm, handler, qmpi_level, qmpi_v);
+#line 103 "profiler.qmpi"
     PROFILER_RECORD(qmpi_ctx, _MPI_Comm_set_handler, t0, 0);
-#line 358 "profiler.c"
+#line 360 "profiler.c"
     return qmpi_ret;
 }
 
@@ -362,13 +364,13 @@ _EXTERN_C_ int PROF_Comm_size(MPI_Comm comm, int *size, int qmpi_level, vector *
 {
     int qmpi_ret;
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
-#line 101 "profiler.qmpi"
-    double t0 = PROFILER_START(qmpi_ctx);
-#line 368 "profiler.c"
-    qmpi_ret = QMPI_Next_Comm_size(comm, size, qmpi_level, qmpi_v);
 #line 102 "profiler.qmpi"
+    double t0 = PROFILER_START(qmpi_ctx);
+#line 370 "profiler.c"
+    qmpi_ret = QMPI_Next_Comm_size(comm, size, qmpi_level, qmpi_v);
+#line 103 "profiler.qmpi"
     PROFILER_RECORD(qmpi_ctx, _MPI_Comm_size, t0, 0);
-#line 372 "profiler.c"
+#line 374 "profiler.c"
     return qmpi_ret;
 }
 
@@ -376,13 +378,13 @@ _EXTERN_C_ int PROF_Exscan(const void *sendbuf, void *recvbuf, int count, MPI_Da
 {
     int qmpi_ret;
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
-#line 88 "profiler.qmpi"
-    double t0 = PROFILER_START(qmpi_ctx);
-#line 382 "profiler.c"
-    qmpi_ret = QMPI_Next_Exscan(sendbuf, recvbuf, count, datatype, op, comm, qmpi_level, qmpi_v);
 #line 89 "profiler.qmpi"
+    double t0 = PROFILER_START(qmpi_ctx);
+#line 384 "profiler.c"
+    qmpi_ret = QMPI_Next_Exscan(sendbuf, recvbuf, count, datatype, op, comm, qmpi_level, qmpi_v);
+#line 90 "profiler.qmpi"
     PROFILER_RECORD(qmpi_ctx, _MPI_Exscan, t0, profiler_bytes(count, datatype));
-#line 386 "profiler.c"
+#line 388 "profiler.c"
     return qmpi_ret;
 }
 
@@ -390,13 +392,13 @@ _EXTERN_C_ int PROF_File_close(MPI_File *fh, int qmpi_level, vector *qmpi_v)
 {
     int qmpi_ret;
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
-#line 101 "profiler.qmpi"
-    double t0 = PROFILER_START(qmpi_ctx);
-#line 396 "profiler.c"
-    qmpi_ret = QMPI_Next_File_close(fh, qmpi_level, qmpi_v);
 #line 102 "profiler.qmpi"
+    double t0 = PROFILER_START(qmpi_ctx);
+#line 398 "profiler.c"
+    qmpi_ret = QMPI_Next_File_close(fh, qmpi_level, qmpi_v);
+#line 103 "profiler.qmpi"
     PROFILER_RECORD(qmpi_ctx, _MPI_File_close, t0, 0);
-#line 400 "profiler.c"
+#line 402 "profiler.c"
     return qmpi_ret;
 }
 
@@ -404,13 +406,13 @@ _EXTERN_C_ int PROF_File_open(MPI_Comm comm, const char *filename, int amode, MP
 {
     int qmpi_ret;
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
-#line 101 "profiler.qmpi"
-    double t0 = PROFILER_START(qmpi_ctx);
-#line 410 "profiler.c"
-    qmpi_ret = QMPI_Next_File_open(comm, filename, amode, info, fh, qmpi_level, qmpi_v);
 #line 102 "profiler.qmpi"
+    double t0 = PROFILER_START(qmpi_ctx);
+#line 412 "profiler.c"
+    qmpi_ret = QMPI_Next_File_open(comm, filename, amode, info, fh, qmpi_level, qmpi_v);
+#line 103 "profiler.qmpi"
     PROFILER_RECORD(qmpi_ctx, _MPI_File_open, t0, 0);
-#line 414 "profiler.c"
+#line 416 "profiler.c"
     return qmpi_ret;
 }
 
@@ -430,13 +432,13 @@ _EXTERN_C_ int PROF_Fixture_scalars(char c, unsigned char uc, short s, float f, 
 {
     int qmpi_ret;
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
-#line 101 "profiler.qmpi"
-    double t0 = PROFILER_START(qmpi_ctx);
-#line 436 "profiler.c"
-    qmpi_ret = QMPI_Next_Fixture_scalars(c, uc, s, f, d, fs, i, name, qmpi_level, qmpi_v);
 #line 102 "profiler.qmpi"
+    double t0 = PROFILER_START(qmpi_ctx);
+#line 438 "profiler.c"
+    qmpi_ret = QMPI_Next_Fixture_scalars(c, uc, s, f, d, fs, i, name, qmpi_level, qmpi_v);
+#line 103 "profiler.qmpi"
     PROFILER_RECORD(qmpi_ctx, _MPI_Fixture_scalars, t0, 0);
-#line 440 "profiler.c"
+#line 442 "profiler.c"
     return qmpi_ret;
 }
 
@@ -444,13 +446,13 @@ _EXTERN_C_ int PROF_Gather(const void *sendbuf, int sendcount, MPI_Datatype send
 {
     int qmpi_ret;
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
-#line 93 "profiler.qmpi"
+#line 94 "profiler.qmpi"
     double t0 = PROFILER_START(qmpi_ctx);
-#line 450 "profiler.c"
+#line 452 "profiler.c"
     qmpi_ret = QMPI_Next_Gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, qmpi_level, qmpi_v);
-#line 95 "profiler.qmpi"
+#line 96 "profiler.qmpi"
     PROFILER_RECORD(qmpi_ctx, _MPI_Gather, t0, sendbuf == MPI_IN_PLACE ? 0 : profiler_bytes(sendcount, sendtype));
-#line 454 "profiler.c"
+#line 456 "profiler.c"
     return qmpi_ret;
 }
 
@@ -458,13 +460,13 @@ _EXTERN_C_ int PROF_Group_range_incl(MPI_Group group, int n, int ranges[][3], MP
 {
     int qmpi_ret;
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
-#line 101 "profiler.qmpi"
-    double t0 = PROFILER_START(qmpi_ctx);
-#line 464 "profiler.c"
-    qmpi_ret = QMPI_Next_Group_range_incl(group, n, ranges, newgroup, qmpi_level, qmpi_v);
 #line 102 "profiler.qmpi"
+    double t0 = PROFILER_START(qmpi_ctx);
+#line 466 "profiler.c"
+    qmpi_ret = QMPI_Next_Group_range_incl(group, n, ranges, newgroup, qmpi_level, qmpi_v);
+#line 103 "profiler.qmpi"
     PROFILER_RECORD(qmpi_ctx, _MPI_Group_range_incl, t0, 0);
-#line 468 "profiler.c"
+#line 470 "profiler.c"
     return qmpi_ret;
 }
 
@@ -472,13 +474,13 @@ _EXTERN_C_ int PROF_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype 
 {
     int qmpi_ret;
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
-#line 93 "profiler.qmpi"
+#line 94 "profiler.qmpi"
     double t0 = PROFILER_START(qmpi_ctx);
-#line 478 "profiler.c"
+#line 480 "profiler.c"
     qmpi_ret = QMPI_Next_Iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, qmpi_level, qmpi_v);
-#line 95 "profiler.qmpi"
+#line 96 "profiler.qmpi"
     PROFILER_RECORD(qmpi_ctx, _MPI_Iallgather, t0, sendbuf == MPI_IN_PLACE ? 0 : profiler_bytes(sendcount, sendtype));
-#line 482 "profiler.c"
+#line 484 "profiler.c"
     return qmpi_ret;
 }
 
@@ -486,13 +488,13 @@ _EXTERN_C_ int PROF_Iallreduce(const void *sendbuf, void *recvbuf, int count, MP
 {
     int qmpi_ret;
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
-#line 88 "profiler.qmpi"
-    double t0 = PROFILER_START(qmpi_ctx);
-#line 492 "profiler.c"
-    qmpi_ret = QMPI_Next_Iallreduce(sendbuf, recvbuf, count, datatype, op, comm, request, qmpi_level, qmpi_v);
 #line 89 "profiler.qmpi"
+    double t0 = PROFILER_START(qmpi_ctx);
+#line 494 "profiler.c"
+    qmpi_ret = QMPI_Next_Iallreduce(sendbuf, recvbuf, count, datatype, op, comm, request, qmpi_level, qmpi_v);
+#line 90 "profiler.qmpi"
     PROFILER_RECORD(qmpi_ctx, _MPI_Iallreduce, t0, profiler_bytes(count, datatype));
-#line 496 "profiler.c"
+#line 498 "profiler.c"
     return qmpi_ret;
 }
 
@@ -500,13 +502,13 @@ _EXTERN_C_ int PROF_Ialltoall(const void *sendbuf, int sendcount, MPI_Datatype s
 {
     int qmpi_ret;
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
-#line 93 "profiler.qmpi"
+#line 94 "profiler.qmpi"
     double t0 = PROFILER_START(qmpi_ctx);
-#line 506 "profiler.c"
+#line 508 "profiler.c"
     qmpi_ret = QMPI_Next_Ialltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, qmpi_level, qmpi_v);
-#line 95 "profiler.qmpi"
+#line 96 "profiler.qmpi"
     PROFILER_RECORD(qmpi_ctx, _MPI_Ialltoall, t0, sendbuf == MPI_IN_PLACE ? 0 : profiler_bytes(sendcount, sendtype));
-#line 510 "profiler.c"
+#line 512 "profiler.c"
     return qmpi_ret;
 }
 
@@ -514,13 +516,13 @@ _EXTERN_C_ int PROF_Ibarrier(MPI_Comm comm, MPI_Request *request, int qmpi_level
 {
     int qmpi_ret;
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
-#line 101 "profiler.qmpi"
-    double t0 = PROFILER_START(qmpi_ctx);
-#line 520 "profiler.c"
-    qmpi_ret = QMPI_Next_Ibarrier(comm, request, qmpi_level, qmpi_v);
 #line 102 "profiler.qmpi"
+    double t0 = PROFILER_START(qmpi_ctx);
+#line 522 "profiler.c"
+    qmpi_ret = QMPI_Next_Ibarrier(comm, request, qmpi_level, qmpi_v);
+#line 103 "profiler.qmpi"
     PROFILER_RECORD(qmpi_ctx, _MPI_Ibarrier, t0, 0);
-#line 524 "profiler.c"
+#line 526 "profiler.c"
     return qmpi_ret;
 }
 
@@ -528,13 +530,13 @@ _EXTERN_C_ int PROF_Ibcast(void *buffer, int count, MPI_Datatype datatype, int r
 {
     int qmpi_ret;
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
-#line 88 "profiler.qmpi"
-    double t0 = PROFILER_START(qmpi_ctx);
-#line 534 "profiler.c"
-    qmpi_ret = QMPI_Next_Ibcast(buffer, count, datatype, root, comm, request, qmpi_level, qmpi_v);
 #line 89 "profiler.qmpi"
+    double t0 = PROFILER_START(qmpi_ctx);
+#line 536 "profiler.c"
+    qmpi_ret = QMPI_Next_Ibcast(buffer, count, datatype, root, comm, request, qmpi_level, qmpi_v);
+#line 90 "profiler.qmpi"
     PROFILER_RECORD(qmpi_ctx, _MPI_Ibcast, t0, profiler_bytes(count, datatype));
-#line 538 "profiler.c"
+#line 540 "profiler.c"
     return qmpi_ret;
 }
 
@@ -542,13 +544,13 @@ _EXTERN_C_ int PROF_Ibsend(const void *buf, int count, MPI_Datatype datatype, in
 {
     int qmpi_ret;
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
-#line 88 "profiler.qmpi"
-    double t0 = PROFILER_START(qmpi_ctx);
-#line 548 "profiler.c"
-    qmpi_ret = QMPI_Next_Ibsend(buf, count, datatype, dest, tag, comm, request, qmpi_level, qmpi_v);
 #line 89 "profiler.qmpi"
+    double t0 = PROFILER_START(qmpi_ctx);
+#line 550 "profiler.c"
+    qmpi_ret = QMPI_Next_Ibsend(buf, count, datatype, dest, tag, comm, request, qmpi_level, qmpi_v);
+#line 90 "profiler.qmpi"
     PROFILER_RECORD(qmpi_ctx, _MPI_Ibsend, t0, profiler_bytes(count, datatype));
-#line 552 "profiler.c"
+#line 554 "profiler.c"
     return qmpi_ret;
 }
 
@@ -556,13 +558,13 @@ _EXTERN_C_ int PROF_Igather(const void *sendbuf, int sendcount, MPI_Datatype sen
 {
     int qmpi_ret;
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
-#line 93 "profiler.qmpi"
+#line 94 "profiler.qmpi"
     double t0 = PROFILER_START(qmpi_ctx);
-#line 562 "profiler.c"
+#line 564 "profiler.c"
     qmpi_ret = QMPI_Next_Igather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request, qmpi_level, qmpi_v);
-#line 95 "profiler.qmpi"
+#line 96 "profiler.qmpi"
     PROFILER_RECORD(qmpi_ctx, _MPI_Igather, t0, sendbuf == MPI_IN_PLACE ? 0 : profiler_bytes(sendcount, sendtype));
-#line 566 "profiler.c"
+#line 568 "profiler.c"
     return qmpi_ret;
 }
 
@@ -570,13 +572,13 @@ _EXTERN_C_ int PROF_Info_dup(MPI_Info info, MPI_Info *newinfo, int qmpi_level, v
 {
     int qmpi_ret;
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
-#line 101 "profiler.qmpi"
-    double t0 = PROFILER_START(qmpi_ctx);
-#line 576 "profiler.c"
-    qmpi_ret = QMPI_Next_Info_dup(info, newinfo, qmpi_level, qmpi_v);
 #line 102 "profiler.qmpi"
+    double t0 = PROFILER_START(qmpi_ctx);
+#line 578 "profiler.c"
+    qmpi_ret = QMPI_Next_Info_dup(info, newinfo, qmpi_level, qmpi_v);
+#line 103 "profiler.qmpi"
     PROFILER_RECORD(qmpi_ctx, _MPI_Info_dup, t0, 0);
-#line 580 "profiler.c"
+#line 582 "profiler.c"
     return qmpi_ret;
 }
 
@@ -584,9 +586,9 @@ _EXTERN_C_ int PROF_Init(int *argc, char ***argv, int qmpi_level, vector *qmpi_v
 {
     int qmpi_ret;
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
-#line 101 "profiler.qmpi"
+#line 102 "profiler.qmpi"
     double t0 = PROFILER_START(qmpi_ctx);
-#line 590 "profiler.c"
+#line 592 "profiler.c"
     qmpi_ret = QMPI_Next_Init(argc, argv, qmpi_level, qmpi_v);
     if (qmpi_ret == MPI_SUCCESS) {
         int qmpi_rank = -1;
@@ -595,9 +597,9 @@ _EXTERN_C_ int PROF_Init(int *argc, char ***argv, int qmpi_level, vector *qmpi_v
         __atomic_store_n(&qmpi_ctx->qmpi_world, 1, __ATOMIC_RELEASE);
         profiler_mpi_initialised(qmpi_ctx, qmpi_rank, qmpi_level, qmpi_v);
     }
-#line 102 "profiler.qmpi"
+#line 103 "profiler.qmpi"
     PROFILER_RECORD(qmpi_ctx, _MPI_Init, t0, 0);
-#line 601 "profiler.c"
+#line 603 "profiler.c"
     return qmpi_ret;
 }
 
@@ -605,9 +607,9 @@ _EXTERN_C_ int PROF_Init_thread(int *argc, char ***argv, int required, int *prov
 {
     int qmpi_ret;
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
-#line 101 "profiler.qmpi"
+#line 102 "profiler.qmpi"
     double t0 = PROFILER_START(qmpi_ctx);
-#line 611 "profiler.c"
+#line 613 "profiler.c"
     qmpi_ret = QMPI_Next_Init_thread(argc, argv, required, provided, qmpi_level, qmpi_v);
     if (qmpi_ret == MPI_SUCCESS) {
         int qmpi_rank = -1;
@@ -616,9 +618,9 @@ _EXTERN_C_ int PROF_Init_thread(int *argc, char ***argv, int required, int *prov
         __atomic_store_n(&qmpi_ctx->qmpi_world, 1, __ATOMIC_RELEASE);
         profiler_mpi_initialised(qmpi_ctx, qmpi_rank, qmpi_level, qmpi_v);
     }
-#line 102 "profiler.qmpi"
+#line 103 "profiler.qmpi"
     PROFILER_RECORD(qmpi_ctx, _MPI_Init_thread, t0, 0);
-#line 622 "profiler.c"
+#line 624 "profiler.c"
     return qmpi_ret;
 }
 
@@ -626,13 +628,13 @@ _EXTERN_C_ int PROF_Irecv(void *buf, int count, MPI_Datatype datatype, int sourc
 {
     int qmpi_ret;
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
-#line 88 "profiler.qmpi"
-    double t0 = PROFILER_START(qmpi_ctx);
-#line 632 "profiler.c"
-    qmpi_ret = QMPI_Next_Irecv(buf, count, datatype, source, tag, comm, request, qmpi_level, qmpi_v);
 #line 89 "profiler.qmpi"
+    double t0 = PROFILER_START(qmpi_ctx);
+#line 634 "profiler.c"
+    qmpi_ret = QMPI_Next_Irecv(buf, count, datatype, source, tag, comm, request, qmpi_level, qmpi_v);
+#line 90 "profiler.qmpi"
     PROFILER_RECORD(qmpi_ctx, _MPI_Irecv, t0, profiler_bytes(count, datatype));
-#line 636 "profiler.c"
+#line 638 "profiler.c"
     return qmpi_ret;
 }
 
@@ -640,13 +642,13 @@ _EXTERN_C_ int PROF_Ireduce(const void *sendbuf, void *recvbuf, int count, MPI_D
 {
     int qmpi_ret;
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
-#line 88 "profiler.qmpi"
-    double t0 = PROFILER_START(qmpi_ctx);
-#line 646 "profiler.c"
-    qmpi_ret = QMPI_Next_Ireduce(sendbuf, recvbuf, count, datatype, op, root, comm, request, qmpi_level, qmpi_v);
 #line 89 "profiler.qmpi"
+    double t0 = PROFILER_START(qmpi_ctx);
+#line 648 "profiler.c"
+    qmpi_ret = QMPI_Next_Ireduce(sendbuf, recvbuf, count, datatype, op, root, comm, request, qmpi_level, qmpi_v);
+#line 90 "profiler.qmpi"
     PROFILER_RECORD(qmpi_ctx, _MPI_Ireduce, t0, profiler_bytes(count, datatype));
-#line 650 "profiler.c"
+#line 652 "profiler.c"
     return qmpi_ret;
 }
 
@@ -654,13 +656,13 @@ _EXTERN_C_ int PROF_Isend(const void *buf, int count, MPI_Datatype datatype, int
 {
     int qmpi_ret;
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
-#line 88 "profiler.qmpi"
-    double t0 = PROFILER_START(qmpi_ctx);
-#line 660 "profiler.c"
-    qmpi_ret = QMPI_Next_Isend(buf, count, datatype, dest, tag, comm, request, qmpi_level, qmpi_v);
 #line 89 "profiler.qmpi"
+    double t0 = PROFILER_START(qmpi_ctx);
+#line 662 "profiler.c"
+    qmpi_ret = QMPI_Next_Isend(buf, count, datatype, dest, tag, comm, request, qmpi_level, qmpi_v);
+#line 90 "profiler.qmpi"
     PROFILER_RECORD(qmpi_ctx, _MPI_Isend, t0, profiler_bytes(count, datatype));
-#line 664 "profiler.c"
+#line 666 "profiler.c"
     return qmpi_ret;
 }
 
@@ -668,13 +670,13 @@ _EXTERN_C_ int PROF_Issend(const void *buf, int count, MPI_Datatype datatype, in
 {
     int qmpi_ret;
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
-#line 88 "profiler.qmpi"
-    double t0 = PROFILER_START(qmpi_ctx);
-#line 674 "profiler.c"
-    qmpi_ret = QMPI_Next_Issend(buf, count, datatype, dest, tag, comm, request, qmpi_level, qmpi_v);
 #line 89 "profiler.qmpi"
+    double t0 = PROFILER_START(qmpi_ctx);
+#line 676 "profiler.c"
+    qmpi_ret = QMPI_Next_Issend(buf, count, datatype, dest, tag, comm, request, qmpi_level, qmpi_v);
+#line 90 "profiler.qmpi"
     PROFILER_RECORD(qmpi_ctx, _MPI_Issend, t0, profiler_bytes(count, datatype));
-#line 678 "profiler.c"
+#line 680 "profiler.c"
     return qmpi_ret;
 }
 
@@ -682,13 +684,13 @@ _EXTERN_C_ int PROF_Op_create(MPI_User_function *user_fn, int commute, MPI_Op *o
 {
     int qmpi_ret;
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
-#line 101 "profiler.qmpi"
-    double t0 = PROFILER_START(qmpi_ctx);
-#line 688 "profiler.c"
-    qmpi_ret = QMPI_Next_Op_create(user_fn, commute, op, qmpi_level, qmpi_v);
 #line 102 "profiler.qmpi"
+    double t0 = PROFILER_START(qmpi_ctx);
+#line 690 "profiler.c"
+    qmpi_ret = QMPI_Next_Op_create(user_fn, commute, op, qmpi_level, qmpi_v);
+#line 103 "profiler.qmpi"
     PROFILER_RECORD(qmpi_ctx, _MPI_Op_create, t0, 0);
-#line 692 "profiler.c"
+#line 694 "profiler.c"
     return qmpi_ret;
 }
 
@@ -701,13 +703,13 @@ _EXTERN_C_ int PROF_Pcontrol(const int level, int qmpi_level, vector *qmpi_v, va
     (void)qmpi_level;
     (void)qmpi_v;
     (void)qmpi_args;
-#line 101 "profiler.qmpi"
-    double t0 = PROFILER_START(qmpi_ctx);
-#line 111 "profiler.qmpi"
-    qmpi_ctx->pcontrol = level;
 #line 102 "profiler.qmpi"
+    double t0 = PROFILER_START(qmpi_ctx);
+#line 112 "profiler.qmpi"
+    qmpi_ctx->pcontrol = level;
+#line 103 "profiler.qmpi"
     PROFILER_RECORD(qmpi_ctx, _MPI_Pcontrol, t0, 0);
-#line 711 "profiler.c"
+#line 713 "profiler.c"
     return qmpi_ret;
 }
 
@@ -715,13 +717,13 @@ _EXTERN_C_ int PROF_Pready_list(int length, const int array_of_partitions[], MPI
 {
     int qmpi_ret;
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
-#line 101 "profiler.qmpi"
-    double t0 = PROFILER_START(qmpi_ctx);
-#line 721 "profiler.c"
-    qmpi_ret = QMPI_Next_Pready_list(length, array_of_partitions, request, qmpi_level, qmpi_v);
 #line 102 "profiler.qmpi"
+    double t0 = PROFILER_START(qmpi_ctx);
+#line 723 "profiler.c"
+    qmpi_ret = QMPI_Next_Pready_list(length, array_of_partitions, request, qmpi_level, qmpi_v);
+#line 103 "profiler.qmpi"
     PROFILER_RECORD(qmpi_ctx, _MPI_Pready_list, t0, 0);
-#line 725 "profiler.c"
+#line 727 "profiler.c"
     return qmpi_ret;
 }
 
@@ -729,13 +731,13 @@ _EXTERN_C_ int PROF_Recv(void *buf, int count, MPI_Datatype datatype, int source
 {
     int qmpi_ret;
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
-#line 88 "profiler.qmpi"
-    double t0 = PROFILER_START(qmpi_ctx);
-#line 735 "profiler.c"
-    qmpi_ret = QMPI_Next_Recv(buf, count, datatype, source, tag, comm, status, qmpi_level, qmpi_v);
 #line 89 "profiler.qmpi"
+    double t0 = PROFILER_START(qmpi_ctx);
+#line 737 "profiler.c"
+    qmpi_ret = QMPI_Next_Recv(buf, count, datatype, source, tag, comm, status, qmpi_level, qmpi_v);
+#line 90 "profiler.qmpi"
     PROFILER_RECORD(qmpi_ctx, _MPI_Recv, t0, profiler_bytes(count, datatype));
-#line 739 "profiler.c"
+#line 741 "profiler.c"
     return qmpi_ret;
 }
 
@@ -743,13 +745,13 @@ _EXTERN_C_ int PROF_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Da
 {
     int qmpi_ret;
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
-#line 88 "profiler.qmpi"
-    double t0 = PROFILER_START(qmpi_ctx);
-#line 749 "profiler.c"
-    qmpi_ret = QMPI_Next_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm, qmpi_level, qmpi_v);
 #line 89 "profiler.qmpi"
+    double t0 = PROFILER_START(qmpi_ctx);
+#line 751 "profiler.c"
+    qmpi_ret = QMPI_Next_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm, qmpi_level, qmpi_v);
+#line 90 "profiler.qmpi"
     PROFILER_RECORD(qmpi_ctx, _MPI_Reduce, t0, profiler_bytes(count, datatype));
-#line 753 "profiler.c"
+#line 755 "profiler.c"
     return qmpi_ret;
 }
 
@@ -757,13 +759,13 @@ _EXTERN_C_ int PROF_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Data
 {
     int qmpi_ret;
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
-#line 88 "profiler.qmpi"
-    double t0 = PROFILER_START(qmpi_ctx);
-#line 763 "profiler.c"
-    qmpi_ret = QMPI_Next_Scan(sendbuf, recvbuf, count, datatype, op, comm, qmpi_level, qmpi_v);
 #line 89 "profiler.qmpi"
+    double t0 = PROFILER_START(qmpi_ctx);
+#line 765 "profiler.c"
+    qmpi_ret = QMPI_Next_Scan(sendbuf, recvbuf, count, datatype, op, comm, qmpi_level, qmpi_v);
+#line 90 "profiler.qmpi"
     PROFILER_RECORD(qmpi_ctx, _MPI_Scan, t0, profiler_bytes(count, datatype));
-#line 767 "profiler.c"
+#line 769 "profiler.c"
     return qmpi_ret;
 }
 
@@ -771,13 +773,13 @@ _EXTERN_C_ int PROF_Send(const void *buf, int count, MPI_Datatype datatype, int 
 {
     int qmpi_ret;
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
-#line 88 "profiler.qmpi"
-    double t0 = PROFILER_START(qmpi_ctx);
-#line 777 "profiler.c"
-    qmpi_ret = QMPI_Next_Send(buf, count, datatype, dest, tag, comm, qmpi_level, qmpi_v);
 #line 89 "profiler.qmpi"
+    double t0 = PROFILER_START(qmpi_ctx);
+#line 779 "profiler.c"
+    qmpi_ret = QMPI_Next_Send(buf, count, datatype, dest, tag, comm, qmpi_level, qmpi_v);
+#line 90 "profiler.qmpi"
     PROFILER_RECORD(qmpi_ctx, _MPI_Send, t0, profiler_bytes(count, datatype));
-#line 781 "profiler.c"
+#line 783 "profiler.c"
     return qmpi_ret;
 }
 
@@ -785,13 +787,13 @@ _EXTERN_C_ int PROF_Send_c(const void *buf, MPI_Count count, MPI_Datatype dataty
 {
     int qmpi_ret;
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
-#line 101 "profiler.qmpi"
-    double t0 = PROFILER_START(qmpi_ctx);
-#line 791 "profiler.c"
-    qmpi_ret = QMPI_Next_Send_c(buf, count, datatype, dest, tag, comm, qmpi_level, qmpi_v);
 #line 102 "profiler.qmpi"
+    double t0 = PROFILER_START(qmpi_ctx);
+#line 793 "profiler.c"
+    qmpi_ret = QMPI_Next_Send_c(buf, count, datatype, dest, tag, comm, qmpi_level, qmpi_v);
+#line 103 "profiler.qmpi"
     PROFILER_RECORD(qmpi_ctx, _MPI_Send_c, t0, 0);
-#line 795 "profiler.c"
+#line 797 "profiler.c"
     return qmpi_ret;
 }
 
@@ -799,9 +801,9 @@ _EXTERN_C_ int PROF_Session_finalize(MPI_Session *session, int qmpi_level, vecto
 {
     int qmpi_ret;
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
-#line 101 "profiler.qmpi"
+#line 102 "profiler.qmpi"
     double t0 = PROFILER_START(qmpi_ctx);
-#line 805 "profiler.c"
+#line 807 "profiler.c"
     /* Counted down before the call, so that of two threads closing the last two sessions
      * exactly one runs on finalize, while MPI is still usable. */
     int qmpi_last_session = __atomic_sub_fetch(&qmpi_ctx->qmpi_sessions, 1, __ATOMIC_ACQ_REL) == 0 &&
@@ -812,9 +814,9 @@ _EXTERN_C_ int PROF_Session_finalize(MPI_Session *session, int qmpi_level, vecto
     qmpi_ret = QMPI_Next_Session_finalize(session, qmpi_level, qmpi_v);
     if (qmpi_ret != MPI_SUCCESS)
         __atomic_add_fetch(&qmpi_ctx->qmpi_sessions, 1, __ATOMIC_ACQ_REL); /* still open */
-#line 102 "profiler.qmpi"
+#line 103 "profiler.qmpi"
     PROFILER_RECORD(qmpi_ctx, _MPI_Session_finalize, t0, 0);
-#line 818 "profiler.c"
+#line 820 "profiler.c"
     return qmpi_ret;
 }
 
@@ -822,18 +824,18 @@ _EXTERN_C_ int PROF_Session_init(MPI_Info info, MPI_Errhandler errhandler, MPI_S
 {
     int qmpi_ret;
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
-#line 101 "profiler.qmpi"
+#line 102 "profiler.qmpi"
     double t0 = PROFILER_START(qmpi_ctx);
-#line 828 "profiler.c"
+#line 830 "profiler.c"
     qmpi_ret = QMPI_Next_Session_init(info, errhandler, session, qmpi_level, qmpi_v);
     if (qmpi_ret == MPI_SUCCESS) {
         int qmpi_rank = -1;
         __atomic_add_fetch(&qmpi_ctx->qmpi_sessions, 1, __ATOMIC_ACQ_REL);
         profiler_mpi_initialised(qmpi_ctx, qmpi_rank, qmpi_level, qmpi_v);
     }
-#line 102 "profiler.qmpi"
+#line 103 "profiler.qmpi"
     PROFILER_RECORD(qmpi_ctx, _MPI_Session_init, t0, 0);
-#line 837 "profiler.c"
+#line 839 "profiler.c"
     return qmpi_ret;
 }
 
@@ -841,13 +843,13 @@ _EXTERN_C_ int PROF_Ssend(const void *buf, int count, MPI_Datatype datatype, int
 {
     int qmpi_ret;
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
-#line 88 "profiler.qmpi"
-    double t0 = PROFILER_START(qmpi_ctx);
-#line 847 "profiler.c"
-    qmpi_ret = QMPI_Next_Ssend(buf, count, datatype, dest, tag, comm, qmpi_level, qmpi_v);
 #line 89 "profiler.qmpi"
+    double t0 = PROFILER_START(qmpi_ctx);
+#line 849 "profiler.c"
+    qmpi_ret = QMPI_Next_Ssend(buf, count, datatype, dest, tag, comm, qmpi_level, qmpi_v);
+#line 90 "profiler.qmpi"
     PROFILER_RECORD(qmpi_ctx, _MPI_Ssend, t0, profiler_bytes(count, datatype));
-#line 851 "profiler.c"
+#line 853 "profiler.c"
     return qmpi_ret;
 }
 
@@ -855,13 +857,13 @@ _EXTERN_C_ int PROF_T_event_handle_free(MPI_T_event_registration event_registrat
 {
     int qmpi_ret;
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
-#line 101 "profiler.qmpi"
-    double t0 = PROFILER_START(qmpi_ctx);
-#line 861 "profiler.c"
-    qmpi_ret = QMPI_Next_T_event_handle_free(event_registration, user_data, free_cb_function, qmpi_level, qmpi_v);
 #line 102 "profiler.qmpi"
+    double t0 = PROFILER_START(qmpi_ctx);
+#line 863 "profiler.c"
+    qmpi_ret = QMPI_Next_T_event_handle_free(event_registration, user_data, free_cb_function, qmpi_level, qmpi_v);
+#line 103 "profiler.qmpi"
     PROFILER_RECORD(qmpi_ctx, _MPI_T_event_handle_free, t0, 0);
-#line 865 "profiler.c"
+#line 867 "profiler.c"
     return qmpi_ret;
 }
 
@@ -869,13 +871,13 @@ _EXTERN_C_ int PROF_Test(MPI_Request *request, int *flag, MPI_Status *status, in
 {
     int qmpi_ret;
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
-#line 101 "profiler.qmpi"
-    double t0 = PROFILER_START(qmpi_ctx);
-#line 875 "profiler.c"
-    qmpi_ret = QMPI_Next_Test(request, flag, status, qmpi_level, qmpi_v);
 #line 102 "profiler.qmpi"
+    double t0 = PROFILER_START(qmpi_ctx);
+#line 877 "profiler.c"
+    qmpi_ret = QMPI_Next_Test(request, flag, status, qmpi_level, qmpi_v);
+#line 103 "profiler.qmpi"
     PROFILER_RECORD(qmpi_ctx, _MPI_Test, t0, 0);
-#line 879 "profiler.c"
+#line 881 "profiler.c"
     return qmpi_ret;
 }
 
@@ -883,13 +885,13 @@ _EXTERN_C_ double PROF_Wtick(int qmpi_level, vector *qmpi_v)
 {
     double qmpi_ret;
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
-#line 101 "profiler.qmpi"
-    double t0 = PROFILER_START(qmpi_ctx);
-#line 889 "profiler.c"
-    qmpi_ret = QMPI_Next_Wtick(qmpi_level, qmpi_v);
 #line 102 "profiler.qmpi"
+    double t0 = PROFILER_START(qmpi_ctx);
+#line 891 "profiler.c"
+    qmpi_ret = QMPI_Next_Wtick(qmpi_level, qmpi_v);
+#line 103 "profiler.qmpi"
     PROFILER_RECORD(qmpi_ctx, _MPI_Wtick, t0, 0);
-#line 893 "profiler.c"
+#line 895 "profiler.c"
     return qmpi_ret;
 }
 
@@ -897,13 +899,13 @@ _EXTERN_C_ double PROF_Wtime(int qmpi_level, vector *qmpi_v)
 {
     double qmpi_ret;
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
-#line 101 "profiler.qmpi"
-    double t0 = PROFILER_START(qmpi_ctx);
-#line 903 "profiler.c"
-    qmpi_ret = QMPI_Next_Wtime(qmpi_level, qmpi_v);
 #line 102 "profiler.qmpi"
+    double t0 = PROFILER_START(qmpi_ctx);
+#line 905 "profiler.c"
+    qmpi_ret = QMPI_Next_Wtime(qmpi_level, qmpi_v);
+#line 103 "profiler.qmpi"
     PROFILER_RECORD(qmpi_ctx, _MPI_Wtime, t0, 0);
-#line 907 "profiler.c"
+#line 909 "profiler.c"
     return qmpi_ret;
 }
 
