@@ -2,32 +2,124 @@
  * MPI_Recv called through its own function table (thesis section 3.3.2, listing
  * 3.13). Tools below it see those calls instead of MPI_Bcast (thesis 4.5.3).
  *
+ * A tool that replaces a call must be right for every valid call, so TBcast replaces
+ * only the broadcasts it implements exactly: on an intracommunicator of two or more
+ * ranks, from a root inside it. Everything else continues unchanged to the next link,
+ * which performs it or reports the MPI's own error: intercommunicators (root =
+ * MPI_ROOT, MPI_PROC_NULL or a rank of the remote group), MPI_COMM_NULL, a root out
+ * of range, MPI_IN_PLACE (not allowed for MPI_Bcast), a negative count,
+ * MPI_DATATYPE_NULL. Derived datatypes and count 0 need nothing: the Sends and Recvs
+ * take the broadcast's (count, datatype) as they are.
+ *
+ * The Sends and Recvs travel on a duplicate of `comm`, made at the first broadcast on
+ * it (a collective call, so every rank makes it there) and freed with it: on `comm`
+ * itself they could match the application's own messages (same tag, MPI_ANY_TAG),
+ * which an MPI collective never does. The duplicate is made and looked up with PMPI_
+ * calls: tools below see TBcast's messages, not its bookkeeping.
+ *
  * Build: mpicc -shared -fPIC -Wall -Wextra -Werror -I<core> tbcast.c -o libtbcast.so
  * Run:   TOOLS=./libcounter.so:./libtbcast.so:./libcounter.so mpiexec -n 3 ./app */
 #include <mpi.h>
+#include <pthread.h>
+#include <string.h>
 #include "qmpi.h"
+
+/* The duplicate is kept in the attribute value itself (MPI_Comm is an int or a pointer). */
+_Static_assert(sizeof(MPI_Comm) <= sizeof(void *), "MPI_Comm fits an attribute value");
+
+static int tb_keyval = MPI_KEYVAL_INVALID;
+static pthread_once_t tb_keyval_once = PTHREAD_ONCE_INIT;
+
+/* Called by MPI when the application frees `comm` (or at MPI_Finalize for MPI_COMM_SELF). */
+static int tb_free_duplicate(MPI_Comm comm, int keyval, void *value, void *extra)
+{
+    MPI_Comm duplicate;
+    (void)comm;
+    (void)keyval;
+    (void)extra;
+    memcpy(&duplicate, &value, sizeof duplicate);
+    return PMPI_Comm_free(&duplicate);
+}
+
+static void tb_create_keyval(void)
+{
+    /* MPI_COMM_NULL_COPY_FN: a copy of `comm` gets its own duplicate when it broadcasts. */
+    if (PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, tb_free_duplicate, &tb_keyval, NULL) != MPI_SUCCESS)
+        tb_keyval = MPI_KEYVAL_INVALID;
+}
+
+/* TBcast's communicator for broadcasts on `comm` into *duplicate. Collective on the
+ * first call for a communicator. */
+static int tb_duplicate(MPI_Comm comm, MPI_Comm *duplicate)
+{
+    void *value = NULL;
+    int found = 0, ret;
+
+    ret = PMPI_Comm_get_attr(comm, tb_keyval, &value, &found);
+    if (ret == MPI_SUCCESS && found) {
+        memcpy(duplicate, &value, sizeof *duplicate);
+        return MPI_SUCCESS;
+    }
+    /* Without the application's info hints: mpi_assert_allow_overtaking would let one
+     * broadcast's message match the Recv of an earlier one. */
+    ret = PMPI_Comm_dup_with_info(comm, MPI_INFO_NULL, duplicate);
+    if (ret != MPI_SUCCESS)
+        return ret;
+    value = NULL;
+    memcpy(&value, duplicate, sizeof *duplicate);
+    return PMPI_Comm_set_attr(comm, tb_keyval, value);
+}
+
+/* Whether TBcast replaces this broadcast without asking anything of the chain; the
+ * same answer on every rank of a correct program. */
+static int tb_replaces(const void *buffer, int count, MPI_Datatype datatype, MPI_Comm comm)
+{
+    int inter = 1;
+
+    if (comm == MPI_COMM_NULL || buffer == MPI_IN_PLACE || count < 0 || datatype == MPI_DATATYPE_NULL)
+        return 0;
+    if (PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter)
+        return 0;
+    pthread_once(&tb_keyval_once, tb_create_keyval);
+    return tb_keyval != MPI_KEYVAL_INVALID;
+}
 
 _EXTERN_C_ int TB_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, int i, vector *v)
 {
     int ret = MPI_SUCCESS;
     void *f = NULL;
     int rank = 0, comm_size = 0, index;
+    MPI_Comm duplicate = MPI_COMM_NULL;
+
+    if (!tb_replaces(buffer, count, datatype, comm))
+        return QMPI_Next_Bcast(buffer, count, datatype, root, comm, i, v);
 
     MPI_TABLE_QUERY(_MPI_Comm_rank, &f, (*(VECTOR_GET(v, i))).table);
-    EXEC_FUNC(f, i, _MPI_Comm_rank, v, comm, &rank);
+    ret = EXEC_FUNC(f, i, _MPI_Comm_rank, v, comm, &rank);
+    if (ret != MPI_SUCCESS)
+        return ret;
     MPI_TABLE_QUERY(_MPI_Comm_size, &f, (*(VECTOR_GET(v, i))).table);
-    EXEC_FUNC(f, i, _MPI_Comm_size, v, comm, &comm_size);
+    ret = EXEC_FUNC(f, i, _MPI_Comm_size, v, comm, &comm_size);
+    if (ret != MPI_SUCCESS)
+        return ret;
+    /* A root out of range is the MPI's error to report (MPI_ERR_ROOT); one rank has
+     * nothing to send, and the MPI still checks the buffer and datatype. */
+    if (root < 0 || root >= comm_size || comm_size == 1)
+        return QMPI_Next_Bcast(buffer, count, datatype, root, comm, i, v);
+    ret = tb_duplicate(comm, &duplicate);
+    if (ret != MPI_SUCCESS)
+        return ret;
 
     if (rank == root) {
         for (index = 0; index < comm_size && ret == MPI_SUCCESS; index++) {
             if (index != root) {
                 MPI_TABLE_QUERY(_MPI_Send, &f, (*(VECTOR_GET(v, i))).table);
-                ret = EXEC_FUNC(f, i, _MPI_Send, v, (const void *)buffer, count, datatype, index, 0, comm);
+                ret = EXEC_FUNC(f, i, _MPI_Send, v, (const void *)buffer, count, datatype, index, 0, duplicate);
             }
         }
     } else {
         MPI_TABLE_QUERY(_MPI_Recv, &f, (*(VECTOR_GET(v, i))).table);
-        ret = EXEC_FUNC(f, i, _MPI_Recv, v, buffer, count, datatype, root, 0, comm, MPI_STATUS_IGNORE);
+        ret = EXEC_FUNC(f, i, _MPI_Recv, v, buffer, count, datatype, root, 0, duplicate, MPI_STATUS_IGNORE);
     }
     return ret;
 }
