@@ -1,6 +1,8 @@
 /* TBcast: MPI_Bcast reimplemented with MPI_Comm_rank, MPI_Comm_size, MPI_Send and
  * MPI_Recv called through its own function table (thesis section 3.3.2, listing
- * 3.13). Tools below it see those calls instead of MPI_Bcast (thesis 4.5.3).
+ * 3.13). Tools below it see those calls instead of MPI_Bcast (thesis 4.5.3). On MPI 4
+ * it replaces MPI_Bcast_c as well, with MPI_Send_c and MPI_Recv_c (mpi4py, for one,
+ * calls the large-count functions wherever the MPI has them).
  *
  * A tool that replaces a call must be right for every valid call, so TBcast replaces
  * only the broadcasts it implements exactly: on an intracommunicator of two or more
@@ -23,6 +25,11 @@
 #include <pthread.h>
 #include <string.h>
 #include "qmpi.h"
+
+/* MPI 4's large-count MPI_Bcast_c is replaced too, by MPI_Send_c and MPI_Recv_c. */
+#define TB_LARGE_COUNT (MPI_VERSION >= 4)
+/* tb_bcast's answer when it leaves the call to the next link (not an MPI error code). */
+#define TB_NOT_REPLACED (-1)
 
 /* The duplicate is kept in the attribute value itself (MPI_Comm is an int or a pointer). */
 _Static_assert(sizeof(MPI_Comm) <= sizeof(void *), "MPI_Comm fits an attribute value");
@@ -72,7 +79,7 @@ static int tb_duplicate(MPI_Comm comm, MPI_Comm *duplicate)
 
 /* Whether TBcast replaces this broadcast without asking anything of the chain; the
  * same answer on every rank of a correct program. */
-static int tb_replaces(const void *buffer, int count, MPI_Datatype datatype, MPI_Comm comm)
+static int tb_replaces(const void *buffer, MPI_Count count, MPI_Datatype datatype, MPI_Comm comm)
 {
     int inter = 1;
 
@@ -84,15 +91,15 @@ static int tb_replaces(const void *buffer, int count, MPI_Datatype datatype, MPI
     return tb_keyval != MPI_KEYVAL_INVALID;
 }
 
-_EXTERN_C_ int TB_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, int i, vector *v)
+/* The broadcast as the root's Sends and the other ranks' Recv, on comm's duplicate;
+ * with MPI_Send_c and MPI_Recv_c for MPI_Bcast_c. */
+static int tb_bcast(void *buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm, int large, int i,
+                    vector *v)
 {
     int ret = MPI_SUCCESS;
     void *f = NULL;
     int rank = 0, comm_size = 0, index;
     MPI_Comm duplicate = MPI_COMM_NULL;
-
-    if (!tb_replaces(buffer, count, datatype, comm))
-        return QMPI_Next_Bcast(buffer, count, datatype, root, comm, i, v);
 
     MPI_TABLE_QUERY(_MPI_Comm_rank, &f, (*(VECTOR_GET(v, i))).table);
     ret = EXEC_FUNC(f, i, _MPI_Comm_rank, v, comm, &rank);
@@ -105,26 +112,63 @@ _EXTERN_C_ int TB_Bcast(void *buffer, int count, MPI_Datatype datatype, int root
     /* A root out of range is the MPI's error to report (MPI_ERR_ROOT); one rank has
      * nothing to send, and the MPI still checks the buffer and datatype. */
     if (root < 0 || root >= comm_size || comm_size == 1)
-        return QMPI_Next_Bcast(buffer, count, datatype, root, comm, i, v);
+        return TB_NOT_REPLACED;
     ret = tb_duplicate(comm, &duplicate);
     if (ret != MPI_SUCCESS)
         return ret;
 
     if (rank == root) {
         for (index = 0; index < comm_size && ret == MPI_SUCCESS; index++) {
-            if (index != root) {
-                MPI_TABLE_QUERY(_MPI_Send, &f, (*(VECTOR_GET(v, i))).table);
-                ret = EXEC_FUNC(f, i, _MPI_Send, v, (const void *)buffer, count, datatype, index, 0, duplicate);
+            if (index == root)
+                continue;
+#if TB_LARGE_COUNT
+            if (large) {
+                MPI_TABLE_QUERY(_MPI_Send_c, &f, (*(VECTOR_GET(v, i))).table);
+                ret = EXEC_FUNC(f, i, _MPI_Send_c, v, (const void *)buffer, count, datatype, index, 0, duplicate);
+                continue;
             }
+#endif
+            MPI_TABLE_QUERY(_MPI_Send, &f, (*(VECTOR_GET(v, i))).table);
+            ret = EXEC_FUNC(f, i, _MPI_Send, v, (const void *)buffer, (int)count, datatype, index, 0, duplicate);
         }
-    } else {
-        MPI_TABLE_QUERY(_MPI_Recv, &f, (*(VECTOR_GET(v, i))).table);
-        ret = EXEC_FUNC(f, i, _MPI_Recv, v, buffer, count, datatype, root, 0, duplicate, MPI_STATUS_IGNORE);
+        return ret;
     }
-    return ret;
+#if TB_LARGE_COUNT
+    if (large) {
+        MPI_TABLE_QUERY(_MPI_Recv_c, &f, (*(VECTOR_GET(v, i))).table);
+        return EXEC_FUNC(f, i, _MPI_Recv_c, v, buffer, count, datatype, root, 0, duplicate, MPI_STATUS_IGNORE);
+    }
+#endif
+    (void)large;
+    MPI_TABLE_QUERY(_MPI_Recv, &f, (*(VECTOR_GET(v, i))).table);
+    return EXEC_FUNC(f, i, _MPI_Recv, v, buffer, (int)count, datatype, root, 0, duplicate, MPI_STATUS_IGNORE);
 }
+
+_EXTERN_C_ int TB_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, int i, vector *v)
+{
+    int ret = TB_NOT_REPLACED;
+    if (tb_replaces(buffer, count, datatype, comm))
+        ret = tb_bcast(buffer, count, datatype, root, comm, 0, i, v);
+    return ret != TB_NOT_REPLACED ? ret : QMPI_Next_Bcast(buffer, count, datatype, root, comm, i, v);
+}
+
+#if TB_LARGE_COUNT
+/* MPI_Bcast_c (MPI 4): what mpi4py calls wherever the MPI has it. */
+_EXTERN_C_ int TB_Bcast_c(void *buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm, int i,
+                          vector *v)
+{
+    int ret = TB_NOT_REPLACED;
+    if (tb_replaces(buffer, count, datatype, comm))
+        ret = tb_bcast(buffer, count, datatype, root, comm, 1, i, v);
+    return ret != TB_NOT_REPLACED ? ret : QMPI_Next_Bcast_c(buffer, count, datatype, root, comm, i, v);
+}
+#endif
 
 _EXTERN_C_ char *get_interceptions(int i)
 {
+#if TB_LARGE_COUNT
+    if (i == _MPI_Bcast_c)
+        return "TB_Bcast_c";
+#endif
     return i == _MPI_Bcast ? "TB_Bcast" : "NULL";
 }

@@ -103,10 +103,14 @@ def test_tbcast_replaces_only_the_broadcasts_it_implements_exactly(mpi, core, sa
     case is right and the job exits 0. TBcast replaces the broadcasts on MPI_COMM_WORLD
     (after a message of the same tag, of a vector type, of count 0); the two over an
     intercommunicator (MPI_ROOT, MPI_PROC_NULL, a remote root) and the one from a root
-    out of range (the MPI's MPI_ERR_ROOT) reach the inner counter as MPI_Bcast."""
+    out of range (the MPI's MPI_ERR_ROOT) reach the inner counter as MPI_Bcast. On MPI 4
+    it replaces MPI_Bcast_c as well (the case "large")."""
     app = mpi.build_app(APPS / "bcast_cases.c", core, tmp_path / "bcast_cases")
-    proc = mpi.run(4, [app], env={"TOOLS": chain(sample_tools, "counter", "tbcast", "counter")})
+    env = {"TOOLS": chain(sample_tools, "counter", "tbcast", "counter"), "QMPI_VERBOSE": "1"}
+    proc = mpi.run(4, [app], env=env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    functions = 2 if "_MPI_Bcast_c" in (core / "qmpi.h").read_text() else 1
+    assert f"libtbcast.so, thesis-style, instance 1, intercepts {functions} functions" in proc.stderr, proc.stderr
     assert sorted(l for l in proc.stdout.splitlines() if l.startswith("bcast_cases")) == [
         f"bcast_cases {r}: ok" for r in range(4)
     ], proc.stdout

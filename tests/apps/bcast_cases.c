@@ -7,7 +7,9 @@
  *          between the same ranks, which the broadcast must not take;
  *  vector: with a derived datatype (every other int);
  *  zero:   with count 0;
- *  root:   with a root out of range, under MPI_ERRORS_RETURN: the MPI's MPI_ERR_ROOT.
+ *  root:   with a root out of range, under MPI_ERRORS_RETURN: the MPI's MPI_ERR_ROOT;
+ *  large:  MPI_Bcast_c (MPI 4) over the intercommunicator and after a message of the
+ *          same tag (nothing on an older MPI).
  * Arguments name the cases to run; none: all of them. Prints "bcast_cases <rank>: ok"
  * per rank, or one line per wrong result and exits 1. */
 #include <mpi.h>
@@ -24,6 +26,19 @@ static void check(const char *what, int got, int expected)
     }
 }
 
+/* MPI_Bcast, or MPI_Bcast_c for the case "large". */
+#if MPI_VERSION >= 4
+static int large;
+#endif
+static int bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm)
+{
+#if MPI_VERSION >= 4
+    if (large)
+        return MPI_Bcast_c(buffer, count, datatype, root, comm);
+#endif
+    return MPI_Bcast(buffer, count, datatype, root, comm);
+}
+
 static void inter(void)
 {
     int half = size / 2, low = rank < half, local_rank, data[4], k;
@@ -37,7 +52,7 @@ static void inter(void)
         int root = !sending ? 0 : leader ? MPI_ROOT : MPI_PROC_NULL;
         for (k = 0; k < 4; k++)
             data[k] = leader ? 100 * from_low + k + 1 : -1;
-        MPI_Bcast(data, 4, MPI_INT, root, intercomm);
+        bcast(data, 4, MPI_INT, root, intercomm);
         /* The receivers get the data; the other senders' buffers stay as they were. */
         for (k = 0; k < 4; k++)
             check(from_low ? "intercomm bcast from the low half" : "intercomm bcast from the high half", data[k],
@@ -53,7 +68,7 @@ static void tag(void)
 
     if (rank == 0)
         MPI_Send(&message, 1, MPI_INT, 1, 0, MPI_COMM_WORLD);
-    MPI_Bcast(&data, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    bcast(&data, 1, MPI_INT, 0, MPI_COMM_WORLD);
     check("bcast after a message of the same tag", data, 42);
     if (rank == 1) {
         MPI_Recv(&message, 1, MPI_INT, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
@@ -93,10 +108,20 @@ static void root(void)
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
 }
 
+static void large_count(void)
+{
+#if MPI_VERSION >= 4
+    large = 1;
+    inter();
+    tag();
+    large = 0;
+#endif
+}
+
 int main(int argc, char **argv)
 {
     static const struct { const char *name; void (*run)(void); } cases[] = {
-        {"inter", inter}, {"tag", tag}, {"vector", vector}, {"zero", zero}, {"root", root},
+        {"inter", inter}, {"tag", tag}, {"vector", vector}, {"zero", zero}, {"root", root}, {"large", large_count},
     };
 
     MPI_Init(&argc, &argv);
