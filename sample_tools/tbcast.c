@@ -14,7 +14,8 @@
  * take the broadcast's (count, datatype) as they are.
  *
  * The Sends and Recvs travel on a duplicate of `comm`, made at the first broadcast on
- * it (a collective call, so every rank makes it there) and freed with it: on `comm`
+ * it (a collective call, so every rank makes it there) and freed with it (the world's
+ * at MPI_Finalize): on `comm`
  * itself they could match the application's own messages (same tag, MPI_ANY_TAG),
  * which an MPI collective never does. The duplicate is made and looked up with PMPI_
  * calls: tools below see TBcast's messages, not its bookkeeping.
@@ -34,7 +35,7 @@
 /* The duplicate is kept in the attribute value itself (MPI_Comm is an int or a pointer). */
 _Static_assert(sizeof(MPI_Comm) <= sizeof(void *), "MPI_Comm fits an attribute value");
 
-static int tb_keyval = MPI_KEYVAL_INVALID;
+static int tb_keyval = MPI_KEYVAL_INVALID, tb_self_keyval = MPI_KEYVAL_INVALID;
 static pthread_once_t tb_keyval_once = PTHREAD_ONCE_INIT;
 
 /* Called by MPI when the application frees `comm` (or at MPI_Finalize for MPI_COMM_SELF). */
@@ -48,11 +49,24 @@ static int tb_free_duplicate(MPI_Comm comm, int keyval, void *value, void *extra
     return PMPI_Comm_free(&duplicate);
 }
 
+/* MPI_Finalize deletes MPI_COMM_SELF's attributes first, never MPI_COMM_WORLD's: an
+ * attribute on MPI_COMM_SELF frees the world's duplicate then. */
+static int tb_free_world_duplicate(MPI_Comm comm, int keyval, void *value, void *extra)
+{
+    (void)comm;
+    (void)keyval;
+    (void)value;
+    (void)extra;
+    return PMPI_Comm_delete_attr(MPI_COMM_WORLD, tb_keyval);
+}
+
 static void tb_create_keyval(void)
 {
     /* MPI_COMM_NULL_COPY_FN: a copy of `comm` gets its own duplicate when it broadcasts. */
     if (PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, tb_free_duplicate, &tb_keyval, NULL) != MPI_SUCCESS)
         tb_keyval = MPI_KEYVAL_INVALID;
+    if (PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, tb_free_world_duplicate, &tb_self_keyval, NULL) != MPI_SUCCESS)
+        tb_self_keyval = MPI_KEYVAL_INVALID;
 }
 
 /* TBcast's communicator for broadcasts on `comm` into *duplicate. Collective on the
@@ -74,7 +88,10 @@ static int tb_duplicate(MPI_Comm comm, MPI_Comm *duplicate)
         return ret;
     value = NULL;
     memcpy(&value, duplicate, sizeof *duplicate);
-    return PMPI_Comm_set_attr(comm, tb_keyval, value);
+    ret = PMPI_Comm_set_attr(comm, tb_keyval, value);
+    if (ret == MPI_SUCCESS && comm == MPI_COMM_WORLD && tb_self_keyval != MPI_KEYVAL_INVALID)
+        PMPI_Comm_set_attr(MPI_COMM_SELF, tb_self_keyval, NULL);
+    return ret;
 }
 
 /* Whether TBcast replaces this broadcast without asking anything of the chain; the
