@@ -27,7 +27,7 @@ MPI_ENV := PATH=$(MPI_PREFIX)/bin:$$PATH OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN
 MPIEXEC := $(MPI_PREFIX)/bin/mpiexec $(if $(filter openmpi,$(MPI)),--oversubscribe,)
 DEMO := $(abspath $(OUT))/demo-$(MPI)
 
-.PHONY: all demo docs lint test test-on-mpich test-on-openmpi test-trace-on-mpich test-trace-on-openmpi test-threads-on-mpich test-threads-on-openmpi test-debian-on-mpich test-debian-on-openmpi test-trace test-fast test-intelmpi test-debian test-fortran bench-fortran test-threads test-sanitize test-sanitize-mpich test-sanitize-openmpi test-c fuzz bench venv clean distclean
+.PHONY: all demo docs lint test test-on-mpich test-on-openmpi test-trace-on-mpich test-trace-on-openmpi test-threads-on-mpich test-threads-on-openmpi test-debian-on-mpich test-debian-on-openmpi test-trace test-fast test-intelmpi test-debian test-fortran bench-fortran test-threads test-sanitize test-sanitize-mpich test-sanitize-openmpi test-c fuzz test-mpi4py test-mpi4py-on-mpich test-mpi4py-on-openmpi bench venv clean distclean
 
 all: demo
 
@@ -151,6 +151,31 @@ test-sanitize-openmpi: SANITIZE_MPI = QMPIGEN_OPENMPI=$(OPENMPI)
 test-sanitize-mpich test-sanitize-openmpi: test-sanitize-%: $(MPICH_STAMP) $(OPENMPI_STAMP)
 	$(LIVE) QMPIGEN_SANITIZE=1 $(SANITIZE_MPI) QMPIGEN_REQUIRE_MPIS=$* \
 		$(MPICH)/bin/python $(SESSION_PYTEST) -m "mpi and not trace" tests $(PREFIXED)
+
+# mpi4py's own test suite (the test/ directory of its sdist) at 2 ranks on both wheels,
+# without the core and under LD_PRELOAD=libqmpi.so with TOOLS=counter:tbcast:counter: the
+# same outcome test by test (tests/test_mpi4py_suite.py). Installs mpi4py's binary wheel
+# into both venvs and unpacks its sdist in $(OUT). MPI4PY_ARGS='test_comm test_p2p_buf'
+# runs part of the suite (main.py's arguments).
+MPI4PY ?= mpi4py==4.1.2
+MPI4PY_ARGS ?=
+MPI4PY_SRC := $(abspath $(OUT))/$(subst ==,-,$(MPI4PY))
+MPI4PY_TEST = QMPIGEN_MPI4PY_TESTS=$(MPI4PY_SRC)/test QMPIGEN_MPI4PY_ARGS='$(MPI4PY_ARGS)' $(WHEELS_TEST) -rP -m suite tests
+
+$(MPI4PY_SRC)/.unpacked: | $(MPICH_STAMP)
+	rm -rf $(MPI4PY_SRC) && mkdir -p $(MPI4PY_SRC)
+	$(MPICH)/bin/pip download --quiet --disable-pip-version-check --no-binary :all: --no-deps '$(MPI4PY)' -d $(MPI4PY_SRC)
+	tar -xzf $(MPI4PY_SRC)/*.tar.gz -C $(MPI4PY_SRC) --strip-components=1
+	touch $@
+
+test-mpi4py: $(MPICH_STAMP) $(OPENMPI_STAMP) $(MPI4PY_SRC)/.unpacked
+	$(MPICH)/bin/pip install --quiet --disable-pip-version-check '$(MPI4PY)'
+	$(OPENMPI)/bin/pip install --quiet --disable-pip-version-check '$(MPI4PY)'
+	$(SIDE_BY_SIDE) test-mpi4py-on-mpich test-mpi4py-on-openmpi
+test-mpi4py-on-mpich: $(MPICH_STAMP) $(OPENMPI_STAMP)
+	$(ON_FIRST)mpich $(MPI4PY_TEST)
+test-mpi4py-on-openmpi: $(MPICH_STAMP) $(OPENMPI_STAMP)
+	$(ON_SECOND)openmpi $(MPI4PY_TEST)
 
 # Unit tests, golden files and the CLI in process (no MPI compile-and-run, no wheel build): seconds.
 test-fast: $(MPICH_STAMP)

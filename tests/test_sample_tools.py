@@ -98,6 +98,27 @@ def test_counter_tbcast_counter(mpi, demo_app, sample_tools):
         assert reports[(3, r)] == inner
 
 
+def test_tbcast_replaces_only_the_broadcasts_it_implements_exactly(mpi, core, sample_tools, tmp_path):
+    """tests/apps/bcast_cases.c at 4 ranks under counter:tbcast:counter: the data of each
+    case is right and the job exits 0. TBcast replaces the broadcasts on MPI_COMM_WORLD
+    (after a message of the same tag, of a vector type, of count 0); the two over an
+    intercommunicator (MPI_ROOT, MPI_PROC_NULL, a remote root) and the one from a root
+    out of range (the MPI's MPI_ERR_ROOT) reach the inner counter as MPI_Bcast. On MPI 4
+    it replaces MPI_Bcast_c as well (the case "large")."""
+    app = mpi.build_app(APPS / "bcast_cases.c", core, tmp_path / "bcast_cases")
+    env = {"TOOLS": chain(sample_tools, "counter", "tbcast", "counter"), "QMPI_VERBOSE": "1"}
+    proc = mpi.run(4, [app], env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    functions = 2 if "_MPI_Bcast_c" in (core / "qmpi.h").read_text() else 1
+    assert f"libtbcast.so, thesis-style, instance 1, intercepts {functions} functions" in proc.stderr, proc.stderr
+    assert sorted(l for l in proc.stdout.splitlines() if l.startswith("bcast_cases")) == [
+        f"bcast_cases {r}: ok" for r in range(4)
+    ], proc.stdout
+    reports = counter_reports(proc.stdout)
+    for r in range(4):
+        assert reports[(1, r)]["MPI_Bcast"] == 6 and reports[(3, r)]["MPI_Bcast"] == 3, reports
+
+
 def profiler_reports(stdout):
     """{(level, rank): {function: (calls, seconds, bytes)}} and the header lines."""
     tables, headers = {}, {}
