@@ -9,8 +9,8 @@ import resource
 import statistics
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from measure import ENTRY_LABELS, EXTRA_VARIANTS, VARIANTS, Config, cpu_model, median_difference, row_median
 from conf_bench import conf_targets
+from measure import ENTRY_LABELS, EXTRA_VARIANTS, VARIANTS, Config, cpu_model, median_difference, row_median
 from pmpi_bench import pmpi_load_targets, pmpi_summary, pmpi_targets
 from stacks_bench import stacks_summary, stacks_targets
 from trace_bench import trace_targets
@@ -69,19 +69,32 @@ def fortran_summary(rows: Dict[str, dict], status: Optional[dict]) -> Optional[d
     own, core0, core1 = med("fortran/own"), med("fortran/core+0"), med("fortran/core+1typed")
     return {
         **status,
-        "own_ns": own, "core0_ns": core0, "core1typed_ns": core1,
+        "own_ns": own,
+        "core0_ns": core0,
+        "core1typed_ns": core1,
         "core0_minus_own_linked_ns": core0 - own if core0 is not None and own is not None else None,
-        "core0_minus_own_ns": median_difference(rows.get("fentry/core", {}).get("samples_ns"),
-                                                rows.get("fentry/own", {}).get("samples_ns")),
+        "core0_minus_own_ns": median_difference(
+            rows.get("fentry/core", {}).get("samples_ns"), rows.get("fentry/own", {}).get("samples_ns")
+        ),
         "entry_ns": {"own": med("fentry/own"), "core": med("fentry/core")},
         "one_tool_layer_ns": core1 - core0 if core1 is not None and core0 is not None else None,
     }
 
 
-def summarise(args, name: str, nfuncs: int, configs: List[Config], codegen: List[float], compile_s: float,
-              cpu: Optional[int], header_stages: Optional[str], fortran_status: Optional[dict] = None,
-              trace_merge: Optional[dict] = None, pmpi_loads: Optional[dict] = None,
-              conf_parse: Optional[dict] = None) -> dict:
+def summarise(
+    args,
+    name: str,
+    nfuncs: int,
+    configs: List[Config],
+    codegen: List[float],
+    compile_s: float,
+    cpu: Optional[int],
+    header_stages: Optional[str],
+    fortran_status: Optional[dict] = None,
+    trace_merge: Optional[dict] = None,
+    pmpi_loads: Optional[dict] = None,
+    conf_parse: Optional[dict] = None,
+) -> dict:
     rows: Dict[str, dict] = {}
     failures: Dict[str, List[str]] = {}
     for config in configs:
@@ -91,10 +104,16 @@ def summarise(args, name: str, nfuncs: int, configs: List[Config], codegen: List
             q1, q3 = quartiles(samples)
             info = config.info[key]
             rows[key] = {
-                "median_ns": statistics.median(samples), "min_ns": min(samples), "q1_ns": q1, "q3_ns": q3,
-                "samples": len(samples), "iterations": info.get("iterations"), "clock": info.get("clock"),
+                "median_ns": statistics.median(samples),
+                "min_ns": min(samples),
+                "q1_ns": q1,
+                "q3_ns": q3,
+                "samples": len(samples),
+                "iterations": info.get("iterations"),
+                "clock": info.get("clock"),
                 "wall_median_ns": statistics.median(config.wall[key]) if config.wall.get(key) else None,
-                "vmrss_init_kb": info.get("vmrss_init_kb"), "stack_bytes": info.get("stack_bytes"),
+                "vmrss_init_kb": info.get("vmrss_init_kb"),
+                "stack_bytes": info.get("stack_bytes"),
                 "samples_ns": samples,
             }
 
@@ -109,12 +128,16 @@ def summarise(args, name: str, nfuncs: int, configs: List[Config], codegen: List
         "interposer_plt_ns": med("interposer-plt"),
         "core0_ns": med("core/0"),
     }
-    core0_delta_linked = (floors["core0_ns"] - floors["interposer_ns"]
-                          if floors["core0_ns"] is not None and floors["interposer_ns"] is not None else None)
+    core0_delta_linked = (
+        floors["core0_ns"] - floors["interposer_ns"]
+        if floors["core0_ns"] is not None and floors["interposer_ns"] is not None
+        else None
+    )
 
     def paired(a: str, b: str) -> Optional[float]:
-        return median_difference(rows.get(f"entry/{a}", {}).get("samples_ns"),
-                                 rows.get(f"entry/{b}", {}).get("samples_ns"))
+        return median_difference(
+            rows.get(f"entry/{a}", {}).get("samples_ns"), rows.get(f"entry/{b}", {}).get("samples_ns")
+        )
 
     entry = {label: med(f"entry/{label}") for label in ENTRY_LABELS}
     entry_deltas = {
@@ -136,18 +159,28 @@ def summarise(args, name: str, nfuncs: int, configs: List[Config], codegen: List
         if big and big > 1000 and 1000 in points:
             marginal = (points[big] - points[1000]) / (big - 1000)
         per_layer = {n: (t - zero) / n for n, t in points.items()} if zero is not None else {}
-        return {"slope_ns": fit, "slope_all_ns": fit_all, "marginal_1000_up_ns": marginal,
-                "per_layer_ns": per_layer, "median_ns": points}
+        return {
+            "slope_ns": fit,
+            "slope_all_ns": fit_all,
+            "marginal_1000_up_ns": marginal,
+            "per_layer_ns": per_layer,
+            "median_ns": points,
+        }
 
-    ref = {layout: slopes({n: rows[f"ref-{layout}/{n}"]["median_ns"] for n in counts if f"ref-{layout}/{n}" in rows},
-                          med(f"ref-{layout}/0"))
-           for layout in ("compact", "core-layout", "core-layout-hugepages", "frames")}
+    ref = {
+        layout: slopes(
+            {n: rows[f"ref-{layout}/{n}"]["median_ns"] for n in counts if f"ref-{layout}/{n}" in rows},
+            med(f"ref-{layout}/0"),
+        )
+        for layout in ("compact", "core-layout", "core-layout-hugepages", "frames")
+    }
     for layout in ref:
         ref[layout]["zero_ns"] = med(f"ref-{layout}/0")
         st0 = rows.get(f"ref-{layout}/0", {}).get("stack_bytes")
         stn = rows.get(f"ref-{layout}/{max(counts)}", {}).get("stack_bytes")
-        ref[layout]["stack_bytes_per_layer"] = ((stn - st0) / max(counts)
-                                                if st0 is not None and stn is not None and stn >= 0 else None)
+        ref[layout]["stack_bytes_per_layer"] = (
+            (stn - st0) / max(counts) if st0 is not None and stn is not None and stn >= 0 else None
+        )
     floor_slope = ref["compact"]["slope_ns"]
 
     variants = {}
@@ -178,7 +211,7 @@ def summarise(args, name: str, nfuncs: int, configs: List[Config], codegen: List
     pingpong = {}
     for key, row in rows.items():
         if key.startswith("pingpong/"):
-            pingpong[key[len("pingpong/"):]] = row["median_ns"]
+            pingpong[key[len("pingpong/") :]] = row["median_ns"]
 
     # targets
     targets = []
@@ -186,61 +219,89 @@ def summarise(args, name: str, nfuncs: int, configs: List[Config], codegen: List
     def target(what: str, measured: str, bound: str, ok: Optional[bool], note: str = "") -> None:
         targets.append({"target": what, "measured": measured, "bound": bound, "result": verdict(ok), "note": note})
 
-    target("core with 0 tools vs minimal interposer (-fno-plt), paired in one process",
-           f"{fmt(core0_delta)} ns (linked-in rows: {fmt(core0_delta_linked)} ns)",
-           f"<= +{TARGET_CORE0_OVER_INTERPOSER_NS} ns",
-           None if core0_delta is None else core0_delta <= TARGET_CORE0_OVER_INTERPOSER_NS)
+    target(
+        "core with 0 tools vs minimal interposer (-fno-plt), paired in one process",
+        f"{fmt(core0_delta)} ns (linked-in rows: {fmt(core0_delta_linked)} ns)",
+        f"<= +{TARGET_CORE0_OVER_INTERPOSER_NS} ns",
+        None if core0_delta is None else core0_delta <= TARGET_CORE0_OVER_INTERPOSER_NS,
+    )
     fortran = fortran_summary(rows, fortran_status)
     if fortran and fortran.get("driver"):
         delta = fortran["core0_minus_own_ns"]
-        target("Fortran MPI_COMM_RANK, core with 0 tools vs the MPI's own Fortran binding, paired in one process",
-               f"{fmt(delta)} ns (linked-in rows: {fmt(fortran['core0_minus_own_linked_ns'])} ns; "
-               f"own {fmt(fortran['own_ns'])} ns, core {fmt(fortran['core0_ns'])} ns)",
-               f"<= +{TARGET_FORTRAN_OVER_OWN_NS} ns", None if delta is None else delta <= TARGET_FORTRAN_OVER_OWN_NS)
+        target(
+            "Fortran MPI_COMM_RANK, core with 0 tools vs the MPI's own Fortran binding, paired in one process",
+            f"{fmt(delta)} ns (linked-in rows: {fmt(fortran['core0_minus_own_linked_ns'])} ns; "
+            f"own {fmt(fortran['own_ns'])} ns, core {fmt(fortran['core0_ns'])} ns)",
+            f"<= +{TARGET_FORTRAN_OVER_OWN_NS} ns",
+            None if delta is None else delta <= TARGET_FORTRAN_OVER_OWN_NS,
+        )
     for variant, bound in TARGET_RATIO.items():
         r = variants[variant]["ratio_to_floor"]
-        target(f"per layer, {VARIANTS[variant]}",
-               f"{fmt(variants[variant]['slope_ns'])} ns = {fmt(r)}x floor "
-               f"({fmt(variants[variant]['paired_floor_slope_ns'])} ns)", f"<= {bound}x floor",
-               None if r is None else r <= bound)
+        target(
+            f"per layer, {VARIANTS[variant]}",
+            f"{fmt(variants[variant]['slope_ns'])} ns = {fmt(r)}x floor "
+            f"({fmt(variants[variant]['paired_floor_slope_ns'])} ns)",
+            f"<= {bound}x floor",
+            None if r is None else r <= bound,
+        )
     big = max(counts)
     for variant in VARIANTS:
         v = variants[variant]
         marginal, slope = v["marginal_1000_up_ns"], v["slope_ns"]
         lin = marginal / slope if marginal is not None and slope else None
         ok = v["ran_all"] and (lin is None or lin <= TARGET_LINEAR_MARGINAL)
-        target(f"linear to {big:,} tools, no failure: {variant}",
-               f"{'all ran' if v['ran_all'] else 'FAILED'}; 1,000->{big:,}: {fmt(marginal)} ns/layer"
-               + (f" = {fmt(lin)}x the fitted slope" if lin is not None else ""),
-               f"<= {TARGET_LINEAR_MARGINAL}x", ok)
+        target(
+            f"linear to {big:,} tools, no failure: {variant}",
+            f"{'all ran' if v['ran_all'] else 'FAILED'}; 1,000->{big:,}: {fmt(marginal)} ns/layer"
+            + (f" = {fmt(lin)}x the fitted slope" if lin is not None else ""),
+            f"<= {TARGET_LINEAR_MARGINAL}x",
+            ok,
+        )
     designed = DESIGNED_BYTES_PER_FUNCTION * nfuncs
     bound_bytes = TARGET_BYTES_PER_FUNCTION * nfuncs
     for variant in VARIANTS:
         b = variants[variant]["bytes_per_instance"]
-        target(f"memory per tool instance: {variant}", f"{fmt(b, 0)} B (designed {designed:,} B)",
-               f"<= {bound_bytes:,} B", None if b is None else b <= bound_bytes)
+        target(
+            f"memory per tool instance: {variant}",
+            f"{fmt(b, 0)} B (designed {designed:,} B)",
+            f"<= {bound_bytes:,} B",
+            None if b is None else b <= bound_bytes,
+        )
     try:
         stack_limit = resource.getrlimit(resource.RLIMIT_STACK)[0]
     except (ValueError, OSError):
         stack_limit = -1
-    deepest = {v: variants[v]["stack_bytes_max_n"] for v in (*VARIANTS, *EXTRA_VARIANTS)
-               if variants[v]["stack_bytes_max_n"] is not None}
+    deepest = {
+        v: variants[v]["stack_bytes_max_n"]
+        for v in (*VARIANTS, *EXTRA_VARIANTS)
+        if variants[v]["stack_bytes_max_n"] is not None
+    }
     if deepest:
         worst = max(deepest, key=lambda v: deepest[v])
         ran = all(variants[v]["ran_all"] for v in (*VARIANTS, *EXTRA_VARIANTS))
         limit_text = "unlimited" if stack_limit in (-1, resource.RLIM_INFINITY) else f"{stack_limit:,} B"
-        target(f"{big:,} tools on the default stack (one call, deepest variant)",
-               f"{deepest[worst]:,} B ({worst}); " + ", ".join(f"{v} {b:,} B" for v, b in deepest.items()
-                                                                if v != worst),
-               f"< stack limit ({limit_text})",
-               ran and deepest[worst] >= 0 and (stack_limit in (-1, resource.RLIM_INFINITY)
-                                                or deepest[worst] < stack_limit))
+        target(
+            f"{big:,} tools on the default stack (one call, deepest variant)",
+            f"{deepest[worst]:,} B ({worst}); " + ", ".join(f"{v} {b:,} B" for v, b in deepest.items() if v != worst),
+            f"< stack limit ({limit_text})",
+            ran
+            and deepest[worst] >= 0
+            and (stack_limit in (-1, resource.RLIM_INFINITY) or deepest[worst] < stack_limit),
+        )
     cg = statistics.median(codegen) if codegen else None
-    target("`qmpigen build-core` end to end", f"{fmt(cg, 3)} s ({nfuncs} functions)", f"<= {TARGET_CODEGEN_S} s",
-           None if cg is None else cg <= TARGET_CODEGEN_S,
-           "" if "MPICH 5" in name else "the target is set for MPICH 5")
-    target("compiling the core (`make -j2`)", f"{compile_s:.1f} s", f"<= {TARGET_COMPILE_S:.0f} s",
-           compile_s <= TARGET_COMPILE_S)
+    target(
+        "`qmpigen build-core` end to end",
+        f"{fmt(cg, 3)} s ({nfuncs} functions)",
+        f"<= {TARGET_CODEGEN_S} s",
+        None if cg is None else cg <= TARGET_CODEGEN_S,
+        "" if "MPICH 5" in name else "the target is set for MPICH 5",
+    )
+    target(
+        "compiling the core (`make -j2`)",
+        f"{compile_s:.1f} s",
+        f"<= {TARGET_COMPILE_S:.0f} s",
+        compile_s <= TARGET_COMPILE_S,
+    )
     pmpi = pmpi_summary(rows, fit_slope)
     pmpi_targets(pmpi, target, fmt)
     pmpi_load_targets(pmpi_loads, target, fmt)
@@ -250,20 +311,45 @@ def summarise(args, name: str, nfuncs: int, configs: List[Config], codegen: List
     conf_targets(conf_parse, target, fmt)
 
     return {
-        "mpi": name, "name": args.name, "num_mpi_funcs": nfuncs,
+        "mpi": name,
+        "name": args.name,
+        "num_mpi_funcs": nfuncs,
         "environment": {
-            "machine": platform.machine(), "cpus": os.cpu_count(), "pinned_cpu": cpu,
-            "cpu_model": cpu_model(), "stack_limit_bytes": stack_limit,
-            "repeats": args.repeats, "rounds": args.rounds, "min_sample_ms": args.min_ms,
-            "mpicc": args.mpicc, "mpiexec": args.mpiexec,
+            "machine": platform.machine(),
+            "cpus": os.cpu_count(),
+            "pinned_cpu": cpu,
+            "cpu_model": cpu_model(),
+            "stack_limit_bytes": stack_limit,
+            "repeats": args.repeats,
+            "rounds": args.rounds,
+            "min_sample_ms": args.min_ms,
+            "mpicc": args.mpicc,
+            "mpiexec": args.mpiexec,
         },
-        "floors": floors, "entry_ns": entry, "entry_paired": entry_deltas,
-        "core0_minus_interposer_ns": core0_delta, "core0_minus_interposer_linked_ns": core0_delta_linked,
-        "floor_slope_ns": floor_slope, "fit_counts": fit_counts, "counts": counts,
-        "reference": ref, "variants": variants, "pingpong_ns": pingpong, "pmpi": pmpi, "pmpi_loads": pmpi_loads,
-        "stacks": stacks, "conf_parse": conf_parse,
+        "floors": floors,
+        "entry_ns": entry,
+        "entry_paired": entry_deltas,
+        "core0_minus_interposer_ns": core0_delta,
+        "core0_minus_interposer_linked_ns": core0_delta_linked,
+        "floor_slope_ns": floor_slope,
+        "fit_counts": fit_counts,
+        "counts": counts,
+        "reference": ref,
+        "variants": variants,
+        "pingpong_ns": pingpong,
+        "pmpi": pmpi,
+        "pmpi_loads": pmpi_loads,
+        "stacks": stacks,
+        "conf_parse": conf_parse,
         "memory": {"designed_bytes_per_instance": designed, "bound_bytes_per_instance": bound_bytes},
-        "codegen_s": codegen, "codegen_median_s": cg, "compile_s": compile_s, "header_stages": header_stages,
-        "targets": targets, "failures": failures, "rows": rows, "fortran": fortran, "trace_merge": trace_merge,
+        "codegen_s": codegen,
+        "codegen_median_s": cg,
+        "compile_s": compile_s,
+        "header_stages": header_stages,
+        "targets": targets,
+        "failures": failures,
+        "rows": rows,
+        "fortran": fortran,
+        "trace_merge": trace_merge,
         "seconds_per_config": {c.key: round(c.seconds, 2) for c in configs},
     }

@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from analysis import summarise
+from conf_bench import measure_conf_parse
 from measure import (
     BENCH_DIR,
     REPO,
@@ -65,9 +66,8 @@ from measure import (
     slug,
     timed,
 )
-from report import combine, markdown, plot
-from conf_bench import measure_conf_parse
 from pmpi_bench import measure_pmpi_loads, pmpi_configs
+from report import combine, markdown, plot
 from stacks_bench import stacks_configs
 from trace_bench import run_merge_rows, trace_configs, trace_dir_root
 
@@ -75,23 +75,34 @@ from trace_bench import run_merge_rows, trace_configs, trace_dir_root
 def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--mpicc", default="mpicc", help="the MPI's compiler driver (default: mpicc on PATH)")
-    ap.add_argument("--mpiexec", default="mpiexec",
-                    help="launcher command, with its flags if any (e.g. 'mpiexec --oversubscribe')")
+    ap.add_argument(
+        "--mpiexec", default="mpiexec", help="launcher command, with its flags if any (e.g. 'mpiexec --oversubscribe')"
+    )
     ap.add_argument("--qmpigen", default=None, help="qmpigen executable (default: beside this Python, else PATH)")
     ap.add_argument("--name", default="auto", help="label and output subdirectory; auto: from the MPI library")
     ap.add_argument("--out", default=None, help="output directory (default: <out-root>/<name>)")
     ap.add_argument("--out-root", default=str(REPO / "build" / "bench"), help="default: build/bench")
     ap.add_argument("--repeats", type=int, default=3, help="timed samples per process (default 3)")
-    ap.add_argument("--rounds", type=int, default=4,
-                    help="passes over all configurations, one process each, interleaved; samples are pooled, "
-                         "so a row's median is over repeats x rounds samples (default 4)")
+    ap.add_argument(
+        "--rounds",
+        type=int,
+        default=4,
+        help="passes over all configurations, one process each, interleaved; samples are pooled, "
+        "so a row's median is over repeats x rounds samples (default 4)",
+    )
     ap.add_argument("--min-ms", type=float, default=50.0, help="minimum length of one sample in ms (default 50)")
-    ap.add_argument("--tools", default=",".join(map(str, TOOL_COUNTS)),
-                    help=f"tool counts (default {','.join(map(str, TOOL_COUNTS))})")
+    ap.add_argument(
+        "--tools",
+        default=",".join(map(str, TOOL_COUNTS)),
+        help=f"tool counts (default {','.join(map(str, TOOL_COUNTS))})",
+    )
     ap.add_argument("--cpu", type=int, default=None, help="CPU for single-rank runs (default: the last one allowed)")
     ap.add_argument("--codegen-repeats", type=int, default=5, help="timed `qmpigen build-core` runs (default 5)")
-    ap.add_argument("--fortran", default="auto",
-                    help="Fortran rows: auto (the mpif90/mpifort beside --mpicc, if any), none, or a driver")
+    ap.add_argument(
+        "--fortran",
+        default="auto",
+        help="Fortran rows: auto (the mpif90/mpifort beside --mpicc, if any), none, or a driver",
+    )
     ap.add_argument("--quick", action="store_true", help="a smoke run: 3 samples of 5 ms, one round, few tool counts")
     args = ap.parse_args(argv)
     if args.quick:
@@ -149,16 +160,23 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     shutil.rmtree(core, ignore_errors=True)
     must(run([*gen, str(core)], mpi.env), "qmpigen build-core")
     compile_load = loadavg()
-    compile_s, compile_cpu = timed(["make", "-C", str(core), "-j2", f"MPICC={args.mpicc}"], mpi.env,
-                                   "compiling the core")
+    compile_s, compile_cpu = timed(
+        ["make", "-C", str(core), "-j2", f"MPICC={args.mpicc}"], mpi.env, "compiling the core"
+    )
     log(f"make -j2 of the core: {compile_s:.1f} s ({compile_cpu:.1f} s CPU)")
 
     # 2. the C side
     bindir = out / "bin"
-    must(run(["make", "-C", str(BENCH_DIR), "-j2", f"CORE={core}", f"OUT={bindir}", f"MPICC={args.mpicc}"],
-             mpi.env), "building the benchmark")
-    for short, lib in (("t.so", "libqbtyped.so"), ("e.so", "libqbexec.so"), ("f.so", "libqbframes.so"),
-                       ("p.so", "libqbpmpi.so")):
+    must(
+        run(["make", "-C", str(BENCH_DIR), "-j2", f"CORE={core}", f"OUT={bindir}", f"MPICC={args.mpicc}"], mpi.env),
+        "building the benchmark",
+    )
+    for short, lib in (
+        ("t.so", "libqbtyped.so"),
+        ("e.so", "libqbexec.so"),
+        ("f.so", "libqbframes.so"),
+        ("p.so", "libqbpmpi.so"),
+    ):
         link = bindir / short
         if link.is_symlink() or link.exists():
             link.unlink()
@@ -191,8 +209,20 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     conf_parse = measure_conf_parse(mpi, bindir)
 
     # 4. results
-    results = summarise(args, name, nfuncs, configs, codegen, compile_s, cpu, header_stages, fortran, trace_merge,
-                        pmpi_loads, conf_parse)
+    results = summarise(
+        args,
+        name,
+        nfuncs,
+        configs,
+        codegen,
+        compile_s,
+        cpu,
+        header_stages,
+        fortran,
+        trace_merge,
+        pmpi_loads,
+        conf_parse,
+    )
     results["codegen_cpu_s"] = codegen_cpu
     results["compile_cpu_s"] = compile_cpu
     results["environment"]["loadavg_at_compile"] = compile_load

@@ -33,20 +33,29 @@ def measure_conf_parse(mpi: Mpi, bindir: Path) -> dict:
                     return {"failed": f"conf_parse {sections}: exit {proc.returncode}: {proc.stderr.strip()[-200:]}"}
                 row = json.loads(line)
                 samples.append(row["cpu_s"])
-            result[str(sections)] = {"bytes": row["bytes"], "median_cpu_s": statistics.median(samples),
-                                     "samples_cpu_s": samples}
+            result[str(sections)] = {
+                "bytes": row["bytes"],
+                "median_cpu_s": statistics.median(samples),
+                "samples_cpu_s": samples,
+            }
     small, large = (result[str(n)]["median_cpu_s"] for n in CONF_SECTIONS)
     result["ratio"] = large / small if small > 0 else None
     return result
 
 
 def conf_targets(conf: Optional[dict], target: Callable, fmt: Callable) -> None:
-    name = (f"QMPI_CONF parsing, {CONF_SECTIONS[1]:,} against {CONF_SECTIONS[0]:,} sections "
-            "(CPU time of the parser, 10x the sections)")
+    name = (
+        f"QMPI_CONF parsing, {CONF_SECTIONS[1]:,} against {CONF_SECTIONS[0]:,} sections "
+        "(CPU time of the parser, 10x the sections)"
+    )
     bound = f"<= {TARGET_CONF_RATIO:.0f}x (linear ~10x, quadratic ~100x)"
     if not conf or "failed" in conf or conf.get("ratio") is None:
         target(name, (conf or {}).get("failed", "not measured"), bound, None)
         return
     small, large = (conf[str(n)]["median_cpu_s"] for n in CONF_SECTIONS)
-    target(name, f"{fmt(conf['ratio'], 1)}x ({fmt(small * 1e3, 1)} ms -> {fmt(large * 1e3, 1)} ms)", bound,
-           conf["ratio"] <= TARGET_CONF_RATIO)
+    target(
+        name,
+        f"{fmt(conf['ratio'], 1)}x ({fmt(small * 1e3, 1)} ms -> {fmt(large * 1e3, 1)} ms)",
+        bound,
+        conf["ratio"] <= TARGET_CONF_RATIO,
+    )

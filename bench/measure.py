@@ -66,8 +66,13 @@ def make_env(mpicc: str, mpiexec: Sequence[str]) -> Dict[str, str]:
     return env
 
 
-def run(cmd: Sequence[str], env: Dict[str, str], cwd: Optional[Path] = None, quiet: bool = True,
-        timeout: float = RUN_TIMEOUT_S) -> subprocess.CompletedProcess:
+def run(
+    cmd: Sequence[str],
+    env: Dict[str, str],
+    cwd: Optional[Path] = None,
+    quiet: bool = True,
+    timeout: float = RUN_TIMEOUT_S,
+) -> subprocess.CompletedProcess:
     proc = subprocess.run(list(cmd), env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout)
     if proc.returncode != 0 or not quiet:
         sys.stdout.write(proc.stdout)
@@ -105,16 +110,16 @@ def loadavg() -> Optional[List[float]]:
 class Config:
     """One process to run: a binary, its arguments, tool list, ranks."""
 
-    key: str                 # e.g. "typed/64", "direct", "ref", "pingpong/core+8typed"
+    key: str  # e.g. "typed/64", "direct", "ref", "pingpong/core+8typed"
     binary: str
     args: List[str]
     env: Dict[str, str] = field(default_factory=dict)
     ranks: int = 1
     pin: bool = True
     repeats_factor: int = 1  # more samples per process (paired comparisons)
-    samples: Dict[str, List[float]] = field(default_factory=dict)   # measurement key -> ns
-    wall: Dict[str, List[float]] = field(default_factory=dict)      # the same, wall-clock means
-    info: Dict[str, dict] = field(default_factory=dict)              # measurement key -> last JSON
+    samples: Dict[str, List[float]] = field(default_factory=dict)  # measurement key -> ns
+    wall: Dict[str, List[float]] = field(default_factory=dict)  # the same, wall-clock means
+    info: Dict[str, dict] = field(default_factory=dict)  # measurement key -> last JSON
     failures: List[str] = field(default_factory=list)
     seconds: float = 0.0
 
@@ -158,17 +163,35 @@ def build_configs(counts: Sequence[int], bindir: Path, core: Path) -> List[Confi
             args = ["rank", "--pair-ref", str(n), "--pair-layout", layout]
             configs.append(Config(f"{variant}/{n}", "bench_core", args, {"TOOLS": tool_list(path, n)}))
         for variant, name in callback.items():
-            configs.append(Config(f"{variant}/{n}", "bench_core_cb", ["rank", "--pair-ref", str(n)],
-                                  {"QMPI_TOOL_LIST": tool_list(name, n)}))
+            configs.append(
+                Config(
+                    f"{variant}/{n}",
+                    "bench_core_cb",
+                    ["rank", "--pair-ref", str(n)],
+                    {"QMPI_TOOL_LIST": tool_list(name, n)},
+                )
+            )
     sizes = ",".join(str(s) for s in PINGPONG_SIZES)
     pp = ["pingpong", "--sizes", sizes]
     configs += [
         Config("pingpong/direct", "bench_direct", pp, ranks=2, pin=False),
         Config("pingpong/core+0", "bench_core", pp, ranks=2, pin=False),
-        Config(f"pingpong/core+{PINGPONG_TOOLS}typed", "bench_core", pp,
-               {"TOOLS": tool_list("./t.so", PINGPONG_TOOLS)}, ranks=2, pin=False),
-        Config(f"pingpong/core+{PINGPONG_TOOLS}callback", "bench_core_cb", pp,
-               {"QMPI_TOOL_LIST": tool_list("qbcb", PINGPONG_TOOLS)}, ranks=2, pin=False),
+        Config(
+            f"pingpong/core+{PINGPONG_TOOLS}typed",
+            "bench_core",
+            pp,
+            {"TOOLS": tool_list("./t.so", PINGPONG_TOOLS)},
+            ranks=2,
+            pin=False,
+        ),
+        Config(
+            f"pingpong/core+{PINGPONG_TOOLS}callback",
+            "bench_core_cb",
+            pp,
+            {"QMPI_TOOL_LIST": tool_list("qbcb", PINGPONG_TOOLS)},
+            ranks=2,
+            pin=False,
+        ),
     ]
     return configs
 
@@ -207,22 +230,39 @@ def prepare_fortran(request: str, mpicc: str, core: Path, bindir: Path, env: Dic
     status: dict = {"driver": None}
     driver = None if request == "none" else (fortran_driver(mpicc) if request == "auto" else request)
     if driver is None:
-        status["skipped"] = ("--fortran none" if request == "none" else
-                             f"no Fortran driver beside {mpicc} ({' or '.join(FORTRAN_DRIVER_NAMES)})")
+        status["skipped"] = (
+            "--fortran none"
+            if request == "none"
+            else f"no Fortran driver beside {mpicc} ({' or '.join(FORTRAN_DRIVER_NAMES)})"
+        )
     elif exports(core / "libqmpi.so", FORTRAN_SYMBOL) is False:
         status["skipped"] = f"the core defines no {FORTRAN_SYMBOL} (generated without Fortran entries)"
     else:
         version = run([driver, "--version"], env)
         if version.returncode == 0 and version.stdout.strip():
             status["compiler"] = version.stdout.strip().splitlines()[0]
-        proc = run(["make", "-C", str(BENCH_DIR), "fortran", f"CORE={core}", f"OUT={bindir}", f"MPICC={mpicc}",
-                    f"MPIF90={driver}"], env)
+        proc = run(
+            [
+                "make",
+                "-C",
+                str(BENCH_DIR),
+                "fortran",
+                f"CORE={core}",
+                f"OUT={bindir}",
+                f"MPICC={mpicc}",
+                f"MPIF90={driver}",
+            ],
+            env,
+        )
         if proc.returncode != 0:
             status["skipped"] = f"building bench_rank.f90 with {driver} failed (exit {proc.returncode})"
         else:
             status["driver"] = driver
-    log(f"Fortran rows with {driver} ({status.get('compiler', '?')})" if status["driver"] else
-        f"Fortran rows skipped: {status['skipped']}")
+    log(
+        f"Fortran rows with {driver} ({status.get('compiler', '?')})"
+        if status["driver"]
+        else f"Fortran rows skipped: {status['skipped']}"
+    )
     return status
 
 
@@ -254,8 +294,14 @@ def run_config(config: Config, mpi: Mpi, bindir: Path, cpu: Optional[int], repea
     cmd = [*mpi.mpiexec, "-n", str(config.ranks)]
     if config.pin and cpu is not None:
         cmd += ["taskset", "-c", str(cpu)]
-    cmd += [f"./{config.binary}", *config.args, "--repeats", str(repeats * config.repeats_factor),
-            "--min-ms", str(min_ms)]
+    cmd += [
+        f"./{config.binary}",
+        *config.args,
+        "--repeats",
+        str(repeats * config.repeats_factor),
+        "--min-ms",
+        str(min_ms),
+    ]
     env = dict(mpi.env)
     env.update(config.env)
     start = time.perf_counter()
@@ -322,13 +368,19 @@ def provenance(qmpigen: Sequence[str]) -> Optional[str]:
     code had uncommitted changes (the numbers then describe a work in progress)."""
     try:
         import qmpigen as package  # the one this Python imports; the CLI given may be another
+
         root = Path(package.__file__).resolve().parent.parent
         if qmpigen and Path(qmpigen[0]).name != "qmpigen":
             return None
-        head = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True,
-                              text=True, timeout=10)
-        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no", "--",
-                                "templates", "qmpigen"], capture_output=True, text=True, timeout=10)
+        head = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=10
+        )
+        dirty = subprocess.run(
+            ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no", "--", "templates", "qmpigen"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
     except (ImportError, OSError, subprocess.SubprocessError):
         return None
     if head.returncode != 0:
@@ -342,8 +394,9 @@ def entry_alignment(lib: Path) -> Optional[dict]:
     on the machine this was written on. None without objdump."""
     if shutil.which("objdump") is None:
         return None
-    proc = subprocess.run(["objdump", "-d", "--no-show-raw-insn", str(lib)], capture_output=True, text=True,
-                          timeout=120)
+    proc = subprocess.run(
+        ["objdump", "-d", "--no-show-raw-insn", str(lib)], capture_output=True, text=True, timeout=120
+    )
     if proc.returncode != 0:
         return None
     entries: Dict[str, Tuple[int, int]] = {}
@@ -364,10 +417,17 @@ def entry_alignment(lib: Path) -> Optional[dict]:
             previous_jump = address
     straddling = sorted(n for n, (a, b) in entries.items() if a // 32 != (b - 1) // 32)
     rank = entries.get("MPI_Comm_rank")
-    return {"entries": len(entries), "straddling_32B": len(straddling),
-            "MPI_Comm_rank": None if rank is None else {
-                "address": hex(rank[0]), "fast_path_bytes": rank[1] - rank[0],
-                "straddles_32B": rank[0] // 32 != (rank[1] - 1) // 32}}
+    return {
+        "entries": len(entries),
+        "straddling_32B": len(straddling),
+        "MPI_Comm_rank": None
+        if rank is None
+        else {
+            "address": hex(rank[0]),
+            "fast_path_bytes": rank[1] - rank[0],
+            "straddles_32B": rank[0] // 32 != (rank[1] - 1) // 32,
+        },
+    }
 
 
 def cpu_model() -> Optional[str]:

@@ -45,42 +45,62 @@ def full_pmpi_tool(functions: Sequence[dict]) -> str:
         args = ", ".join(p["name"] for p in f["params"])
         if f["variadic"]:
             params += ", ..."
-        out += [f"#ifndef {f['name']}", f"{f['return_type']} {f['name']}({params})",
-                f"{{ return P{f['name']}({args}); }}", "#endif"]
+        out += [
+            f"#ifndef {f['name']}",
+            f"{f['return_type']} {f['name']}({params})",
+            f"{{ return P{f['name']}({args}); }}",
+            "#endif",
+        ]
     return "\n".join(out) + "\n"
 
 
 def measure_pmpi_loads(mpi: Mpi, bindir: Path, qmpigen: Sequence[str], jobs: int) -> dict:
     """Load time per copy of bench/tool_pmpi.c (one wrapper) and of a tool wrapping every
     function, LOAD_COPIES copies a job, `jobs` jobs each: a dict for results.json."""
-    listing = json.loads(must(run([*qmpigen, "functions", "--mpicc", mpi.mpicc, "--json"], mpi.env),
-                              "qmpigen functions --json").stdout)["functions"]
+    listing = json.loads(
+        must(run([*qmpigen, "functions", "--mpicc", mpi.mpicc, "--json"], mpi.env), "qmpigen functions --json").stdout
+    )["functions"]
     source = bindir / "pmpi_full.c"
     source.write_text(full_pmpi_tool(listing))
     full = bindir / "libqbpmpi_full.so"
-    must(run([mpi.mpicc, "-shared", "-fPIC", "-O1", "-w", str(source), "-o", str(full)], mpi.env),
-         "building the every-function PMPI tool")
+    must(
+        run([mpi.mpicc, "-shared", "-fPIC", "-O1", "-w", str(source), "-o", str(full)], mpi.env),
+        "building the every-function PMPI tool",
+    )
     result: dict = {}
     for label, lib, wrappers in (("one", "./p.so", 1), ("every", f"./{full.name}", len(listing))):
         times: List[float] = []
         for _ in range(jobs):
             env = dict(mpi.env, TOOLS=tool_list(lib, LOAD_COPIES), QMPI_VERBOSE="1")
-            proc = run([*mpi.mpiexec, "-n", "1", "./bench_core", "rank", "--repeats", "1", "--min-ms", "1"], env,
-                       cwd=bindir)
+            proc = run(
+                [*mpi.mpiexec, "-n", "1", "./bench_core", "rank", "--repeats", "1", "--min-ms", "1"], env, cwd=bindir
+            )
             found = [float(t) for t in LOADED_IN.findall(proc.stderr)]
             if proc.returncode != 0 or len(found) != LOAD_COPIES:
                 result[label] = {"failed": f"exit {proc.returncode}, {len(found)} load times on stderr"}
                 break
             times += found
         else:
-            result[label] = {"wrappers": wrappers, "copies": len(times), "median_ms": statistics.median(times),
-                             "max_ms": max(times), "samples_ms": times}
+            result[label] = {
+                "wrappers": wrappers,
+                "copies": len(times),
+                "median_ms": statistics.median(times),
+                "max_ms": max(times),
+                "samples_ms": times,
+            }
     return result
 
 
 def pmpi_configs() -> List[Config]:
-    return [Config(f"pmpi/{n}", "bench_core", ["rank", "--pair-ref", str(n), "--pair-layout", "compact"],
-                   {"TOOLS": tool_list("./p.so", n)}) for n in PMPI_LAYERS]
+    return [
+        Config(
+            f"pmpi/{n}",
+            "bench_core",
+            ["rank", "--pair-ref", str(n), "--pair-layout", "compact"],
+            {"TOOLS": tool_list("./p.so", n)},
+        )
+        for n in PMPI_LAYERS
+    ]
 
 
 def _samples(rows: Dict[str, dict], key: str) -> List[float]:
@@ -104,21 +124,34 @@ def pmpi_summary(rows: Dict[str, dict], fit_slope: Callable) -> Optional[dict]:
             series[kind][n] = statistics.median(x / y for x, y in zip(own, ref)) * reference
     slopes = {kind: fit_slope(sorted(s.items())) for kind, s in series.items()}
     ratio = slopes["pmpi"] / slopes["typed"] if slopes["pmpi"] and slopes["typed"] else None
-    return {"layers": layers, "pmpi_ns": series["pmpi"], "typed_ns": series["typed"],
-            "pmpi_slope_ns": slopes["pmpi"], "typed_slope_ns": slopes["typed"], "ratio": ratio}
+    return {
+        "layers": layers,
+        "pmpi_ns": series["pmpi"],
+        "typed_ns": series["typed"],
+        "pmpi_slope_ns": slopes["pmpi"],
+        "typed_slope_ns": slopes["typed"],
+        "ratio": ratio,
+    }
 
 
 def pmpi_targets(summary: Optional[dict], target: Callable, fmt: Callable) -> None:
     if summary is None:
-        target("per layer, unmodified PMPI tool (private copies) vs typed thesis-style", "not measured",
-               f"<= {TARGET_PMPI_OVER_TYPED}x typed", None)
+        target(
+            "per layer, unmodified PMPI tool (private copies) vs typed thesis-style",
+            "not measured",
+            f"<= {TARGET_PMPI_OVER_TYPED}x typed",
+            None,
+        )
         return
     ratio = summary["ratio"]
-    target("per layer, unmodified PMPI tool (private copies) vs typed thesis-style",
-           f"{fmt(summary['pmpi_slope_ns'])} ns = {fmt(ratio)}x typed ({fmt(summary['typed_slope_ns'])} ns), "
-           f"fitted over {', '.join(map(str, summary['layers']))} layers, each sample relative to the reference "
-           f"chain timed in turn in its process", f"<= {TARGET_PMPI_OVER_TYPED}x typed",
-           None if ratio is None else ratio <= TARGET_PMPI_OVER_TYPED)
+    target(
+        "per layer, unmodified PMPI tool (private copies) vs typed thesis-style",
+        f"{fmt(summary['pmpi_slope_ns'])} ns = {fmt(ratio)}x typed ({fmt(summary['typed_slope_ns'])} ns), "
+        f"fitted over {', '.join(map(str, summary['layers']))} layers, each sample relative to the reference "
+        f"chain timed in turn in its process",
+        f"<= {TARGET_PMPI_OVER_TYPED}x typed",
+        None if ratio is None else ratio <= TARGET_PMPI_OVER_TYPED,
+    )
 
 
 def pmpi_load_targets(loads: Optional[dict], target: Callable, fmt: Callable) -> None:
@@ -128,5 +161,10 @@ def pmpi_load_targets(loads: Optional[dict], target: Callable, fmt: Callable) ->
         if not row or "failed" in row:
             target(name, row["failed"] if row else "not measured", f"<= {TARGET_LOAD_MS:.0f} ms", None)
             continue
-        target(name, f"median {fmt(row['median_ms'])} ms, worst {fmt(row['max_ms'])} ms over {row['copies']} copies "
-               f"({row['wrappers']} MPI_ definitions)", f"<= {TARGET_LOAD_MS:.0f} ms", row["max_ms"] <= TARGET_LOAD_MS)
+        target(
+            name,
+            f"median {fmt(row['median_ms'])} ms, worst {fmt(row['max_ms'])} ms over {row['copies']} copies "
+            f"({row['wrappers']} MPI_ definitions)",
+            f"<= {TARGET_LOAD_MS:.0f} ms",
+            row["max_ms"] <= TARGET_LOAD_MS,
+        )

@@ -160,7 +160,7 @@ class Mpi:
                 timeout=timeout,
             )
         except subprocess.TimeoutExpired as exc:
-            raise AssertionError(f"mpiexec hung for {timeout} s: {' '.join(cmd)}\n{exc.stdout}\n{exc.stderr}")
+            raise AssertionError(f"mpiexec hung for {timeout} s: {' '.join(cmd)}\n{exc.stdout}\n{exc.stderr}") from None
         assert_no_sanitizer_report(proc.stderr, cmd)
         return proc
 
@@ -203,7 +203,11 @@ def _mpi(name: str, bin_dir: Path, suffix: str = "") -> Mpi:
         return Mpi(
             name,
             bin_dir,
-            {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", "OMPI_MCA_rmaps_base_oversubscribe": "1"},
+            {
+                "OMPI_ALLOW_RUN_AS_ROOT": "1",
+                "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+                "OMPI_MCA_rmaps_base_oversubscribe": "1",
+            },
             ("--oversubscribe",),
             suffix,
         )
@@ -264,7 +268,9 @@ def _session_param(item) -> Optional[str]:
     return callspec.params.get("mpi") if callspec else None
 
 
-@pytest.fixture(scope="session", params=[m.name for m in MPIS if not SESSION_MPIS or m.name in SESSION_MPIS] or ["none"])
+@pytest.fixture(
+    scope="session", params=[m.name for m in MPIS if not SESSION_MPIS or m.name in SESSION_MPIS] or ["none"]
+)
 def mpi(request) -> Mpi:
     """Every available MPI in turn."""
     for m in MPIS:
@@ -282,16 +288,34 @@ def build_wheel(work: Path) -> Path:
     build/ and qmpigen.egg-info into the source tree, which sessions running side by
     side (`make test`) would otherwise share."""
     source = work / "source"
-    shutil.copytree(REPO, source, ignore=shutil.ignore_patterns(".*", "build", "tests", "bench", "*.egg-info", "__pycache__"))
+    shutil.copytree(
+        REPO, source, ignore=shutil.ignore_patterns(".*", "build", "tests", "bench", "*.egg-info", "__pycache__")
+    )
     proc = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(work / "dist"),
-         str(source)], capture_output=True, text=True, cwd=work)
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(work / "dist"),
+            str(source),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=work,
+    )
     assert proc.returncode == 0, proc.stderr
     (wheel,) = (work / "dist").glob("qmpigen-*.whl")
     return wheel
 
 
-def qmpigen(*args: str, env: Optional[Dict[str, str]] = None, cwd: Optional[Path] = None) -> subprocess.CompletedProcess:
+def qmpigen(
+    *args: str, env: Optional[Dict[str, str]] = None, cwd: Optional[Path] = None
+) -> subprocess.CompletedProcess:
     """Run the installed CLI as a user would (a separate process)."""
     return subprocess.run(
         [sys.executable, "-m", "qmpigen", *args],
@@ -308,7 +332,7 @@ def qmpi_errors(stderr: str) -> List[str]:
     output in chunks that can land mid-line after other output (seen: a leading
     space), so the line is found where it starts, not only at the start of a line."""
     marker = "qmpi: error:"
-    return [line[line.index(marker):] for line in stderr.splitlines() if marker in line]
+    return [line[line.index(marker) :] for line in stderr.splitlines() if marker in line]
 
 
 def make(directory: Path, *args: str, env: Optional[Dict[str, str]] = None) -> None:
@@ -370,8 +394,11 @@ def core(mpi: Mpi, tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def sample_tools(mpi: Mpi, core: Path, tmp_path_factory) -> Path:
     """The hand-written sample tools built against `core`: <dir>/lib<name>.so."""
-    return built_once(f"tools-{mpi.name}", tmp_path_factory, lambda out: make(
-        SAMPLE_TOOLS, f"CORE={core}", f"OUT={out}", f"MPICC={mpi.mpicc}", env=mpi.env()))
+    return built_once(
+        f"tools-{mpi.name}",
+        tmp_path_factory,
+        lambda out: make(SAMPLE_TOOLS, f"CORE={core}", f"OUT={out}", f"MPICC={mpi.mpicc}", env=mpi.env()),
+    )
 
 
 @pytest.fixture(scope="session")

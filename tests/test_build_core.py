@@ -13,10 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, fixture_enumeration, make, qmpigen, run_cli
 from qmpigen import __version__
 from qmpigen.output.render import RUNTIME_SUBDIR, GeneratorInfo, core_plan, render_core, runtime_files
 from qmpigen.output.resources import runtime_dir
+
+from conftest import FIXTURES, fixture_enumeration, make, qmpigen, run_cli
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "core"
 FIXTURE = FIXTURES / "quirks_mpi.h"
@@ -67,9 +68,21 @@ def test_golden_core_compiles_warning_free(tmp_path):
         (tmp_path / name).write_text(text)
     for source in sorted(tmp_path.glob("*.c")) + sorted(tmp_path.glob(RUNTIME_SUBDIR + "/*.c")):
         proc = subprocess.run(
-            ["cc", "-std=gnu99", "-fsyntax-only", "-Wall", "-Wextra", "-Werror", "-Wno-deprecated-declarations", "-Wno-attributes",
-             f"-I{FIXTURES / 'compile_shim'}", f"-I{tmp_path}", str(source)],
-            capture_output=True, text=True,
+            [
+                "cc",
+                "-std=gnu99",
+                "-fsyntax-only",
+                "-Wall",
+                "-Wextra",
+                "-Werror",
+                "-Wno-deprecated-declarations",
+                "-Wno-attributes",
+                f"-I{FIXTURES / 'compile_shim'}",
+                f"-I{tmp_path}",
+                str(source),
+            ],
+            capture_output=True,
+            text=True,
         )
         assert proc.returncode == 0, f"{source.name}:\n{proc.stderr}"
 
@@ -177,11 +190,31 @@ def test_makefile_flags_reach_the_shared_library_link(mpi, tmp_path):
     # builds had to smuggle flags in through MPICC. A core of a few functions has the same
     # Makefile and link line as a whole one, at a tenth of the compile time.
     out = tmp_path / "core"
-    proc = qmpigen("build-core", "--mpi-header", "auto", "--mpicc", mpi.mpicc, "--include", "MPI_Send*",
-                   "--include", "MPI_Init*", "--fortran", "none", "-o", str(out), env=mpi.env())
+    proc = qmpigen(
+        "build-core",
+        "--mpi-header",
+        "auto",
+        "--mpicc",
+        mpi.mpicc,
+        "--include",
+        "MPI_Send*",
+        "--include",
+        "MPI_Init*",
+        "--fortran",
+        "none",
+        "-o",
+        str(out),
+        env=mpi.env(),
+    )
     assert proc.returncode == 0, proc.stderr
-    make(out, f"MPICC={mpi.mpicc}", "CFLAGS=-O1 -fsanitize=undefined", "LDFLAGS=-Wl,-soname,libqmpi-test.so",
-         "libqmpi.so", env=mpi.env())
+    make(
+        out,
+        f"MPICC={mpi.mpicc}",
+        "CFLAGS=-O1 -fsanitize=undefined",
+        "LDFLAGS=-Wl,-soname,libqmpi-test.so",
+        "libqmpi.so",
+        env=mpi.env(),
+    )
     dynamic = subprocess.run(["readelf", "-d", str(out / "libqmpi.so")], capture_output=True, text=True).stdout
     assert "libubsan" in dynamic  # from CFLAGS, at link time
     assert "[libqmpi-test.so]" in dynamic  # from LDFLAGS

@@ -22,7 +22,11 @@ def cbcount(mpi, core, tmp_path_factory):
     out = tmp_path_factory.mktemp(f"cb-{mpi.name}")
     # Feature macros go on the command line with -include: an mpi.h may include libc headers.
     flags = [] if mpi.family == "mpich" else ["-D_GNU_SOURCE", "-include", str(core / "qmpi.h")]
-    return mpi.compile([CALLBACK_TOOLS / "cbcount.c"], out / "libcbcount.so", ["-shared", "-fPIC", "-Wall", "-Wextra", "-Werror", *flags])
+    return mpi.compile(
+        [CALLBACK_TOOLS / "cbcount.c"],
+        out / "libcbcount.so",
+        ["-shared", "-fPIC", "-Wall", "-Wextra", "-Werror", *flags],
+    )
 
 
 @pytest.fixture(scope="session")
@@ -114,8 +118,8 @@ def test_unknown_tool_name_stops_the_job(mpi, cb_apps):
     assert proc.returncode != 0
     errors = qmpi_errors(proc.stderr)
     assert errors and all(
-        "QMPI_TOOL_LIST entry 2: no callback tool named 'nosuchtool' is registered (registered: cbcount)" in l
-        for l in errors
+        "QMPI_TOOL_LIST entry 2: no callback tool named 'nosuchtool' is registered (registered: cbcount)" in line
+        for line in errors
     ), proc.stderr
 
 

@@ -12,9 +12,10 @@ import shutil
 import pytest
 from click.testing import CliRunner
 
-from conftest import FIXTURES, REPO, SAMPLE_TOOLS, run_cli
 from qmpigen.cli.commands import cli
 from qmpigen.mpi.groups import BY_NAME, GROUPS
+
+from conftest import FIXTURES, REPO, SAMPLE_TOOLS, run_cli
 
 QUIRKS = FIXTURES / "quirks_mpi.h"
 FIXTURE_ARGS = ("--mpi-header", str(QUIRKS), "--mpicc", "cc")
@@ -97,7 +98,11 @@ def test_examples_writes_the_shipped_docs_and_samples(tmp_path):
     result = invoke("examples", str(out))
     shipped = sorted(
         [f"docs/{p.name}" for p in (REPO / "docs").glob("*.md")]
-        + [f"sample_tools/{p.name}" for p in SAMPLE_TOOLS.iterdir() if fnmatch.fnmatch(p.name, "*.[cq]*") or p.name == "Makefile"]
+        + [
+            f"sample_tools/{p.name}"
+            for p in SAMPLE_TOOLS.iterdir()
+            if fnmatch.fnmatch(p.name, "*.[cq]*") or p.name == "Makefile"
+        ]
     )
     written = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
     assert written == shipped

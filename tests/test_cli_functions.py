@@ -16,10 +16,11 @@ import sys
 
 import pytest
 
-from conftest import FIXTURES, qmpigen, run_cli
 from qmpigen.mpi.header import HeaderRequest, read_header
 from qmpigen.mpi.select import enumerate_functions
 from qmpigen.output.render import runtime_files
+
+from conftest import FIXTURES, qmpigen, run_cli
 
 QUIRKS = FIXTURES / "quirks_mpi.h"
 FIXTURE_ARGS = ("--mpi-header", str(QUIRKS), "--mpicc", "cc")
@@ -121,6 +122,7 @@ def test_json_manifest_values_for_quirks():
 
 def test_selection_options_reach_the_enumeration():
     """--include/--exclude are repeatable and combine; --mpix adds MPIX_ (sorted first)."""
+
     def listed(*args):
         return [f["name"] for f in json.loads(run_ok("--json", *args))["functions"]]
 
@@ -263,8 +265,13 @@ SPEC = "tool t; context { int n; } intercept all except MPI_Wtime { before %{ $c
 GENERATE = [
     [*args, *FIXTURE_ARGS]
     for args in (
-        ["functions", "--json", "--mpix"], ["functions"], ["functions", "-d"], ["groups"], ["build-core", "-o", "core"],
-        ["scaffold-tool", "t.qmpi", "-o", "tool"], ["scaffold-tool", "t.qmpi", "--interface", "callback", "-o", "cbtool"],
+        ["functions", "--json", "--mpix"],
+        ["functions"],
+        ["functions", "-d"],
+        ["groups"],
+        ["build-core", "-o", "core"],
+        ["scaffold-tool", "t.qmpi", "-o", "tool"],
+        ["scaffold-tool", "t.qmpi", "--interface", "callback", "-o", "cbtool"],
     )
 ]
 # `python -m qmpigen ARGS` for each ARGS in turn, in one process (one start, not seven),
@@ -294,7 +301,11 @@ def test_the_process_generates_what_this_one_does_whatever_the_hash_seed(tmp_pat
     seed = "2" if os.environ.get("PYTHONHASHSEED") == "1" else "1"
     child = subprocess.Popen(
         [sys.executable, "-c", GENERATE_THERE, json.dumps(GENERATE)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=there, env=dict(os.environ, PYTHONHASHSEED=seed),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=there,
+        env=dict(os.environ, PYTHONHASHSEED=seed),
     )
     runs = [run_cli(*args, cwd=here) for args in GENERATE]
     stdout, stderr = child.communicate(timeout=300)
@@ -304,6 +315,8 @@ def test_the_process_generates_what_this_one_does_whatever_the_hash_seed(tmp_pat
     assert [run.returncode for run in runs] == [0] * len(GENERATE), [run.stderr for run in runs]
     assert child_stdout == "".join(run.stdout for run in runs)
     assert stderr == "".join(run.stderr for run in runs)  # build-core's line naming the MPI read
-    written = [{p.relative_to(d).as_posix(): p.read_bytes() for p in d.rglob("*") if p.is_file()} for d in (here, there)]
+    written = [
+        {p.relative_to(d).as_posix(): p.read_bytes() for p in d.rglob("*") if p.is_file()} for d in (here, there)
+    ]
     assert len(written[0]) == 1 + 11 + len(runtime_files()) + 2 + 2  # the spec, the core and its runtime, two tools
     assert written[0] == written[1]

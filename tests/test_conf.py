@@ -11,13 +11,13 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
 
-from conftest import APPS, SAMPLE_TOOLS, TOOL_CFLAGS, qmpi_errors, qmpigen
 from qmpigen.errors import QmpigenError
 from qmpigen.spec.parse import parse_spec
+
+from conftest import APPS, SAMPLE_TOOLS, qmpi_errors, qmpigen
 
 ARGCOUNT = APPS / "conf" / "argcount.qmpi"
 
@@ -41,13 +41,22 @@ def test_argument_statements_are_parsed_with_their_defaults():
 @pytest.mark.parametrize(
     "text, message",
     [
-        ("tool t;\nargument x;\nargument x = 1;\n", "t.qmpi:3:10: argument 'x' is declared twice (first at t.qmpi:2:10)"),
-        ("tool t;\nintercept MPI_Send { before %{ $argument(nope); %} }\n",
-         "t.qmpi:2:32: $argument(nope): no argument 'nope' is declared (argument nope;)"),
-        ("tool t;\nargument x;\ncode %{ int y = $argument(x); %}\n",
-         "t.qmpi:3:17: $argument(x) needs the tool instance: it is not available in code at file scope"),
-        ("tool t;\nintercept MPI_Send { before %{ $argument; %} }\n",
-         "t.qmpi:2:32: $argument reads a tool argument: write $argument(NAME), NAME declared with 'argument NAME;'"),
+        (
+            "tool t;\nargument x;\nargument x = 1;\n",
+            "t.qmpi:3:10: argument 'x' is declared twice (first at t.qmpi:2:10)",
+        ),
+        (
+            "tool t;\nintercept MPI_Send { before %{ $argument(nope); %} }\n",
+            "t.qmpi:2:32: $argument(nope): no argument 'nope' is declared (argument nope;)",
+        ),
+        (
+            "tool t;\nargument x;\ncode %{ int y = $argument(x); %}\n",
+            "t.qmpi:3:17: $argument(x) needs the tool instance: it is not available in code at file scope",
+        ),
+        (
+            "tool t;\nintercept MPI_Send { before %{ $argument; %} }\n",
+            "t.qmpi:2:32: $argument reads a tool argument: write $argument(NAME), NAME declared with 'argument NAME;'",
+        ),
         ("tool t;\nargument tool;\n", "t.qmpi:2:10: 'tool' cannot name an argument"),
         ("tool t;\nargument x = 99999999999999999999;\n", "t.qmpi:2:14: the default of 'x' does not fit a long long"),
         ("tool t;\nargument x = y;\n", "t.qmpi:2:14: expected a \"quoted string\" or an integer, found 'y'"),
@@ -68,21 +77,39 @@ def built(mpi, core, sample_tools, tmp_path_factory):
     found with -rdynamic), argcount in both interfaces, and the applications."""
     out = tmp_path_factory.mktemp(f"conf-{mpi.name}")
     objects = {}
-    for name, source in (("counter", sample_tools / "generated" / "counter" / "counter.c"),
-                         ("tbcast", SAMPLE_TOOLS / "tbcast.c")):
-        objects[name] = mpi.compile([source], out / f"{name}_static.o",
-                                    ["-c", "-O2", "-Wall", "-Wextra", "-Werror", f"-DQMPI_STATIC_TOOL={name}", f"-I{core}"])
+    for name, source in (
+        ("counter", sample_tools / "generated" / "counter" / "counter.c"),
+        ("tbcast", SAMPLE_TOOLS / "tbcast.c"),
+    ):
+        objects[name] = mpi.compile(
+            [source],
+            out / f"{name}_static.o",
+            ["-c", "-O2", "-Wall", "-Wextra", "-Werror", f"-DQMPI_STATIC_TOOL={name}", f"-I{core}"],
+        )
     for interface in ("thesis", "callback"):
         gen = out / f"argcount-{interface}"
-        proc = qmpigen("scaffold-tool", str(ARGCOUNT), "--interface", interface, "--mpi-header", "auto",
-                       "--mpicc", mpi.mpicc, "-o", str(gen), env=mpi.env())
+        proc = qmpigen(
+            "scaffold-tool",
+            str(ARGCOUNT),
+            "--interface",
+            interface,
+            "--mpi-header",
+            "auto",
+            "--mpicc",
+            mpi.mpicc,
+            "-o",
+            str(gen),
+            env=mpi.env(),
+        )
         assert proc.returncode == 0, proc.stderr
         mpi.build_tool(gen / "argcount.c", core, out / f"libargcount-{interface}.so")
     demo = SAMPLE_TOOLS / "demo_app.c"
     link_so = [f"-L{core}", "-lqmpi", f"-Wl,-rpath,{core}"]
     link_a = [str(core / "libqmpi.a"), "-ldl", "-pthread"]
     apps = {
-        "so": mpi.compile([demo, objects["counter"], objects["tbcast"]], out / "app_so", ["-O2", "-rdynamic", *link_so]),
+        "so": mpi.compile(
+            [demo, objects["counter"], objects["tbcast"]], out / "app_so", ["-O2", "-rdynamic", *link_so]
+        ),
         "a": mpi.compile([demo, objects["counter"], objects["tbcast"]], out / "app_a", ["-O2", "-rdynamic", *link_a]),
         # Without -rdynamic: the generated tool brings its own table; the hand-written one is
         # found in the program's symbol table (.symtab).
@@ -105,7 +132,7 @@ def counter_reports(stdout: str):
 def assert_counter_tbcast_counter(stdout: str, ranks: int, outer: int = 1, inner: int = 3):
     """Thesis 4.5.3 semantics: the outer counter sees MPI_Bcast once, the inner one the
     Send/Recv TBcast issues instead; every count exact."""
-    assert sorted(l for l in stdout.splitlines() if l.startswith("app rank")) == [
+    assert sorted(line for line in stdout.splitlines() if line.startswith("app rank")) == [
         f"app rank {r} of {ranks}: data 11 22 33 {ranks} wtime_ok 1" for r in range(ranks)
     ]
     reports = counter_reports(stdout)
@@ -130,13 +157,19 @@ def test_two_static_tools_and_a_dynamic_one_in_the_order_of_tools(mpi, built, ap
     assert proc.returncode == 0, proc.stderr
     assert_counter_tbcast_counter(proc.stdout, 3)
     # How many functions the counter intercepts depends on the MPI (MPI_Session_* where declared).
-    chain = [re.sub(r"intercepts \d+ functions?", "intercepts N functions", l) for l in proc.stderr.splitlines() if l.startswith("qmpi: level")]
+    chain = [
+        re.sub(r"intercepts \d+ functions?", "intercepts N functions", line)
+        for line in proc.stderr.splitlines()
+        if line.startswith("qmpi: level")
+    ]
     assert chain[:3] == [
         "qmpi: level 1: %counter, thesis-style, instance 1, intercepts N functions",
         "qmpi: level 2: %tbcast, thesis-style, instance 1, intercepts N functions",
         f"qmpi: level 3: {dynamic}, thesis-style, instance 1, intercepts N functions",
     ], proc.stderr
-    counts = re.findall(r"^qmpi: level \d: \S+, thesis-style, instance 1, intercepts (\d+) functions?$", proc.stderr, re.M)
+    counts = re.findall(
+        r"^qmpi: level \d: \S+, thesis-style, instance 1, intercepts (\d+) functions?$", proc.stderr, re.M
+    )
     # TBcast: MPI_Bcast, and MPI_Bcast_c where the MPI declares it (MPI 4).
     tbcast_functions = "2" if "_MPI_Bcast_c" in (built["core"] / "qmpi.h").read_text() else "1"
     assert counts[0] == counts[2] and counts[1] == tbcast_functions, proc.stderr
@@ -168,12 +201,20 @@ def test_a_hand_written_static_tool_is_found_in_the_symbol_table(mpi, built):
 @pytest.mark.parametrize(
     "app, tools, message",
     [
-        ("so", "%counter:%nope", "TOOLS entry 2 (%nope): no statically linked tool named 'nope' (linked: counter, tbcast); "
-                                 "compile it with -DQMPI_STATIC_TOOL=nope and link its object files into the program"),
+        (
+            "so",
+            "%counter:%nope",
+            "TOOLS entry 2 (%nope): no statically linked tool named 'nope' (linked: counter, tbcast); "
+            "compile it with -DQMPI_STATIC_TOOL=nope and link its object files into the program",
+        ),
         ("so", "%", "TOOLS entry 1: '%' needs the name of a statically linked tool"),
-        ("a_stripped", "%tbcast", "TOOLS entry 1 (%tbcast): wrapper 'TB_Bcast' for MPI_Bcast not found: not in the tool's "
-                                  "QMPI_STATIC_SYMBOLS, not in the symbol table of /proc/self/exe (stripped?), not "
-                                  "exported (-rdynamic)"),
+        (
+            "a_stripped",
+            "%tbcast",
+            "TOOLS entry 1 (%tbcast): wrapper 'TB_Bcast' for MPI_Bcast not found: not in the tool's "
+            "QMPI_STATIC_SYMBOLS, not in the symbol table of /proc/self/exe (stripped?), not "
+            "exported (-rdynamic)",
+        ),
     ],
 )
 def test_static_tool_errors_are_one_line(mpi, built, app, tools, message):
@@ -186,7 +227,7 @@ def test_static_tool_errors_are_one_line(mpi, built, app, tools, message):
 
 
 def argcount_lines(stdout: str):
-    return sorted(l for l in stdout.splitlines() if re.match(r"^\w+ rank \d+: threshold", l))
+    return sorted(line for line in stdout.splitlines() if re.match(r"^\w+ rank \d+: threshold", line))
 
 
 @pytest.mark.mpi
@@ -226,7 +267,7 @@ def test_configuration_file_gives_each_instance_its_own_arguments(mpi, built, tm
     for r in range(3):
         sends = 2 if r == 0 else 1  # TBcast's Sends from the root, or the one Recv
         expected += [
-            f"outer rank {r}: threshold 16 calls 1 large 1",        # 16-byte Bcast >= 16
+            f"outer rank {r}: threshold 16 calls 1 large 1",  # 16-byte Bcast >= 16
             f"inner rank {r}: threshold 1048576 calls {sends} large 0",
             f"callback rank {r}: threshold 17 calls {sends} large 0",  # 16 bytes < 0x11
         ]
@@ -243,29 +284,42 @@ def test_without_a_configuration_file_arguments_have_their_defaults(mpi, built):
     lib = built["out"] / "libargcount-thesis.so"
     proc = mpi.run(2, [built["apps"]["so"]], env={"TOOLS": f"{lib}:{lib}"})
     assert proc.returncode == 0, proc.stderr
-    assert argcount_lines(proc.stdout) == sorted(f"argcount rank {r}: threshold 0 calls 1 large 1" for r in (0, 0, 1, 1))
+    assert argcount_lines(proc.stdout) == sorted(
+        f"argcount rank {r}: threshold 0 calls 1 large 1" for r in (0, 0, 1, 1)
+    )
 
 
 CONF_ERRORS = [
     ("[a b]\n", "{f}:1: '[a b]': an instance name is letters, digits, '_', '-' and '.' ([outer])"),
-    ("[ok]\ntool = {lib}\nnonsense\n", "{f}:3: expected '[NAME]', 'KEY = VALUE', a comment or an empty line, found 'nonsense'"),
+    (
+        "[ok]\ntool = {lib}\nnonsense\n",
+        "{f}:3: expected '[NAME]', 'KEY = VALUE', a comment or an empty line, found 'nonsense'",
+    ),
     ("[ok\n", "{f}:1: a section header ends with ']': '[ok'"),
     ("# first\nthreshold = 1\n", "{f}:2: 'threshold = ...' before the first [NAME] section"),
     ("[a]\ntool = {lib}\n[b]\ntool = {lib}\n[a]\n", "{f}:5: duplicate instance name 'a' (first at line 1)"),
     ("[a]\ntool = {lib}\nk = 1\nk = 2\n", "{f}:4: duplicate key 'k' in [a] (first at line 3)"),
     ("[a]\ntool = {lib}\ntool = {lib}\n", "{f}:3: duplicate key 'tool' in [a] (first at line 2)"),
-    ("[a]\ntool = {lib}\nqmpi.level = 3\n", "{f}:3: unknown key 'qmpi.level' (keys starting with 'qmpi.' are reserved for the core)"),
+    (
+        "[a]\ntool = {lib}\nqmpi.level = 3\n",
+        "{f}:3: unknown key 'qmpi.level' (keys starting with 'qmpi.' are reserved for the core)",
+    ),
     ("[a]\nbad key = 1\n", "{f}:2: 'bad key' is not a key: keys are letters, digits, '_', '-' and '.'"),
     ("[a]\ntool =\n", "{f}:2: 'tool =' needs a path, %NAME or @NAME"),
     ("[a]\noutput = x\n", "{f}:1: [a] has no 'tool = ...' line (a path, %NAME or @NAME)"),
     ("[stack row]\n", "{f}:1: [stack row] has no 'instances = NAME, ...' line"),
-    ("[a]\ntool = {lib}\n\n[b]\ntool = /nonexistent/libx.so\n",
-     "{f}:5: QMPI_CONF entry 2 (/nonexistent/libx.so): cannot load: /nonexistent/libx.so: cannot open shared object "
-     "file: No such file or directory"),
+    (
+        "[a]\ntool = {lib}\n\n[b]\ntool = /nonexistent/libx.so\n",
+        "{f}:5: QMPI_CONF entry 2 (/nonexistent/libx.so): cannot load: /nonexistent/libx.so: cannot open shared object "
+        "file: No such file or directory",
+    ),
     ("[a]\ntool = @nobody\n", "{f}:2: QMPI_CONF entry 1: no callback tool named 'nobody' is registered"),
     ("[a]\ntool = %nobody\n", "{f}:2: QMPI_CONF entry 1 (%nobody): no statically linked tool named 'nobody'"),
     ("[a]\ntool = {lib}\nthreshold = 1M\n", "{f}:3: [a] threshold = 1M: not an integer"),
-    ("[a]\ntool = {lib}\noutput = x\nthresold = 1\n", "{f}:4: [a] unknown argument 'thresold': {lib} takes output, threshold"),
+    (
+        "[a]\ntool = {lib}\noutput = x\nthresold = 1\n",
+        "{f}:4: [a] unknown argument 'thresold': {lib} takes output, threshold",
+    ),
     ("[a]\ntool = %counter\nlevel = 1\n", "{f}:3: [a] unknown argument 'level': %counter takes no arguments"),
 ]
 
@@ -303,8 +357,10 @@ def test_qmpi_conf_wins_and_verbose_says_what_it_ignored(mpi, built, tmp_path):
     proc = mpi.run(2, [built["apps"]["so"]], env=env)
     assert proc.returncode == 0, proc.stderr
     assert argcount_lines(proc.stdout) == [f"fromconf rank {r}: threshold 0 calls 1 large 1" for r in (0, 1)]
-    assert (f"qmpi: chain: 1 tool from QMPI_CONF={conf} (TOOLS and QMPI_TOOL_LIST set but ignored: QMPI_CONF wins); "
-            in proc.stderr), proc.stderr
+    assert (
+        f"qmpi: chain: 1 tool from QMPI_CONF={conf} (TOOLS and QMPI_TOOL_LIST set but ignored: QMPI_CONF wins); "
+        in proc.stderr
+    ), proc.stderr
     # Set but empty is unset: TOOLS is read.
     lib = built["tools"] / "libcounter.so"
     proc = mpi.run(1, [built["apps"]["so"]], env={"QMPI_CONF": "", "TOOLS": str(lib)})

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import TEST_TOOLS, make, qmpi_errors, qmpigen
+from conftest import TEST_TOOLS, qmpi_errors, qmpigen
 
 pytestmark = pytest.mark.mpi
 
@@ -72,7 +72,11 @@ def test_tool_built_for_another_enumeration_is_refused(mpi, demo_app, tmp_path):
 
 def test_failure_on_one_rank_before_init_does_not_hang_the_others(mpi, demo_app):
     """Only rank 0 gets a broken TOOLS; ranks 1-2 are already inside MPI_Init."""
-    set_env = ["-env", "TOOLS", "/nonexistent/librank0.so"] if mpi.family in ("mpich", "intelmpi") else ["-x", "TOOLS=/nonexistent/librank0.so"]
+    set_env = (
+        ["-env", "TOOLS", "/nonexistent/librank0.so"]
+        if mpi.family in ("mpich", "intelmpi")
+        else ["-x", "TOOLS=/nonexistent/librank0.so"]
+    )
     argv = [*set_env, str(demo_app), ":", "-n", "2", str(demo_app)]
     proc = mpi.run(1, argv, timeout=ERROR_TIMEOUT_S)
     assert proc.returncode != 0

@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from conftest import APPS, SAMPLE_TOOLS, TEST_TOOLS
+from conftest import APPS, SAMPLE_TOOLS
 
 pytestmark = pytest.mark.mpi
 
@@ -32,7 +32,7 @@ def test_zero_tools_runs_the_application_unchanged(mpi, demo_app):
 def test_one_printer_sees_pre_and_post_of_every_intercepted_call(mpi, demo_app, sample_tools):
     proc = mpi.run(1, [demo_app], env={"TOOLS": str(sample_tools / "libprinter.so")})
     assert proc.returncode == 0, proc.stderr
-    events = [l for l in proc.stdout.splitlines() if l.startswith("printer@")]
+    events = [line for line in proc.stdout.splitlines() if line.startswith("printer@")]
     assert events[:2] == ["printer@1 pre MPI_Init", "printer@1 post MPI_Init"]
     assert "printer@1 MPI_Pcontrol level 2" in events
     assert events[-2:] == ["printer@1 pre MPI_Finalize", "printer@1 post MPI_Finalize"]
@@ -42,7 +42,7 @@ def test_three_stacked_tools_nest_in_chain_order(mpi, demo_app, sample_tools):
     lib = str(sample_tools / "libprinter.so")
     proc = mpi.run(1, [demo_app], env={"TOOLS": f"{lib}:{lib}:{lib}"})
     assert proc.returncode == 0, proc.stderr
-    events = [l for l in proc.stdout.splitlines() if "MPI_Bcast" in l]
+    events = [line for line in proc.stdout.splitlines() if "MPI_Bcast" in line]
     assert events == [
         "printer@1 pre MPI_Bcast",
         "printer@2 pre MPI_Bcast",
@@ -52,7 +52,7 @@ def test_three_stacked_tools_nest_in_chain_order(mpi, demo_app, sample_tools):
         "printer@1 post MPI_Bcast",
     ]
     # Pcontrol reaches every tool, in chain order, each at its own level.
-    assert [l for l in proc.stdout.splitlines() if "Pcontrol" in l] == [
+    assert [line for line in proc.stdout.splitlines() if "Pcontrol" in line] == [
         f"printer@{k} MPI_Pcontrol level 2" for k in (1, 2, 3)
     ]
 
@@ -95,7 +95,6 @@ def test_unmodified_application_under_ld_preload(mpi, core, sample_tools, tmp_pa
     assert proc.stdout.count("printer@1 pre MPI_Bcast") == 2
 
 
-
 @pytest.fixture(scope="session")
 def lifecycle_app(mpi, core, tmp_path_factory):
     return mpi.build_app(APPS / "lifecycle_app.c", core, tmp_path_factory.mktemp(f"lc-{mpi.name}") / "lifecycle_app")
@@ -108,11 +107,11 @@ def test_pcontrol_level_and_varargs_reach_every_tool_in_chain_order(mpi, lifecyc
     # One rank: one ordered stream, so chain order is visible.
     proc = mpi.run(1, [lifecycle_app], env={"TOOLS": f"{lib}:{lib}:{lib}"})
     assert proc.returncode == 0, proc.stderr
-    assert [l for l in proc.stdout.splitlines() if l.startswith("pcontrol@")] == expected
+    assert [line for line in proc.stdout.splitlines() if line.startswith("pcontrol@")] == expected
     # Two ranks: every rank's tools get everything.
     proc = mpi.run(2, [lifecycle_app], env={"TOOLS": f"{lib}:{lib}:{lib}"})
     assert proc.returncode == 0, proc.stderr
-    assert sorted(l for l in proc.stdout.splitlines() if l.startswith("pcontrol@")) == sorted(expected * 2)
+    assert sorted(line for line in proc.stdout.splitlines() if line.startswith("pcontrol@")) == sorted(expected * 2)
 
 
 def test_wtime_is_an_exact_double_through_three_tools(mpi, lifecycle_app, test_tools):

@@ -76,7 +76,9 @@ class Harness:
         env.update({name.encode(): value for name, value in variables.items() if value is not None})
         assert all(len(v) < MAX_ARG_STRLEN for v in env.values()), "a test value too long for exec"
         try:
-            proc = subprocess.run([str(self.program)], env=env, cwd=self.workdir, capture_output=True, timeout=RUN_TIMEOUT_S)
+            proc = subprocess.run(
+                [str(self.program)], env=env, cwd=self.workdir, capture_output=True, timeout=RUN_TIMEOUT_S
+            )
         except subprocess.TimeoutExpired:
             pytest.fail(f"the harness hung for {RUN_TIMEOUT_S} s with {variables!r}")
         # Under make test-sanitize a report fails the case, also where an error exit is expected.
@@ -161,7 +163,7 @@ def _printable_length(text: bytes, i: int) -> int:
         return 1 if 0x20 <= text[i] < 0x7F else 0
     for n in (2, 3, 4):
         try:
-            char = text[i:i + n].decode("utf-8")  # strict: no overlong forms, surrogates
+            char = text[i : i + n].decode("utf-8")  # strict: no overlong forms, surrogates
         except UnicodeDecodeError:
             continue
         return n if len(char) == 1 and not 0x80 <= ord(char) <= 0x9F else 0  # C1 controls
@@ -174,7 +176,7 @@ def escaped(text: bytes) -> bytes:
     out, i = bytearray(), 0
     while i < len(text):
         n = _printable_length(text, i)
-        out += text[i:i + n] if n else b"\\x%02x" % text[i]
+        out += text[i : i + n] if n else b"\\x%02x" % text[i]
         i += n or 1
     return bytes(out)
 

@@ -20,20 +20,32 @@ from typing import Dict, List, Optional, Sequence
 
 import pytest
 
-from conftest import APPS, RUN_TIMEOUT_S, Mpi, make, qmpigen, run_cli
+from conftest import APPS, RUN_TIMEOUT_S, Mpi, make, qmpigen
 
 pytestmark = [pytest.mark.mpi, pytest.mark.fortran]
 
 FORTRAN_APPS = APPS / "fortran"
 PROGRAMS = ("use_mpi", "mpif_h", "use_mpi_f08")
 # use mpi and include 'mpif.h' are one source, preprocessed (gfortran does for .F90).
-SOURCES = {"use_mpi": ("use_mpi.F90", ()), "mpif_h": ("use_mpi.F90", ("-DMPIF_H",)), "use_mpi_f08": ("use_mpi_f08.f90", ())}
+SOURCES = {
+    "use_mpi": ("use_mpi.F90", ()),
+    "mpif_h": ("use_mpi.F90", ("-DMPIF_H",)),
+    "use_mpi_f08": ("use_mpi_f08.f90", ()),
+}
 CALLBACK_TOOLS = APPS.parent / "callback_tools"
 RANKS = 3
 # What the sample counter (sample_tools/counter.qmpi) intercepts.
 COUNTER_FUNCTIONS = {
-    "MPI_Init", "MPI_Init_thread", "MPI_Comm_rank", "MPI_Comm_size", "MPI_Send", "MPI_Recv",
-    "MPI_Bcast", "MPI_Barrier", "MPI_Allreduce", "MPI_Finalize",
+    "MPI_Init",
+    "MPI_Init_thread",
+    "MPI_Comm_rank",
+    "MPI_Comm_size",
+    "MPI_Send",
+    "MPI_Recv",
+    "MPI_Bcast",
+    "MPI_Barrier",
+    "MPI_Allreduce",
+    "MPI_Finalize",
 }
 
 
@@ -74,8 +86,11 @@ def fortran_build(mpi: Mpi, source: Path, output: Path, core: Optional[Path], fl
 def fortran_apps(fortran_mpi: Mpi, core: Path, tmp_path_factory) -> Dict[str, Path]:
     """Each program linked with -lqmpi, and use_mpi without it (for LD_PRELOAD)."""
     out = tmp_path_factory.mktemp(f"fortran-{fortran_mpi.name}")
-    apps = {name: fortran_build(fortran_mpi, FORTRAN_APPS / SOURCES[name][0], out / name, core, SOURCES[name][1])
-            for name in PROGRAMS if not (name.endswith("_f08") and fortran_mpi.no_mpi_f08)}
+    apps = {
+        name: fortran_build(fortran_mpi, FORTRAN_APPS / SOURCES[name][0], out / name, core, SOURCES[name][1])
+        for name in PROGRAMS
+        if not (name.endswith("_f08") and fortran_mpi.no_mpi_f08)
+    }
     apps["use_mpi_plain"] = fortran_build(fortran_mpi, FORTRAN_APPS / "use_mpi.F90", out / "use_mpi_plain", None)
     return apps
 
@@ -84,7 +99,9 @@ def fortran_apps(fortran_mpi: Mpi, core: Path, tmp_path_factory) -> Dict[str, Pa
 def cbargs(fortran_mpi: Mpi, core: Path, tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp(f"cbargs-{fortran_mpi.name}")
     flags = ["-D_GNU_SOURCE", "-include", str(core / "qmpi.h")]
-    return fortran_mpi.compile([CALLBACK_TOOLS / "cbargs.c"], out / "libcbargs.so", ["-shared", "-fPIC", "-Wall", "-Wextra", "-Werror", *flags])
+    return fortran_mpi.compile(
+        [CALLBACK_TOOLS / "cbargs.c"], out / "libcbargs.so", ["-shared", "-fPIC", "-Wall", "-Wextra", "-Werror", *flags]
+    )
 
 
 def skip_without_mpi_f08(mpi: Mpi, program: str) -> None:
@@ -99,7 +116,7 @@ def app_of(mpi: Mpi, apps: Dict[str, Path], program: str) -> Path:
 
 def results(stdout: str) -> List[str]:
     """The program's own lines (checksums), in rank order: what tools must not change."""
-    lines = [l.strip() for l in stdout.splitlines() if l.strip().startswith(("RESULT ", "RANK "))]
+    lines = [line.strip() for line in stdout.splitlines() if line.strip().startswith(("RESULT ", "RANK "))]
     return sorted(lines)
 
 
@@ -179,8 +196,15 @@ EXTRAS = ("extras", "extras_f08")
 def fcount(fortran_mpi: Mpi, core: Path, tmp_path_factory) -> Path:
     """tests/apps/fortran/fcount.qmpi: counts every function, checks converted arrays and handlers."""
     out = tmp_path_factory.mktemp(f"fcount-{fortran_mpi.name}")
-    proc = qmpigen("scaffold-tool", str(FORTRAN_APPS / "fcount.qmpi"), "--mpicc", fortran_mpi.mpicc, "-o", str(out),
-                   env=fortran_mpi.env())
+    proc = qmpigen(
+        "scaffold-tool",
+        str(FORTRAN_APPS / "fcount.qmpi"),
+        "--mpicc",
+        fortran_mpi.mpicc,
+        "-o",
+        str(out),
+        env=fortran_mpi.env(),
+    )
     assert proc.returncode == 0, proc.stderr
     make(out, f"QMPI_CORE={core}", f"MPICC={fortran_mpi.mpicc}", env=fortran_mpi.env())
     return out / "libfcount.so"
@@ -227,7 +251,13 @@ def test_functions_reports_fortran_routes_and_coverage(fortran_mpi):
     assert f77["core_entries"] / f77["functions"] >= 0.95, f77  # the coverage target, both Debian MPIs
     # Routed although the argument is no plain conversion: implied array lengths,
     # addresses in INTEGER(KIND=MPI_ADDRESS_KIND), Fortran error handlers.
-    for name in ("MPI_Alltoallw", "MPI_Neighbor_alltoallw", "MPI_Alloc_mem", "MPI_Win_allocate", "MPI_Comm_create_errhandler"):
+    for name in (
+        "MPI_Alltoallw",
+        "MPI_Neighbor_alltoallw",
+        "MPI_Alloc_mem",
+        "MPI_Win_allocate",
+        "MPI_Comm_create_errhandler",
+    ):
         assert routes[name]["f77"]["route"] == "chain", (name, routes[name])
     text = qmpigen("functions", "--mpicc", fortran_mpi.mpicc, env=fortran_mpi.env()).stdout
     assert re.search(r"^# mpif.h / use mpi: \d+/\d+ \([\d.]+ %\) through core entries", text, re.M)
@@ -235,16 +265,32 @@ def test_functions_reports_fortran_routes_and_coverage(fortran_mpi):
 
 
 def test_fortran_none_generates_no_fortran_entries(fortran_mpi, tmp_path):
-    proc = qmpigen("build-core", "--mpicc", fortran_mpi.mpicc, "--fortran", "none", "-o", str(tmp_path / "c"),
-                   env=fortran_mpi.env())
+    proc = qmpigen(
+        "build-core",
+        "--mpicc",
+        fortran_mpi.mpicc,
+        "--fortran",
+        "none",
+        "-o",
+        str(tmp_path / "c"),
+        env=fortran_mpi.env(),
+    )
     assert proc.returncode == 0, proc.stderr
     assert not (tmp_path / "c" / "qmpi_fortran.c").exists()
     assert "Fortran entries: none, turned off (--fortran none)" in proc.stderr
 
 
 def test_a_fortran_driver_that_does_not_exist_is_one_line(fortran_mpi, tmp_path):
-    proc = qmpigen("build-core", "--mpicc", fortran_mpi.mpicc, "--fortran", "/no/such/mpif90", "-o", str(tmp_path / "c"),
-                   env=fortran_mpi.env())
+    proc = qmpigen(
+        "build-core",
+        "--mpicc",
+        fortran_mpi.mpicc,
+        "--fortran",
+        "/no/such/mpif90",
+        "-o",
+        str(tmp_path / "c"),
+        env=fortran_mpi.env(),
+    )
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
     assert proc.stderr.startswith("qmpigen: error: Fortran compiler driver '/no/such/mpif90' not found")
     assert not (tmp_path / "c").exists()

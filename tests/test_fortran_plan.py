@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, fixture_api, fixture_enumeration, fixture_source
 from qmpigen.mpi.fortran import Conv, plan_fortran
 from qmpigen.mpi.fortran_libs import FortranLibraries
 from qmpigen.output.render import GeneratorInfo, render_core
+
+from conftest import FIXTURES, fixture_api, fixture_enumeration, fixture_source
 
 HEADER = FIXTURES / "fortran_mpi.h"
 GOLDEN = Path(__file__).resolve().parent / "golden" / "fortran" / "qmpi_fortran.c"
@@ -41,9 +42,12 @@ def symbols():
 
 @pytest.fixture(scope="module")
 def plan():
-    libraries = FortranLibraries(("mpif90",), "GNU Fortran (test) 12", ("libmpi_mpifh.so.40",), ("-lmpi_mpifh",),
-                                 frozenset(symbols()))
-    return plan_fortran(fixture_enumeration(HEADER), fixture_api(HEADER), libraries, fixture_source(HEADER).function_macros)
+    libraries = FortranLibraries(
+        ("mpif90",), "GNU Fortran (test) 12", ("libmpi_mpifh.so.40",), ("-lmpi_mpifh",), frozenset(symbols())
+    )
+    return plan_fortran(
+        fixture_enumeration(HEADER), fixture_api(HEADER), libraries, fixture_source(HEADER).function_macros
+    )
 
 
 def entry(plan, name):
@@ -66,8 +70,14 @@ def test_only_functions_with_a_fortran_routine_get_entries(plan):
 
 
 def test_each_parameter_gets_its_conversion(plan):
-    assert convs(plan, "MPI_Send") == {"buf": Conv.BUFFER, "count": Conv.VALUE, "datatype": Conv.HANDLE, "dest": Conv.VALUE,
-                                       "tag": Conv.VALUE, "comm": Conv.HANDLE}
+    assert convs(plan, "MPI_Send") == {
+        "buf": Conv.BUFFER,
+        "count": Conv.VALUE,
+        "datatype": Conv.HANDLE,
+        "dest": Conv.VALUE,
+        "tag": Conv.VALUE,
+        "comm": Conv.HANDLE,
+    }
     assert convs(plan, "MPI_Recv")["status"] is Conv.STATUS
     assert convs(plan, "MPI_Init") == {"argc": Conv.ABSENT, "argv": Conv.ABSENT}
     assert convs(plan, "MPI_Iprobe")["flag"] is Conv.LOGICAL_REF
@@ -138,15 +148,17 @@ def test_a_family_the_core_may_not_define_stays_with_the_binding(monkeypatch):
     """Intel MPI's quirks: its *_f08_ routines bypass C but are not defined (ifort's
     module; nothing here can test them), its *_f08ts_ ones reach C. Neither family gets
     a symbol, each says its route, and build-core's line counts only entries with symbols."""
-    from qmpigen.mpi import quirks_fortran as quirks
     from qmpigen.cli.listing import fortran_line, fortran_routes
+    from qmpigen.mpi import quirks_fortran as quirks
 
     enumeration = fixture_enumeration(HEADER)
     monkeypatch.setitem(quirks.FORTRAN, enumeration.facts.implementation, quirks.FORTRAN["Intel MPI"])
     f08_only = "MPI_Waitany"  # no mpif.h routine below: only mpi_f08 ones
     names = {n for n in symbols() if not (n.startswith("mpi_waitany") or n == "MPI_WAITANY")}
     names |= {"mpi_send_f08ts_", "mpi_waitany_f08_"}
-    libraries = FortranLibraries(("mpif90",), "GNU Fortran (test) 12", ("libmpifort.so.12",), ("-lmpifort",), frozenset(names))
+    libraries = FortranLibraries(
+        ("mpif90",), "GNU Fortran (test) 12", ("libmpifort.so.12",), ("-lmpifort",), frozenset(names)
+    )
     plan = plan_fortran(enumeration, fixture_api(HEADER), libraries, fixture_source(HEADER).function_macros)
     send, waitany = entry(plan, "MPI_Send"), entry(plan, f08_only)
     assert send.f08_names == (("mpi_send_f08_", False), ("mpi_send_f08ts_", False)) and send.defined_f08 == ()

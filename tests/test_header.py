@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES
 from qmpigen.errors import QmpigenError
 from qmpigen.mpi.header import HeaderRequest, linemarker, read_header, resolve_driver
+
+from conftest import FIXTURES
 
 QUIRKS = FIXTURES / "quirks_mpi.h"
 CC = shutil.which("cc") or shutil.which("gcc")

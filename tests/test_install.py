@@ -19,8 +19,9 @@ from typing import Dict, List, Sequence
 
 import pytest
 
-from conftest import RUN_TIMEOUT_S, SAMPLE_TOOLS, Mpi, make
 from qmpigen import __version__
+
+from conftest import RUN_TIMEOUT_S, SAMPLE_TOOLS, Mpi, make
 
 pytestmark = pytest.mark.mpi
 
@@ -61,11 +62,14 @@ class Installed:
         """qmpirun ARGS under `shell` (dash is Debian's /bin/sh)."""
         try:
             return subprocess.run(
-                [shell, str(self.qmpirun), *args], capture_output=True, text=True, env=self.env(**extra),
+                [shell, str(self.qmpirun), *args],
+                capture_output=True,
+                text=True,
+                env=self.env(**extra),
                 timeout=RUN_TIMEOUT_S,
             )
         except subprocess.TimeoutExpired as exc:
-            raise AssertionError(f"qmpirun hung: {args}\n{exc.stdout}\n{exc.stderr}")
+            raise AssertionError(f"qmpirun hung: {args}\n{exc.stdout}\n{exc.stderr}") from None
 
     def launch(self, ranks: int, argv: Sequence[str]) -> List[str]:
         """The launcher part of a qmpirun command: mpiexec [flags] -n RANKS ARGV."""
@@ -87,8 +91,12 @@ def cmake_project(installed: Installed, tmp_path_factory) -> Path:
     directory. Returns the build directory."""
     need("cmake")
     src = tmp_path_factory.mktemp(f"cmake-{installed.mpi.name}")
-    for source in (SAMPLE_TOOLS / "demo_app.c", SAMPLE_TOOLS / "tbcast.c", SAMPLE_TOOLS / "counter.qmpi",
-                   CALLBACK_TOOLS / "cbcount.c"):
+    for source in (
+        SAMPLE_TOOLS / "demo_app.c",
+        SAMPLE_TOOLS / "tbcast.c",
+        SAMPLE_TOOLS / "counter.qmpi",
+        CALLBACK_TOOLS / "cbcount.c",
+    ):
         shutil.copy(source, src / source.name)
     (src / "CMakeLists.txt").write_text(
         "cmake_minimum_required(VERSION 3.13)\n"
@@ -109,8 +117,16 @@ def cmake_project(installed: Installed, tmp_path_factory) -> Path:
     env = installed.env()
     for cmd in (
         # MPI_C_COMPILER: FindMPI's choice of MPI (with Debian's MPIs, /usr/bin/mpicc may be the other one).
-        ["cmake", "-S", str(src), "-B", str(build), f"-DCMAKE_PREFIX_PATH={installed.root}",
-         f"-DMPI_C_COMPILER={installed.mpi.mpicc}", f"-DQMPIGEN_EXECUTABLE={QMPIGEN}"],
+        [
+            "cmake",
+            "-S",
+            str(src),
+            "-B",
+            str(build),
+            f"-DCMAKE_PREFIX_PATH={installed.root}",
+            f"-DMPI_C_COMPILER={installed.mpi.mpicc}",
+            f"-DQMPIGEN_EXECUTABLE={QMPIGEN}",
+        ],
         ["cmake", "--build", str(build), "-j2"],
         ["cmake", "--install", str(build)],
     ):
@@ -155,8 +171,13 @@ def test_install_lays_out_a_versioned_library_headers_and_packages(installed):
     assert os.readlink(lib / "libqmpi.so") == SONAME
     dynamic = subprocess.run(["readelf", "-d", str(real)], capture_output=True, text=True, check=True).stdout
     assert f"Library soname: [{SONAME}]" in dynamic
-    for path in ("lib/libqmpi.a", "include/qmpi.h", "lib/pkgconfig/qmpi.pc", "lib/cmake/QMPI/QMPIConfig.cmake",
-                 "lib/cmake/QMPI/QMPIConfigVersion.cmake"):
+    for path in (
+        "lib/libqmpi.a",
+        "include/qmpi.h",
+        "lib/pkgconfig/qmpi.pc",
+        "lib/cmake/QMPI/QMPIConfig.cmake",
+        "lib/cmake/QMPI/QMPIConfigVersion.cmake",
+    ):
         assert (installed.root / path).is_file(), path
     assert installed.tool_dir.is_dir()
     assert os.access(installed.qmpirun, os.X_OK)
@@ -191,17 +212,25 @@ def test_uninstall_removes_the_core_and_keeps_the_users_tools(mpi, core, tmp_pat
 def test_pkg_config_app_runs_tools_found_in_qmpi_tool_path(installed, cmake_project, tmp_path):
     need("pkg-config")
     env = installed.env()
-    flags = subprocess.run(["pkg-config", "--cflags", "--libs", "qmpi"], capture_output=True, text=True, env=env,
-                           check=True).stdout.split()
-    libdir = subprocess.run(["pkg-config", "--variable=libdir", "qmpi"], capture_output=True, text=True, env=env,
-                            check=True).stdout.strip()
+    flags = subprocess.run(
+        ["pkg-config", "--cflags", "--libs", "qmpi"], capture_output=True, text=True, env=env, check=True
+    ).stdout.split()
+    libdir = subprocess.run(
+        ["pkg-config", "--variable=libdir", "qmpi"], capture_output=True, text=True, env=env, check=True
+    ).stdout.strip()
     app = installed.mpi.compile([SAMPLE_TOOLS / "demo_app.c"], tmp_path / "app", [*flags, f"-Wl,-rpath,{libdir}"])
     dynamic = subprocess.run(["readelf", "-d", str(app)], capture_output=True, text=True, check=True).stdout
     assert f"Shared library: [{SONAME}]" in dynamic
 
     # By name from QMPI_TOOL_PATH (the CMake build directory), before the prefix's tools.
-    proc = installed.run("-v", "-t", "counter,tbcast,counter", "--", *installed.launch(2, [app]),
-                         QMPI_TOOL_PATH=f"{tmp_path / 'nothing-here'}:{cmake_project}")
+    proc = installed.run(
+        "-v",
+        "-t",
+        "counter,tbcast,counter",
+        "--",
+        *installed.launch(2, [app]),
+        QMPI_TOOL_PATH=f"{tmp_path / 'nothing-here'}:{cmake_project}",
+    )
     assert_counter_tbcast_counter_ran(proc)
     assert f"{cmake_project / 'libtbcast.so'}:{cmake_project / 'libcounter.so'}" in proc.stderr
 
@@ -210,8 +239,13 @@ def test_cmake_app_runs_tools_installed_in_the_prefix(installed, cmake_project):
     # The tools qmpi_add_tool built (tbcast from C, counter from its spec), installed
     # into QMPI_TOOL_DIR, found by name with no QMPI_TOOL_PATH.
     assert sorted(p.name for p in installed.tool_dir.iterdir()) == ["libcbcount.so", "libcounter.so", "libtbcast.so"]
-    proc = installed.run("-t", "counter,tbcast,counter", "--", *installed.launch(2, [cmake_project / "demo_app"]),
-                         shell=shutil.which("dash") or "sh")
+    proc = installed.run(
+        "-t",
+        "counter,tbcast,counter",
+        "--",
+        *installed.launch(2, [cmake_project / "demo_app"]),
+        shell=shutil.which("dash") or "sh",
+    )
     assert_counter_tbcast_counter_ran(proc)
 
 
@@ -223,19 +257,32 @@ def test_cmake_spec_error_stops_configuration_with_qmpigens_line(installed, tmp_
         "qmpi_add_tool(bad SPEC bad.qmpi)\n"
     )
     proc = subprocess.run(
-        ["cmake", "-S", str(tmp_path), "-B", str(tmp_path / "build"), f"-DCMAKE_PREFIX_PATH={installed.root}",
-         f"-DQMPIGEN_EXECUTABLE={QMPIGEN}"], capture_output=True, text=True, env=installed.env(), timeout=600,
+        [
+            "cmake",
+            "-S",
+            str(tmp_path),
+            "-B",
+            str(tmp_path / "build"),
+            f"-DCMAKE_PREFIX_PATH={installed.root}",
+            f"-DQMPIGEN_EXECUTABLE={QMPIGEN}",
+        ],
+        capture_output=True,
+        text=True,
+        env=installed.env(),
+        timeout=600,
     )
     assert proc.returncode != 0
     message = " ".join(proc.stderr.split())  # CMake wraps messages
-    assert re.search(r"qmpi_add_tool\(bad\): qmpigen: error: \S*bad.qmpi:2:\d+: unknown MPI function MPI_NoSuchFunction",
-                     message), proc.stderr
+    assert re.search(
+        r"qmpi_add_tool\(bad\): qmpigen: error: \S*bad.qmpi:2:\d+: unknown MPI function MPI_NoSuchFunction", message
+    ), proc.stderr
     assert not (tmp_path / "build" / "qmpi_tool_bad" / "bad.c").exists()
 
 
 def test_cmake_static_app_runs_tools_under_qmpirun(installed, cmake_project):
-    dynamic = subprocess.run(["readelf", "-d", str(cmake_project / "demo_static")], capture_output=True, text=True,
-                             check=True).stdout
+    dynamic = subprocess.run(
+        ["readelf", "-d", str(cmake_project / "demo_static")], capture_output=True, text=True, check=True
+    ).stdout
     assert "libqmpi" not in dynamic
     proc = installed.run("-t", "counter,tbcast,counter", "--", *installed.launch(2, [cmake_project / "demo_static"]))
     assert_counter_tbcast_counter_ran(proc)
@@ -244,8 +291,12 @@ def test_cmake_static_app_runs_tools_under_qmpirun(installed, cmake_project):
 def test_qmpirun_runs_the_chain_of_a_configuration_file(installed, cmake_project, plain_app, tmp_path):
     """qmpirun -c: the ranks read the file (QMPI_CONF, absolute) and build its chain."""
     conf = tmp_path / "stack.conf"
-    conf.write_text("".join(f"[{name}]\ntool = {installed.tool_dir / f'lib{lib}.so'}\n"
-                            for name, lib in (("outer", "counter"), ("tb", "tbcast"), ("inner", "counter"))))
+    conf.write_text(
+        "".join(
+            f"[{name}]\ntool = {installed.tool_dir / f'lib{lib}.so'}\n"
+            for name, lib in (("outer", "counter"), ("tb", "tbcast"), ("inner", "counter"))
+        )
+    )
     proc = installed.run("-c", str(conf), "--", *installed.launch(2, [plain_app]))
     assert_counter_tbcast_counter_ran(proc)
 
@@ -261,13 +312,16 @@ def test_qmpirun_preloads_a_callback_tool_found_by_name(installed, cmake_project
 def test_qmpirun_preloads_the_core_into_an_unlinked_app_through_the_launcher(installed, cmake_project, plain_app):
     """qmpirun passes the variables on the launcher's command line (Open MPI: -x, hydra:
     -genv) rather than exporting them, so tools running here proves they arrived."""
-    proc = installed.run("-v", "-t", f"counter,{installed.tool_dir / 'libtbcast.so'},counter", "--",
-                         *installed.launch(2, [plain_app]))
+    proc = installed.run(
+        "-v", "-t", f"counter,{installed.tool_dir / 'libtbcast.so'},counter", "--", *installed.launch(2, [plain_app])
+    )
     assert_counter_tbcast_counter_ran(proc)
     command = [line for line in proc.stderr.splitlines() if line.startswith("qmpirun: ")]
     assert len(command) == 1, proc.stderr
-    expected = {"openmpi": f" -x LD_PRELOAD={installed.root / 'lib' / SONAME}",
-                "mpich": f" -genv LD_PRELOAD {installed.root / 'lib' / SONAME}"}.get(installed.mpi.family, "")
+    expected = {
+        "openmpi": f" -x LD_PRELOAD={installed.root / 'lib' / SONAME}",
+        "mpich": f" -genv LD_PRELOAD {installed.root / 'lib' / SONAME}",
+    }.get(installed.mpi.family, "")
     assert expected in command[0]
 
 
@@ -277,8 +331,10 @@ def test_qmpirun_sets_tools_verbose_and_conf_for_every_rank(installed, cmake_pro
     report = 'echo "rank QMPI_TOOLS=$QMPI_TOOLS VERBOSE=$QMPI_VERBOSE CONF=$QMPI_CONF PRELOAD=$LD_PRELOAD"'
     proc = installed.run("-v", "-t", "counter,@cbtool,%static", "--", *installed.launch(2, ["sh", "-c", report]))
     assert proc.returncode == 0, proc.stderr
-    expected = (f"rank QMPI_TOOLS={installed.tool_dir / 'libcounter.so'}:@cbtool:%static VERBOSE=1 CONF= "
-                f"PRELOAD={installed.root / 'lib' / SONAME}")
+    expected = (
+        f"rank QMPI_TOOLS={installed.tool_dir / 'libcounter.so'}:@cbtool:%static VERBOSE=1 CONF= "
+        f"PRELOAD={installed.root / 'lib' / SONAME}"
+    )
     assert proc.stdout.splitlines() == [expected, expected], proc.stdout
     # -c: the configuration file is the chain (the core reads QMPI_CONF, not QMPI_TOOLS).
     proc = installed.run("-v", "-c", str(conf), "--", *installed.launch(2, ["sh", "-c", report]))
@@ -291,23 +347,37 @@ def test_qmpirun_exports_the_variables_for_other_launchers(installed, cmake_proj
     # A singleton run: the program itself is the launcher.
     proc = installed.run("-v", "-t", "counter", "--", str(plain_app))
     assert proc.returncode == 0, proc.stderr
-    assert f"qmpirun: LD_PRELOAD={installed.root / 'lib' / SONAME} QMPI_TOOLS={installed.tool_dir / 'libcounter.so'} " \
+    assert (
+        f"qmpirun: LD_PRELOAD={installed.root / 'lib' / SONAME} QMPI_TOOLS={installed.tool_dir / 'libcounter.so'} "
         f"{plain_app}" in proc.stderr.splitlines()
+    )
     assert sorted(counter_lines(proc.stdout, 1)) == [0], proc.stdout
 
 
 def test_qmpirun_without_tools_runs_the_bare_core(installed, plain_app):
     # Tool lists in qmpirun's own environment do not reach the ranks: -t is the chain.
-    proc = installed.run("--", *installed.launch(2, [plain_app]), TOOLS="/nonexistent/libx.so",
-                         QMPI_TOOLS="/nonexistent/liby.so")
+    proc = installed.run(
+        "--", *installed.launch(2, [plain_app]), TOOLS="/nonexistent/libx.so", QMPI_TOOLS="/nonexistent/liby.so"
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.count("app rank") == 2 and "counter@" not in proc.stdout
 
 
 def test_qmpirun_runs_from_the_core_build_directory(installed, core, cmake_project, plain_app):
-    proc = subprocess.run(["sh", str(core / "qmpirun"), "-t", str(cmake_project / "libcounter.so"), "--",
-                           *installed.launch(2, [plain_app])], capture_output=True, text=True, env=installed.env(),
-                          timeout=RUN_TIMEOUT_S)
+    proc = subprocess.run(
+        [
+            "sh",
+            str(core / "qmpirun"),
+            "-t",
+            str(cmake_project / "libcounter.so"),
+            "--",
+            *installed.launch(2, [plain_app]),
+        ],
+        capture_output=True,
+        text=True,
+        env=installed.env(),
+        timeout=RUN_TIMEOUT_S,
+    )
     assert proc.returncode == 0, proc.stderr
     assert sorted(counter_lines(proc.stdout, 1)) == [0, 1], proc.stdout
 
@@ -325,9 +395,14 @@ def test_qmpirun_with_cdpath_exported_finds_relative_tools_and_files(installed, 
         (["-t", "counter"], {"QMPI_TOOL_PATH": "tools"}),
         (["-c", "confs/qmpi.conf"], {}),
     ]:
-        proc = subprocess.run([shutil.which("dash") or "sh", str(installed.qmpirun), *args, "--",
-                               *installed.launch(1, [plain_app])], capture_output=True, text=True,
-                              env={**env, **extra}, cwd=str(tmp_path), timeout=RUN_TIMEOUT_S)
+        proc = subprocess.run(
+            [shutil.which("dash") or "sh", str(installed.qmpirun), *args, "--", *installed.launch(1, [plain_app])],
+            capture_output=True,
+            text=True,
+            env={**env, **extra},
+            cwd=str(tmp_path),
+            timeout=RUN_TIMEOUT_S,
+        )
         assert proc.returncode == 0, (args, proc.stderr)
         assert sorted(counter_lines(proc.stdout, 1)) == [0], (args, proc.stdout, proc.stderr)
 

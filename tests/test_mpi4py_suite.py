@@ -36,8 +36,9 @@ def run_suite(mpi, out: Path, env: dict) -> tuple:
     """({rank: {test id: outcome}}, the job) for one run of the suite at RANKS ranks."""
     python = mpi.bin / "python"
     out.mkdir()
-    proc = mpi.run(RANKS, [python, APPS / "mpi4py_suite.py", out, TESTS, *ARGS], env=env, cwd=TESTS,
-                   timeout=SUITE_TIMEOUT_S)
+    proc = mpi.run(
+        RANKS, [python, APPS / "mpi4py_suite.py", out, TESTS, *ARGS], env=env, cwd=TESTS, timeout=SUITE_TIMEOUT_S
+    )
     outcomes = {}
     for rank in range(RANKS):
         path = out / f"outcomes.{rank}"
@@ -78,12 +79,17 @@ def test_mpi4py_suite_same_outcome_through_counter_tbcast_counter(mpi, mpi4py_py
 
     # The core intercepted: the chain of three levels, and both counters' reports per rank.
     functions = 2 if "_MPI_Bcast_c" in (core / "qmpi.h").read_text() else 1
-    assert re.search(rf"^qmpi: level 2: \S+/libtbcast\.so, thesis-style, instance 1, intercepts {functions} functions$",
-                     job.stderr, re.M), job.stderr[-5000:]
+    assert re.search(
+        rf"^qmpi: level 2: \S+/libtbcast\.so, thesis-style, instance 1, intercepts {functions} functions$",
+        job.stderr,
+        re.M,
+    ), job.stderr[-5000:]
     assert re.search(r"^qmpi: level 4: PMPI ", job.stderr, re.M), job.stderr[-5000:]
     for level in (1, 3):
         for rank in range(RANKS):
-            assert re.search(rf"^counter@{level} rank {rank}: .*MPI_Init_thread=1", job.stdout, re.M), job.stdout[-5000:]
+            assert re.search(rf"^counter@{level} rank {rank}: .*MPI_Init_thread=1", job.stdout, re.M), job.stdout[
+                -5000:
+            ]
 
     assert sum(len(tests) for tests in alone.values()) > 0
     for rank in range(RANKS):

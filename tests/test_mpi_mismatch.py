@@ -47,7 +47,11 @@ def compile_errors(mpicc: Path, source: Path) -> list:
     """The error lines of compiling `source` (its caret and context lines left out)."""
     proc = subprocess.run([str(mpicc), "-c", str(source), "-o", "/dev/null"], capture_output=True, text=True)
     assert proc.returncode != 0, f"{mpicc} compiled {source}"
-    return [line for line in proc.stderr.splitlines() if re.search(r"\berror\b", line) and ": " in line and not line.startswith(" ")]
+    return [
+        line
+        for line in proc.stderr.splitlines()
+        if re.search(r"\berror\b", line) and ": " in line and not line.startswith(" ")
+    ]
 
 
 def assert_refused(mpicc: Path, core: Path, made_for: str, other: str, made_with: Path) -> None:
@@ -82,7 +86,9 @@ def test_the_makefile_defaults_to_the_driver_the_core_was_generated_with(tmp_pat
     tool = tmp_path / "demo"
     made = qmpigen("scaffold-tool", str(spec), "--mpicc", str(mpich), "-o", str(tool))
     assert made.returncode == 0, made.stderr
-    built = subprocess.run(["make", "-C", str(tool), f"QMPI_CORE={core}"], capture_output=True, text=True, env=other_first)
+    built = subprocess.run(
+        ["make", "-C", str(tool), f"QMPI_CORE={core}"], capture_output=True, text=True, env=other_first
+    )
     assert built.returncode == 0, built.stderr
 
 
@@ -107,7 +113,10 @@ def test_standard_abi_is_named_and_kept_apart_from_mpich(tmp_path):
     mpich, abi = driver("mpich"), driver("mpich", "mpicc_abi")
     proc = qmpigen("build-core", "--mpicc", str(abi), "-o", str(tmp_path / "abi"))
     assert proc.returncode == 0, proc.stderr
-    assert re.match(r"qmpigen: read MPI ABI 1\.0 \(MPI 5\.0\) from \S+/mpi\.h \(driver \S+/mpicc_abi\): \d+ functions, ", proc.stderr)
+    assert re.match(
+        r"qmpigen: read MPI ABI 1\.0 \(MPI 5\.0\) from \S+/mpi\.h \(driver \S+/mpicc_abi\): \d+ functions, ",
+        proc.stderr,
+    )
     assert_refused(mpich, tmp_path / "abi", "MPI ABI 1.0 (MPI 5.0)", "MPICH", abi)
     assert_refused(abi, generate(mpich, tmp_path / "mpich"), "MPICH 5.0.2 (MPI 5.0)", "MPI ABI", mpich)
 
@@ -142,8 +151,11 @@ def built_core(mpicc: Path, out: Path) -> Path:
 def app_with(mpicc: Path, core: Path, out: Path, *extra: str) -> Path:
     """demo_app built with `mpicc` and linked with -lqmpi of `core` (as the install docs' pkg-config line)."""
     demo = Path(__file__).resolve().parent.parent / "sample_tools" / "demo_app.c"
-    proc = subprocess.run([str(mpicc), "-O2", str(demo), "-o", str(out), f"-L{core}", "-lqmpi", f"-Wl,-rpath,{core}", *extra],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [str(mpicc), "-O2", str(demo), "-o", str(out), f"-L{core}", "-lqmpi", f"-Wl,-rpath,{core}", *extra],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stderr
     return out
 
@@ -171,8 +183,13 @@ def test_an_application_built_with_another_mpi_stops_at_its_first_call(tmp_path,
     assert match["version"].startswith("Open MPI v5.0.11")
     # Under the application's launcher too: the job ends (the launcher may kill the other
     # rank before it writes its line), and every qmpi line is that one.
-    job = subprocess.run([str(openmpi.parent / "mpiexec"), "-n", "2", str(app)], capture_output=True, text=True,
-                         timeout=120, env={**os.environ, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"})
+    job = subprocess.run(
+        [str(openmpi.parent / "mpiexec"), "-n", "2", str(app)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"},
+    )
     assert job.returncode != 0 and "app rank" not in job.stdout
     qmpi_lines = [line for line in job.stderr.splitlines() if line.startswith("qmpi:")]
     assert 1 <= len(qmpi_lines) <= 2 and all(IDENTITY.match(line) for line in qmpi_lines), job.stderr
@@ -204,8 +221,11 @@ def test_a_second_mpi_library_loaded_beside_the_right_one_stops_the_job(tmp_path
     source = tmp_path / "two_mpis.c"
     source.write_text(TWO_MPIS)
     app = tmp_path / "two_mpis"
-    built = subprocess.run([str(mpich), str(source), "-o", str(app), f"-L{core}", "-lqmpi", f"-Wl,-rpath,{core}", "-ldl"],
-                           capture_output=True, text=True)
+    built = subprocess.run(
+        [str(mpich), str(source), "-o", str(app), f"-L{core}", "-lqmpi", f"-Wl,-rpath,{core}", "-ldl"],
+        capture_output=True,
+        text=True,
+    )
     assert built.returncode == 0, built.stderr
     proc = subprocess.run([str(app), str(other)], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 1 and proc.stdout == "", proc.stdout + proc.stderr
@@ -217,6 +237,8 @@ def test_a_second_mpi_library_loaded_beside_the_right_one_stops_the_job(tmp_path
 def test_the_right_mpi_passes_the_check(tmp_path, mpich_core):
     mpich, core = driver("mpich"), mpich_core
     app = app_with(mpich, core, tmp_path / "app")
-    proc = subprocess.run([str(mpich.parent / "mpiexec"), "-n", "2", str(app)], capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [str(mpich.parent / "mpiexec"), "-n", "2", str(app)], capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 0, proc.stderr
     assert "qmpi: error" not in proc.stderr and proc.stdout.count("app rank") == 2

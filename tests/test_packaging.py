@@ -38,32 +38,59 @@ def test_wheel_carries_templates_and_grammars_and_works_installed(tmp_path):
     site = tmp_path / "site"
     proc = subprocess.run(
         [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site), str(wheel)],
-        capture_output=True, text=True,
+        capture_output=True,
+        text=True,
     )
     assert proc.returncode == 0, proc.stderr
     env = dict(os.environ, PYTHONPATH=str(site))
     where = subprocess.run(
-        [sys.executable, "-c", "import qmpigen.output.resources as r; print(r.templates_dir()); print(r.grammars_dir())"],
-        capture_output=True, text=True, env=env, cwd=tmp_path,
+        [
+            sys.executable,
+            "-c",
+            "import qmpigen.output.resources as r; print(r.templates_dir()); print(r.grammars_dir())",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
     )
     assert where.returncode == 0, where.stderr
     assert all(line.startswith(str(site)) for line in where.stdout.splitlines()), where.stdout
     out = tmp_path / "core"
     proc = subprocess.run(
-        [sys.executable, "-m", "qmpigen", "build-core", "--mpi-header", str(FIXTURES / "quirks_mpi.h"),
-         "--mpicc", "cc", "-o", str(out)],
-        capture_output=True, text=True, env=env, cwd=tmp_path,
+        [
+            sys.executable,
+            "-m",
+            "qmpigen",
+            "build-core",
+            "--mpi-header",
+            str(FIXTURES / "quirks_mpi.h"),
+            "--mpicc",
+            "cc",
+            "-o",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
     )
     assert proc.returncode == 0, proc.stderr
     assert (out / "qmpi.h").read_text().startswith("/* qmpi.h")
 
     examples = tmp_path / "examples"
     proc = subprocess.run(
-        [sys.executable, "-m", "qmpigen", "examples", str(examples)], capture_output=True, text=True, env=env, cwd=tmp_path
+        [sys.executable, "-m", "qmpigen", "examples", str(examples)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
     )
     assert proc.returncode == 0, proc.stderr
     assert (examples / "docs" / "spec-language.md").read_bytes() == (REPO / "docs" / "spec-language.md").read_bytes()
     for sample in samples:
         assert (examples / "sample_tools" / sample).read_bytes() == (SAMPLE_TOOLS / sample).read_bytes()
     written = sorted(p.relative_to(examples).as_posix() for p in examples.rglob("*") if p.is_file())
-    assert written == sorted([f"docs/{p.name}" for p in (REPO / "docs").glob("*.md")] + [f"sample_tools/{n}" for n in samples])
+    assert written == sorted(
+        [f"docs/{p.name}" for p in (REPO / "docs").glob("*.md")] + [f"sample_tools/{n}" for n in samples]
+    )

@@ -11,10 +11,11 @@ import shutil
 
 import pytest
 
-from conftest import FIXTURES
 from qmpigen.errors import QmpigenError
 from qmpigen.mpi.header import HeaderRequest, read_header
 from qmpigen.mpi.parse import parse_header, preprocessed_line
+
+from conftest import FIXTURES
 
 QUIRKS = FIXTURES / "quirks_mpi.h"
 BROKEN = FIXTURES / "broken_mpi.h"

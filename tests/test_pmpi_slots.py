@@ -8,11 +8,12 @@ import re
 
 import pytest
 
-from conftest import QUIRKS, fixture_api, fixture_enumeration
-from qmpigen.output.cnames import PMPI_SLOTS, continuation
 from qmpigen.errors import QmpigenError
 from qmpigen.mpi.quirks import PMPI_SLOT_RESERVED
+from qmpigen.output.cnames import PMPI_SLOTS, continuation
 from qmpigen.output.render import GeneratorInfo, render_core
+
+from conftest import QUIRKS, fixture_api, fixture_enumeration
 
 
 def test_the_header_s_prefixed_names_are_recorded():
@@ -33,14 +34,14 @@ def test_slot_letters_avoid_reserved_letters_and_the_header_s_names():
 def test_too_few_free_letters_is_an_error():
     facts = dataclasses.replace(fixture_api(QUIRKS).facts, mpi_name_letters=tuple("ABCDEFGHIJKLMNOPQRSTUVWXYZ"))
     with pytest.raises(QmpigenError, match="PMPI tool slots"):
-        facts.pmpi_slot_letters
+        _ = facts.pmpi_slot_letters
 
 
 def test_every_slot_continues_every_function_with_a_pmpi_twin():
     enumeration = fixture_enumeration(QUIRKS)
     text = render_core(enumeration, GeneratorInfo.for_enumeration(enumeration, "test"))["qmpi_pmpi.c"]
     slots = re.search(r"#define QMPI_EACH_PMPI_SLOT\(M\) (.*)", text).group(1)
-    assert slots == " ".join(f"M({l}, {k})" for k, l in enumerate(enumeration.facts.pmpi_slot_letters))
+    assert slots == " ".join(f"M({letter}, {k})" for k, letter in enumerate(enumeration.facts.pmpi_slot_letters))
     for f in enumeration:
         defined = f"L##{f.name}(" in text
         assert defined == (not f.is_macro and (not f.variadic or f.is_fan_out)), f.name

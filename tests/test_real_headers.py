@@ -25,12 +25,13 @@ from typing import Sequence
 
 import pytest
 
-from conftest import qmpigen
 from qmpigen.cli.listing import manifest
 from qmpigen.mpi.header import HeaderRequest, PreprocessedHeader, read_header
 from qmpigen.mpi.model import Enumeration, MpiApi
 from qmpigen.mpi.parse import parse_header
 from qmpigen.mpi.select import Selection, enumerate_functions
+
+from conftest import qmpigen
 
 pytestmark = pytest.mark.mpi
 
@@ -149,7 +150,7 @@ def test_signature_check_catches_a_wrong_signature(mpi, model, tmp_path):
     source = tmp_path / "wrong.c"
     source.write_text(
         "#include <mpi.h>\n"
-        f"_Static_assert(__builtin_types_compatible_p(__typeof__(&MPI_Send), int (*)({wrong})), \"MPI_Send\");\n"
+        f'_Static_assert(__builtin_types_compatible_p(__typeof__(&MPI_Send), int (*)({wrong})), "MPI_Send");\n'
     )
     proc = compile_c([mpi.mpicc], source, mpi.env())
     assert proc.returncode != 0
@@ -232,9 +233,7 @@ def test_intercepted_functions_are_exported_by_libmpi(mpi, model, tmp_path):
     library = libmpi(mpi, tmp_path)
     nm = subprocess.run(["nm", "-D", "--defined-only", str(library)], capture_output=True, text=True, check=True)
     symbols = {line.split()[-1] for line in nm.stdout.splitlines() if line.strip()}
-    missing = [
-        name for f in model.everything if not f.is_macro for name in (f.name, f.pmpi) if name not in symbols
-    ]
+    missing = [name for f in model.everything if not f.is_macro for name in (f.name, f.pmpi) if name not in symbols]
     # quirks.OPTIONAL_PMPI: declared by some MPIs (MPICH 4.0) but not defined; the core
     # references them weakly. Exactly those may be missing, in pairs.
     optional = {name for f in model.everything if f.pmpi_optional for name in (f.name, f.pmpi)}

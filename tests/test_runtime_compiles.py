@@ -6,13 +6,13 @@ and for the real MPIs; the files that need no MPI compile with no mpi.h at all.
 from __future__ import annotations
 
 import subprocess
-from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, qmpigen, run_cli
 from qmpigen.output.render import RUNTIME_SUBDIR
 from qmpigen.output.resources import runtime_dir
+
+from conftest import FIXTURES, qmpigen, run_cli
 
 WARNINGS = ("-std=gnu99", "-fsyntax-only", "-Wall", "-Wextra", "-Werror", "-Wno-deprecated-declarations")
 # The fixture headers are declarations only; what the runtime uses besides the
@@ -59,7 +59,9 @@ def runtime_sources():
 
 def compile_all(jobs):
     """Runs the compilers side by side; returns the failures as text."""
-    procs = [(name, subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)) for name, cmd in jobs]
+    procs = [
+        (name, subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)) for name, cmd in jobs
+    ]
     failures = []
     for name, proc in procs:
         out = proc.communicate()[0]
@@ -97,5 +99,7 @@ def test_every_runtime_file_compiles_alone_with_the_mpis_own_driver(mpi, tmp_pat
     core = tmp_path / "core"
     proc = qmpigen("build-core", "--mpi-header", "auto", "--mpicc", mpi.mpicc, "-o", str(core), env=mpi.env())
     assert proc.returncode == 0, proc.stderr
-    jobs = [(name, [mpi.mpicc, *WARNINGS, f"-I{core}", str(core / RUNTIME_SUBDIR / name)]) for name in runtime_sources()]
+    jobs = [
+        (name, [mpi.mpicc, *WARNINGS, f"-I{core}", str(core / RUNTIME_SUBDIR / name)]) for name in runtime_sources()
+    ]
     assert not (failures := compile_all(jobs)), failures

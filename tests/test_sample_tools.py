@@ -38,8 +38,19 @@ def chain(tools, *names):
 
 
 def test_the_samples_are_the_ones_we_know():
-    assert SAMPLES == ["counter", "empty", "limit_threading", "profiler", "reqcheck", "reqtrack", "switch", "virtual",
-                       "printer", "tbcast", "trace"]
+    assert SAMPLES == [
+        "counter",
+        "empty",
+        "limit_threading",
+        "profiler",
+        "reqcheck",
+        "reqtrack",
+        "switch",
+        "virtual",
+        "printer",
+        "tbcast",
+        "trace",
+    ]
 
 
 @pytest.mark.parametrize("name", SAMPLES)
@@ -49,9 +60,11 @@ def test_every_sample_tool_is_built_and_runs_alone(mpi, demo_app, sample_tools, 
     env = {"TOOLS": chain(sample_tools, name), "QMPI_TRACE_DIR": str(tmp_path / "trace")}
     if name == "switch":  # it needs a stack to switch to (tests/test_stacks.py): a configuration file
         conf = tmp_path / "switch.conf"
-        conf.write_text(f"[stack default]\ninstances = switch\n[stack side]\ninstances = count\n"
-                        f"[switch]\ntool = {sample_tools / 'libswitch.so'}\nstack = side\n"
-                        f"[count]\ntool = {sample_tools / 'libcounter.so'}\n")
+        conf.write_text(
+            f"[stack default]\ninstances = switch\n[stack side]\ninstances = count\n"
+            f"[switch]\ntool = {sample_tools / 'libswitch.so'}\nstack = side\n"
+            f"[count]\ntool = {sample_tools / 'libcounter.so'}\n"
+        )
         env = {"QMPI_CONF": str(conf)}
     proc = mpi.run(2, [demo_app], env=env, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
@@ -68,7 +81,7 @@ def test_generated_counter_reports_like_the_hand_written_one(mpi, demo_app, samp
     """Same line format, one line per instance and rank, counting what it intercepts."""
     proc = mpi.run(1, [demo_app], env={"TOOLS": chain(sample_tools, "counter")})
     assert proc.returncode == 0, proc.stderr
-    reports = [l for l in proc.stdout.splitlines() if l.startswith("counter@")]
+    reports = [line for line in proc.stdout.splitlines() if line.startswith("counter@")]
     assert reports == [
         "counter@1 rank 0: MPI_Barrier=1 MPI_Bcast=1 MPI_Comm_rank=1 MPI_Comm_size=1 MPI_Finalize=1 MPI_Init=1"
     ]
@@ -89,7 +102,12 @@ def test_counter_tbcast_counter(mpi, demo_app, sample_tools):
     reports = counter_reports(proc.stdout)
     for r in range(3):
         assert reports[(1, r)] == {
-            "MPI_Barrier": 1, "MPI_Bcast": 1, "MPI_Comm_rank": 1, "MPI_Comm_size": 1, "MPI_Finalize": 1, "MPI_Init": 1,
+            "MPI_Barrier": 1,
+            "MPI_Bcast": 1,
+            "MPI_Comm_rank": 1,
+            "MPI_Comm_size": 1,
+            "MPI_Finalize": 1,
+            "MPI_Init": 1,
         }
         inner = {"MPI_Barrier": 1, "MPI_Comm_rank": 2, "MPI_Comm_size": 2, "MPI_Finalize": 1, "MPI_Init": 1}
         inner.update({"MPI_Send": 2} if r == 0 else {"MPI_Recv": 1})
@@ -111,7 +129,7 @@ def test_tbcast_replaces_only_the_broadcasts_it_implements_exactly(mpi, core, sa
     assert proc.returncode == 0, proc.stdout + proc.stderr
     functions = 2 if "_MPI_Bcast_c" in (core / "qmpi.h").read_text() else 1
     assert f"libtbcast.so, thesis-style, instance 1, intercepts {functions} functions" in proc.stderr, proc.stderr
-    assert sorted(l for l in proc.stdout.splitlines() if l.startswith("bcast_cases")) == [
+    assert sorted(line for line in proc.stdout.splitlines() if line.startswith("bcast_cases")) == [
         f"bcast_cases {r}: ok" for r in range(4)
     ], proc.stdout
     reports = counter_reports(proc.stdout)
@@ -177,7 +195,7 @@ def test_empty_tool_stacked_around_printer(mpi, demo_app, sample_tools):
     between two instances sees the app's calls at level 2."""
     proc = mpi.run(1, [demo_app], env={"TOOLS": chain(sample_tools, "empty", "printer", "empty")})
     assert proc.returncode == 0, proc.stderr
-    events = [l for l in proc.stdout.splitlines() if l.startswith("printer@")]
+    events = [line for line in proc.stdout.splitlines() if line.startswith("printer@")]
     assert events[:2] == ["printer@2 pre MPI_Init", "printer@2 post MPI_Init"]
     assert "printer@2 MPI_Pcontrol level 2" in events
     assert app_lines(proc.stdout) == expected_app(1)
@@ -195,20 +213,21 @@ def test_sessions_only_program_reports_each_rank_once(mpi, core, sample_tools, t
     env = {"TOOLS": chain(sample_tools, "counter", "profiler"), "PROFILER_OUTPUT": str(prefix)}
     proc = mpi.run(2, [app], env=env)
     assert proc.returncode == 0, proc.stderr
-    assert sorted(l for l in proc.stdout.splitlines() if l.startswith("app rank")) == [
-        "app rank 0 of 2: data 42", "app rank 1 of 2: data 42"
+    assert sorted(line for line in proc.stdout.splitlines() if line.startswith("app rank")) == [
+        "app rank 0 of 2: data 42",
+        "app rank 1 of 2: data 42",
     ]
     assert sorted(counter_reports(proc.stdout)) == [(1, 0), (1, 1)]
     assert sorted(p.name for p in prefix.parent.iterdir()) == ["prof.2.0", "prof.2.1"]
     for rank in (0, 1):
         text = (prefix.parent / f"prof.2.{rank}").read_text()
-        assert {l.split(":")[0] for l in text.splitlines()} == {f"profiler@2 rank {rank}"}
+        assert {line.split(":")[0] for line in text.splitlines()} == {f"profiler@2 rank {rank}"}
         assert re.search(r"^profiler@2 rank \d:   MPI_Bcast +1 ", text, re.M)
 
     # Again, with the files there: never overwritten; one line each, the report on stdout.
     proc = mpi.run(2, [app], env=env)
     assert proc.returncode == 0, proc.stderr
-    assert sorted(l.strip() for l in proc.stderr.splitlines() if "profiler: error:" in l) == [
+    assert sorted(line.strip() for line in proc.stderr.splitlines() if "profiler: error:" in line) == [
         f"profiler: error: cannot create {prefix}.2.{rank}: File exists (PROFILER_OUTPUT files are never "
         "overwritten); the report goes to stdout"
         for rank in (0, 1)

@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import MPICH_LIKE, run_cli
 from qmpigen.output.checksum import intact, stamp
+
+from conftest import MPICH_LIKE, run_cli
 
 pytestmark = pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler (cc)")
 
@@ -89,7 +90,9 @@ def test_writes_the_tool_and_its_makefile(header, tmp_path):
 
 
 def test_core_statement_sets_the_makefile_default(header, tmp_path):
-    proc, out = generate(header, tmp_path, SPEC.replace("tool demo prefix D;", 'tool demo prefix D;\ncore "../../core";'))
+    proc, out = generate(
+        header, tmp_path, SPEC.replace("tool demo prefix D;", 'tool demo prefix D;\ncore "../../core";')
+    )
     assert proc.returncode == 0, proc.stderr
     assert "QMPI_CORE ?= ../../core\n" in (out / "Makefile").read_text()
 
@@ -148,7 +151,7 @@ def test_checksums():
 def test_edited_output_is_never_overwritten_without_force(header, tmp_path):
     proc, out = generate(header, tmp_path)
     assert proc.returncode == 0, proc.stderr
-    edited = (out / "demo.c").read_text().replace("puts(\"bye\");", "puts(\"my change\");")
+    edited = (out / "demo.c").read_text().replace('puts("bye");', 'puts("my change");')
     (out / "demo.c").write_text(edited)
     changed_spec = SPEC.replace("bye", "ciao")
     proc, out = generate(header, tmp_path, changed_spec)
@@ -259,11 +262,18 @@ def test_quick_form_prefix(header, tmp_path):
     "spec_text, message",
     [
         ("tool demo\nintercept MPI_Send;", "demo.qmpi:2:1: expected ';' or 'prefix', found 'intercept'"),
-        ("tool demo;\nintercept MPI_Sendd;",
-         "demo.qmpi:2:11: unknown MPI function MPI_Sendd; did you mean MPI_Send or MPI_Send_c or MPI_Isend?"),
-        ("tool demo;\nintercept MPI_Send;\nintercept MPI_Send, MPI_Recv;",
-         "demo.qmpi:3:11: MPI_Send is already intercepted ('MPI_Send' at {dir}/demo.qmpi:2:11)"),
-        ("tool demo;\nintercept MPI_File_x*;", "demo.qmpi:2:11: 'MPI_File_x*' matches no function of MPICH 9.9.9 (MPI 4.1)"),
+        (
+            "tool demo;\nintercept MPI_Sendd;",
+            "demo.qmpi:2:11: unknown MPI function MPI_Sendd; did you mean MPI_Send or MPI_Send_c or MPI_Isend?",
+        ),
+        (
+            "tool demo;\nintercept MPI_Send;\nintercept MPI_Send, MPI_Recv;",
+            "demo.qmpi:3:11: MPI_Send is already intercepted ('MPI_Send' at {dir}/demo.qmpi:2:11)",
+        ),
+        (
+            "tool demo;\nintercept MPI_File_x*;",
+            "demo.qmpi:2:11: 'MPI_File_x*' matches no function of MPICH 9.9.9 (MPI 4.1)",
+        ),
     ],
 )
 def test_spec_errors(header, tmp_path, spec_text, message):
@@ -276,22 +286,36 @@ def test_spec_errors(header, tmp_path, spec_text, message):
 @pytest.mark.parametrize(
     "args, message",
     [
-        (["--name", "trace", "--intercept", "MPI_Send,MPI_Recvv"],
-         "--intercept:1:10: unknown MPI function MPI_Recvv; did you mean MPI_Recv?"),
-        (["--name", "trace", "--intercept", "MPI_Send,,MPI_Recv"],
-         "--intercept:1:10: expected a function name, glob or group, found ','"),
-        (["--name", "trace", "--intercept", "collectives except MPI_Send"],
-         "--intercept:1:20: 'MPI_Send' excludes nothing: it matches none of the functions of 'collectives'"),
-        (["--name", "my tool", "--intercept", "MPI_Send"],
-         "--name 'my tool': a tool name is a C identifier (letters, digits, _)"),
-        (["--name", "t", "--prefix", "MPI", "--intercept", "MPI_Send"],
-         "--prefix: prefix 'MPI' would make the wrappers MPI_Send, ...: names MPI or QMPI already use; "
-         "choose another prefix"),
-        (["--name", "t", "--intercept", "MPI_Send; code %{ x %}"],
-         "--intercept 'MPI_Send; code %{ x %}': a comma-separated list of functions, globs and groups"),
+        (
+            ["--name", "trace", "--intercept", "MPI_Send,MPI_Recvv"],
+            "--intercept:1:10: unknown MPI function MPI_Recvv; did you mean MPI_Recv?",
+        ),
+        (
+            ["--name", "trace", "--intercept", "MPI_Send,,MPI_Recv"],
+            "--intercept:1:10: expected a function name, glob or group, found ','",
+        ),
+        (
+            ["--name", "trace", "--intercept", "collectives except MPI_Send"],
+            "--intercept:1:20: 'MPI_Send' excludes nothing: it matches none of the functions of 'collectives'",
+        ),
+        (
+            ["--name", "my tool", "--intercept", "MPI_Send"],
+            "--name 'my tool': a tool name is a C identifier (letters, digits, _)",
+        ),
+        (
+            ["--name", "t", "--prefix", "MPI", "--intercept", "MPI_Send"],
+            "--prefix: prefix 'MPI' would make the wrappers MPI_Send, ...: names MPI or QMPI already use; "
+            "choose another prefix",
+        ),
+        (
+            ["--name", "t", "--intercept", "MPI_Send; code %{ x %}"],
+            "--intercept 'MPI_Send; code %{ x %}': a comma-separated list of functions, globs and groups",
+        ),
         (["--name", "trace"], "give a SPEC file, or --name NAME and --intercept LIST (quick form)"),
-        (["spec.qmpi", "--name", "trace", "--intercept", "MPI_Send"],
-         "give a SPEC file or --name/--intercept, not both"),
+        (
+            ["spec.qmpi", "--name", "trace", "--intercept", "MPI_Send"],
+            "give a SPEC file or --name/--intercept, not both",
+        ),
         (["missing.qmpi"], "missing.qmpi: cannot read spec: No such file or directory"),
     ],
 )

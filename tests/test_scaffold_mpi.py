@@ -68,7 +68,9 @@ def spec_tools(mpi, core, tmp_path_factory):
     out = tmp_path_factory.mktemp(f"spec-tools-{mpi.name}")
     (out / "msgstat.qmpi").write_text(DOCS_EXAMPLE)
     (out / "every.qmpi").write_text(EVERYTHING)
-    scaffold(mpi, "--name", "quick", "--intercept", "MPI_Send,MPI_Recv,MPI_File_*,collectives", "-o", str(out / "quick"))
+    scaffold(
+        mpi, "--name", "quick", "--intercept", "MPI_Send,MPI_Recv,MPI_File_*,collectives", "-o", str(out / "quick")
+    )
     scaffold(mpi, str(out / "msgstat.qmpi"), "-o", str(out / "msgstat"))
     scaffold(mpi, str(out / "every.qmpi"), "-o", str(out / "every"))
     libs = {}
@@ -102,8 +104,10 @@ def test_quick_form_tool_runs_stacked_twice(mpi, demo_app, spec_tools):
 
 
 def msgstat_reports(stdout):
-    found = re.findall(r"^msgstat@(\d+) rank (\d+): (\d+) calls, (\d+) communicator arguments, (\d+) requests", stdout, re.M)
-    return {(int(l), int(r)): (int(c), int(a), int(q)) for l, r, c, a, q in found}
+    found = re.findall(
+        r"^msgstat@(\d+) rank (\d+): (\d+) calls, (\d+) communicator arguments, (\d+) requests", stdout, re.M
+    )
+    return {(int(level), int(r)): (int(c), int(a), int(q)) for level, r, c, a, q in found}
 
 
 def test_docs_example_stacked_twice_around_tbcast(mpi, demo_app, spec_tools, tbcast):
@@ -191,7 +195,7 @@ def hooks_tool(mpi, core, tmp_path_factory):
 def test_init_and_finalize_hooks_run_once_per_instance_in_the_world_model(mpi, demo_app, hooks_tool):
     proc = mpi.run(1, [demo_app], env={"TOOLS": f"{hooks_tool}:{hooks_tool}"})
     assert proc.returncode == 0, proc.stderr
-    lines = [l for l in proc.stdout.splitlines() if l.startswith(("hooks@", "app rank"))]
+    lines = [line for line in proc.stdout.splitlines() if line.startswith(("hooks@", "app rank"))]
     # Init: the inner instance's hook runs first (its MPI_Init returns first);
     # finalize: the outer one's runs first (before calling on).
     assert lines == [

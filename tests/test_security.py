@@ -69,8 +69,9 @@ def test_empty_chain_from_a_file_is_said_in_one_line(mpi, demo_app, tmp_path, te
     proc = mpi.run(1, [demo_app], env={"QMPI_CONF": str(conf)}, timeout=TIMEOUT_S)
     assert proc.returncode == 0, proc.stderr
     assert "app rank 0 of 1" in proc.stdout
-    assert warnings(proc.stderr) == [f"qmpi: warning: QMPI_CONF={conf}: the file has no [NAME] section: running with "
-                                     "no tools"], proc.stderr
+    assert warnings(proc.stderr) == [
+        f"qmpi: warning: QMPI_CONF={conf}: the file has no [NAME] section: running with no tools"
+    ], proc.stderr
 
 
 # -- special files in TOOLS: refused before anything opens them ---------------------------
@@ -132,8 +133,11 @@ def setuid_app(mpi, core):
         out = top / "out"  # the marker's directory: writable by the unprivileged control run too
         out.mkdir()
         out.chmod(0o777)
-        subprocess.run(["cc", "-shared", "-fPIC", f'-DMARKER="{out / "marker"}"', str(evil_c), "-o",
-                        str(top / "evil.so")], check=True, timeout=TIMEOUT_S)
+        subprocess.run(
+            ["cc", "-shared", "-fPIC", f'-DMARKER="{out / "marker"}"', str(evil_c), "-o", str(top / "evil.so")],
+            check=True,
+            timeout=TIMEOUT_S,
+        )
         for path in [lib, *lib.iterdir(), top / "evil.so"]:
             path.chmod(0o755)
         os.chown(app, 0, 0)
@@ -152,8 +156,9 @@ def run_as_nobody(mpi, app, **variables):
     env.pop("QMPI_VERBOSE", None)
     env.update(variables)
     try:
-        proc = subprocess.run([*NOBODY, str(app)], capture_output=True, text=True, env=env, cwd=str(app.parent),
-                              timeout=TIMEOUT_S)
+        proc = subprocess.run(
+            [*NOBODY, str(app)], capture_output=True, text=True, env=env, cwd=str(app.parent), timeout=TIMEOUT_S
+        )
     except subprocess.TimeoutExpired as exc:
         raise AssertionError(f"set-user-ID app hung: {variables}\n{exc.stdout}\n{exc.stderr}") from None
     return proc
@@ -176,8 +181,10 @@ def test_setuid_program_ignores_every_tool_variable(mpi, setuid_app):
     marker.unlink()
 
     runs = [
-        ({"TOOLS": evil, "QMPI_TOOL_LIST": "nosuch", "MPIR_CVAR_QMPI_TOOL_LIST": "nosuch"},
-         "TOOLS, QMPI_TOOL_LIST, MPIR_CVAR_QMPI_TOOL_LIST"),
+        (
+            {"TOOLS": evil, "QMPI_TOOL_LIST": "nosuch", "MPIR_CVAR_QMPI_TOOL_LIST": "nosuch"},
+            "TOOLS, QMPI_TOOL_LIST, MPIR_CVAR_QMPI_TOOL_LIST",
+        ),
         ({"QMPI_TOOLS": evil}, "QMPI_TOOLS"),
         ({"QMPI_CONF": "/etc/shadow"}, "QMPI_CONF"),
         ({"QMPI_CONF": evil}, "QMPI_CONF"),

@@ -19,8 +19,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from qmpigen.errors import Location, QmpigenError
-from qmpigen.spec.values import CONTEXT, Code, ToolSpec, normalise_type
 from qmpigen.spec.parse import load_spec, parse_spec
+from qmpigen.spec.values import CONTEXT, Code, ToolSpec, normalise_type
 from qmpigen.spec.variables import check_variables, offset_location
 
 REPO = Path(__file__).resolve().parent.parent
@@ -102,7 +102,7 @@ def test_every_construct_is_read_back():
     assert [c.text for c in first.before] == [" $ctx->calls[$index]++; "]
     assert [(e.type, e.code.text) for e in first.before_each] == [("MPI_Comm", " use($arg); ")]
     assert [e.type for e in first.after_each] == ["MPI_Request *"]
-    assert first.after[0].kind == "after" and "fail(\"$name\")" in first.after[0].text
+    assert first.after[0].kind == "after" and 'fail("$name")' in first.after[0].text
 
     assert second.call == "typed" and not (second.before or second.after or second.instead)
     assert [s.text for s in second.selection.exclude] == ["MPI_Barrier"]
@@ -222,40 +222,66 @@ def test_syntax_errors_say_where_and_what_was_expected(text, message):
 @pytest.mark.parametrize(
     "text, message",
     [
-        ("tool x prefix MPI;", "t.qmpi:1:15: prefix 'MPI' would make the wrappers MPI_Send, ...: names MPI or "
-         "QMPI already use; choose another prefix"),
+        (
+            "tool x prefix MPI;",
+            "t.qmpi:1:15: prefix 'MPI' would make the wrappers MPI_Send, ...: names MPI or "
+            "QMPI already use; choose another prefix",
+        ),
         ("tool QMPI;", "t.qmpi:1:6: 'QMPI' is reserved for QMPI itself: choose another tool name"),
-        ("tool t prefix qmpi_x;", "t.qmpi:1:15: prefix 'qmpi_x' would make the wrappers qmpi_x_Send, ...: names MPI "
-         "or QMPI already use; choose another prefix"),
+        (
+            "tool t prefix qmpi_x;",
+            "t.qmpi:1:15: prefix 'qmpi_x' would make the wrappers qmpi_x_Send, ...: names MPI "
+            "or QMPI already use; choose another prefix",
+        ),
         ("tool core;", "t.qmpi:1:6: 'core' is reserved for QMPI itself: choose another tool name"),
         ("tool x; intercept MPI_Send, MPI_Send;", "t.qmpi:1:29: MPI_Send is listed twice (first at t.qmpi:1:19)"),
         ("tool x; intercept all except io, io;", "t.qmpi:1:34: io is listed twice (first at t.qmpi:1:30)"),
-        ("tool x; core \"a\"; core \"b\";", "t.qmpi:1:19: a second core statement (the first is at t.qmpi:1:9)"),
-        ("tool x; core \"\";", "t.qmpi:1:9: the core path is empty"),
-        ("tool x; context { int a; }\ncontext { int b; }",
-         "t.qmpi:2:1: a second context block (the first is at t.qmpi:1:9)"),
-        ("tool x; context { int 3; }",
-         "t.qmpi:1:19: 'int 3' is not a field declaration like 'double t0' or 'unsigned long long "
-         "calls[NUM_MPI_FUNCS]' (for function pointers, typedef the type in a code block)"),
-        ("tool x; context { int (*f)(int); }",
-         "t.qmpi:1:19: 'int (*f)(int)' is not a field declaration like 'double t0' or 'unsigned long long "
-         "calls[NUM_MPI_FUNCS]' (for function pointers, typedef the type in a code block)"),
+        ('tool x; core "a"; core "b";', "t.qmpi:1:19: a second core statement (the first is at t.qmpi:1:9)"),
+        ('tool x; core "";', "t.qmpi:1:9: the core path is empty"),
+        (
+            "tool x; context { int a; }\ncontext { int b; }",
+            "t.qmpi:2:1: a second context block (the first is at t.qmpi:1:9)",
+        ),
+        (
+            "tool x; context { int 3; }",
+            "t.qmpi:1:19: 'int 3' is not a field declaration like 'double t0' or 'unsigned long long "
+            "calls[NUM_MPI_FUNCS]' (for function pointers, typedef the type in a code block)",
+        ),
+        (
+            "tool x; context { int (*f)(int); }",
+            "t.qmpi:1:19: 'int (*f)(int)' is not a field declaration like 'double t0' or 'unsigned long long "
+            "calls[NUM_MPI_FUNCS]' (for function pointers, typedef the type in a code block)",
+        ),
         ("tool x; context { int a; double a; }", "t.qmpi:1:26: field 'a' is declared twice (first at t.qmpi:1:19)"),
-        ("tool x; context { int qmpi_x; }",
-         "t.qmpi:1:19: field names starting with qmpi_ are reserved for qmpigen: 'qmpi_x'"),
+        (
+            "tool x; context { int qmpi_x; }",
+            "t.qmpi:1:19: field names starting with qmpi_ are reserved for qmpigen: 'qmpi_x'",
+        ),
         ("tool x; on init %{ %}\non init %{ %}", "t.qmpi:2:1: a second 'on init' (the first is at t.qmpi:1:9)"),
-        ("tool x; intercept MPI_Send { call exec_func; call typed; }",
-         "t.qmpi:1:46: a second call statement in this intercept (the first is at t.qmpi:1:30)"),
-        ("tool x; intercept MPI_Send { call exec_func; instead %{ %} }",
-         "t.qmpi:1:30: 'call exec_func' and 'instead' exclude each other: instead makes no call"),
-        ("tool x; intercept MPI_Send { instead %{ %} instead %{ %} }",
-         "t.qmpi:1:44: a second instead block (the first is at t.qmpi:1:40)"),
-        ("tool x; group collectives = MPI_Send;",
-         "t.qmpi:1:15: 'collectives' is a built-in group: choose another name"),
-        ("tool x; group MPI_S = MPI_Send;",
-         "t.qmpi:1:15: 'MPI_S' cannot name a group: it reads as a function name or a glob"),
-        ("tool x; group g = MPI_Send;\ngroup g = MPI_Recv;",
-         "t.qmpi:2:7: group 'g' is defined twice (first at t.qmpi:1:15)"),
+        (
+            "tool x; intercept MPI_Send { call exec_func; call typed; }",
+            "t.qmpi:1:46: a second call statement in this intercept (the first is at t.qmpi:1:30)",
+        ),
+        (
+            "tool x; intercept MPI_Send { call exec_func; instead %{ %} }",
+            "t.qmpi:1:30: 'call exec_func' and 'instead' exclude each other: instead makes no call",
+        ),
+        (
+            "tool x; intercept MPI_Send { instead %{ %} instead %{ %} }",
+            "t.qmpi:1:44: a second instead block (the first is at t.qmpi:1:40)",
+        ),
+        (
+            "tool x; group collectives = MPI_Send;",
+            "t.qmpi:1:15: 'collectives' is a built-in group: choose another name",
+        ),
+        (
+            "tool x; group MPI_S = MPI_Send;",
+            "t.qmpi:1:15: 'MPI_S' cannot name a group: it reads as a function name or a glob",
+        ),
+        (
+            "tool x; group g = MPI_Send;\ngroup g = MPI_Recv;",
+            "t.qmpi:2:7: group 'g' is defined twice (first at t.qmpi:1:15)",
+        ),
     ],
 )
 def test_spec_errors_found_by_the_parser(text, message):
@@ -268,14 +294,22 @@ def test_spec_errors_found_by_the_parser(text, message):
 @pytest.mark.parametrize(
     "text, message",
     [
-        ("tool x; intercept MPI_Send { before %{ $ret++; %} }",
-         "t.qmpi:1:40: $ret is not set before the call: use it in after or instead code"),
-        ("tool x; intercept MPI_Send { before each MPI_Comm %{ $ret; %} }",
-         "t.qmpi:1:54: $ret is not set before the call: use it in after or instead code"),
-        ("tool x; intercept MPI_Send { before %{ $foo++; %} }",
-         "t.qmpi:1:40: unknown variable $foo (write $$ for a literal $)"),
-        ("tool x; intercept MPI_Send { before %{\n  a;\n    $ctxx++; %} }",
-         "t.qmpi:3:5: unknown variable $ctxx; did you mean $ctx?"),
+        (
+            "tool x; intercept MPI_Send { before %{ $ret++; %} }",
+            "t.qmpi:1:40: $ret is not set before the call: use it in after or instead code",
+        ),
+        (
+            "tool x; intercept MPI_Send { before each MPI_Comm %{ $ret; %} }",
+            "t.qmpi:1:54: $ret is not set before the call: use it in after or instead code",
+        ),
+        (
+            "tool x; intercept MPI_Send { before %{ $foo++; %} }",
+            "t.qmpi:1:40: unknown variable $foo (write $$ for a literal $)",
+        ),
+        (
+            "tool x; intercept MPI_Send { before %{\n  a;\n    $ctxx++; %} }",
+            "t.qmpi:3:5: unknown variable $ctxx; did you mean $ctx?",
+        ),
         ("tool x; code %{ $ctx %}", "t.qmpi:1:17: $ctx is not available in code at file scope"),
         ("tool x; code %{ $0 %}", "t.qmpi:1:17: $0 is not available in code at file scope"),
         ("tool x; on init %{ $name %}", "t.qmpi:1:20: $name is not available in on init/on finalize"),
@@ -395,11 +429,69 @@ def test_a_keyword_in_prose_or_c_is_no_mention():
 # -- property tests: never anything but a ToolSpec or a QmpigenError ---------------------------
 
 VOCABULARY = [
-    "tool", "x", "prefix", "P", ";", "core", '"../c"', '"', "group", "g", "=", "except", ",", "MPI_Send",
-    "MPI_File_*", "collectives", "point-to-point", "context", "{", "}", "int a", "double b[3]", "= 3", "code",
-    "%{", "%}", "$ctx", "$ret", "$0", "$99", "$$", "$", "$va", "$arg", "on", "init", "finalize", "pcontrol",
-    "intercept", "call", "typed", "exec_func", "before", "after", "each", "MPI_Comm", "MPI_Request *",
-    "instead", "#", "\n", " ", "\t", "/*", "*/", "//", "\x00", "\r", "é", "[", "]", "qmpi_x", "MPI", "all",
+    "tool",
+    "x",
+    "prefix",
+    "P",
+    ";",
+    "core",
+    '"../c"',
+    '"',
+    "group",
+    "g",
+    "=",
+    "except",
+    ",",
+    "MPI_Send",
+    "MPI_File_*",
+    "collectives",
+    "point-to-point",
+    "context",
+    "{",
+    "}",
+    "int a",
+    "double b[3]",
+    "= 3",
+    "code",
+    "%{",
+    "%}",
+    "$ctx",
+    "$ret",
+    "$0",
+    "$99",
+    "$$",
+    "$",
+    "$va",
+    "$arg",
+    "on",
+    "init",
+    "finalize",
+    "pcontrol",
+    "intercept",
+    "call",
+    "typed",
+    "exec_func",
+    "before",
+    "after",
+    "each",
+    "MPI_Comm",
+    "MPI_Request *",
+    "instead",
+    "#",
+    "\n",
+    " ",
+    "\t",
+    "/*",
+    "*/",
+    "//",
+    "\x00",
+    "\r",
+    "é",
+    "[",
+    "]",
+    "qmpi_x",
+    "MPI",
+    "all",
 ]
 soup = st.lists(st.sampled_from(VOCABULARY), max_size=40).map(" ".join)
 

@@ -81,7 +81,11 @@ def test_globs_groups_and_except(mpich):
         "MPI_Ibarrier",
     ]
     assert wrapped("tool t; intercept point-to-point;", mpich) == ["MPI_Isend", "MPI_Recv", "MPI_Send", "MPI_Send_c"]
-    assert wrapped("tool t; intercept point-to-point;", ompi_enumeration_of(mpich)) == ["MPI_Isend", "MPI_Recv", "MPI_Send"]
+    assert wrapped("tool t; intercept point-to-point;", ompi_enumeration_of(mpich)) == [
+        "MPI_Isend",
+        "MPI_Recv",
+        "MPI_Send",
+    ]
     assert wrapped("tool t; intercept MPI_[IS]send;", mpich) == ["MPI_Isend"]  # case-sensitive: not MPI_Send
 
 
@@ -110,24 +114,42 @@ def test_every_built_in_group_is_well_formed():
 @pytest.mark.parametrize(
     "text, message",
     [
-        ("tool t;\nintercept MPI_Sendd;", "t.qmpi:2:11: unknown MPI function MPI_Sendd; did you mean MPI_Send or MPI_Send_c or MPI_Isend?"),
-        ("tool t;\nintercept MPI_Fnord;", "t.qmpi:2:11: unknown MPI function MPI_Fnord (MPICH 9.9.9 (MPI 4.1) declares no such function)"),
+        (
+            "tool t;\nintercept MPI_Sendd;",
+            "t.qmpi:2:11: unknown MPI function MPI_Sendd; did you mean MPI_Send or MPI_Send_c or MPI_Isend?",
+        ),
+        (
+            "tool t;\nintercept MPI_Fnord;",
+            "t.qmpi:2:11: unknown MPI function MPI_Fnord (MPICH 9.9.9 (MPI 4.1) declares no such function)",
+        ),
         ("tool t; intercept MPI_Foo_*;", "t.qmpi:1:19: 'MPI_Foo_*' matches no function of MPICH 9.9.9 (MPI 4.1)"),
         ("tool t; intercept colectives;", "t.qmpi:1:19: unknown group 'colectives'; did you mean collectives?"),
-        ("tool t; intercept one-sided;",
-         "t.qmpi:1:19: group 'one-sided' (remote memory access: windows, put/get/accumulate, synchronisation) "
-         "matches no function of MPICH 9.9.9 (MPI 4.1)"),
-        ("tool t; intercept MPI_Send;\nintercept point-to-point;",
-         "t.qmpi:2:11: MPI_Send is already intercepted ('MPI_Send' at t.qmpi:1:19)"),
-        ("tool t; intercept point-to-point, MPI_Send;",
-         "t.qmpi:1:35: MPI_Send is listed twice: 'point-to-point' at t.qmpi:1:19 already selects it"),
-        ("tool t; intercept collectives except MPI_Send;",
-         "t.qmpi:1:38: 'MPI_Send' excludes nothing: it matches none of the functions of 'collectives'"),
-        ("tool t; intercept PMPI_Send;",
-         "t.qmpi:1:19: intercept MPI_Send, not PMPI_Send: the core calls PMPI_Send at the end of the chain"),
+        (
+            "tool t; intercept one-sided;",
+            "t.qmpi:1:19: group 'one-sided' (remote memory access: windows, put/get/accumulate, synchronisation) "
+            "matches no function of MPICH 9.9.9 (MPI 4.1)",
+        ),
+        (
+            "tool t; intercept MPI_Send;\nintercept point-to-point;",
+            "t.qmpi:2:11: MPI_Send is already intercepted ('MPI_Send' at t.qmpi:1:19)",
+        ),
+        (
+            "tool t; intercept point-to-point, MPI_Send;",
+            "t.qmpi:1:35: MPI_Send is listed twice: 'point-to-point' at t.qmpi:1:19 already selects it",
+        ),
+        (
+            "tool t; intercept collectives except MPI_Send;",
+            "t.qmpi:1:38: 'MPI_Send' excludes nothing: it matches none of the functions of 'collectives'",
+        ),
+        (
+            "tool t; intercept PMPI_Send;",
+            "t.qmpi:1:19: intercept MPI_Send, not PMPI_Send: the core calls PMPI_Send at the end of the chain",
+        ),
         ("tool t; group a = b; group b = a; intercept MPI_Send;", "t.qmpi:1:32: group 'a' refers to itself"),
-        ("tool t; group unused = MPI_Nope; intercept MPI_Send;",
-         "t.qmpi:1:24: unknown MPI function MPI_Nope (MPICH 9.9.9 (MPI 4.1) declares no such function)"),
+        (
+            "tool t; group unused = MPI_Nope; intercept MPI_Send;",
+            "t.qmpi:1:24: unknown MPI function MPI_Nope (MPICH 9.9.9 (MPI 4.1) declares no such function)",
+        ),
         ("tool t;", "t.qmpi:1:1: the tool intercepts no function: add an intercept statement"),
     ],
 )
@@ -147,7 +169,9 @@ def test_functions_this_mpi_lacks_are_named_as_such(ompi, ompi_api):
         "t.qmpi:1:19: Open MPI 5.0.11 (MPI 3.1) lacks MPI_Isend_c"
     )
     message = error_of("tool t; intercept MPI_Send_*;", ompi, ompi_api)
-    assert message.startswith("t.qmpi:1:19: 'MPI_Send_*' matches no function of Open MPI 5.0.11 (MPI 3.1): this MPI lacks MPI_Send_c")
+    assert message.startswith(
+        "t.qmpi:1:19: 'MPI_Send_*' matches no function of Open MPI 5.0.11 (MPI 3.1): this MPI lacks MPI_Send_c"
+    )
     assert error_of("tool t; intercept sessions;", ompi, ompi_api).startswith(
         "t.qmpi:1:19: group 'sessions' (the MPI 4.0 sessions model) matches no function of Open MPI 5.0.11 (MPI 3.1)"
     )
@@ -181,14 +205,20 @@ def test_wrapper_modes_symbols_and_code(mpich):
     tool = tool_of(
         "tool t prefix T;\n"
         "context { int n; }\n"
-        "intercept MPI_Send, MPI_Wtime { before %{ $ctx->n++; %} after %{ use($ret, \"$name\", $index, $args); %} }\n"
+        'intercept MPI_Send, MPI_Wtime { before %{ $ctx->n++; %} after %{ use($ret, "$name", $index, $args); %} }\n'
         "intercept MPI_Recv { call exec_func; }\n"
         "intercept MPI_Barrier { instead %{ $ret = 0; %} }\n"
         "intercept MPI_Pcontrol;\n",
         mpich,
     )
     by_name = {w.function.name: w for w in tool.wrappers}
-    assert [w.function.name for w in tool.wrappers] == ["MPI_Barrier", "MPI_Pcontrol", "MPI_Recv", "MPI_Send", "MPI_Wtime"]
+    assert [w.function.name for w in tool.wrappers] == [
+        "MPI_Barrier",
+        "MPI_Pcontrol",
+        "MPI_Recv",
+        "MPI_Send",
+        "MPI_Wtime",
+    ]
     assert {n: w.mode for n, w in by_name.items()} == {
         "MPI_Barrier": "instead",
         "MPI_Pcontrol": "fan_out",
@@ -212,7 +242,7 @@ def test_each_runs_per_argument_of_the_type(mpich):
     tool = tool_of(
         "tool t;\n"
         "intercept MPI_Intercomm_merge, MPI_Send, MPI_Waitall {\n"
-        "    before each MPI_Comm %{ f($arg, \"$argtype\", $pos); %}\n"
+        '    before each MPI_Comm %{ f($arg, "$argtype", $pos); %}\n'
         "    after each MPI_Comm * %{ g(*$arg, $ret); %}\n"
         "    before each MPI_Request[] %{ h($arg); %}\n"
         "}\n",
@@ -277,7 +307,7 @@ def test_rank_needs_the_lifecycle_functions_like_the_hooks(mpich, ompi):
 
 
 def test_pcontrol_handler(mpich):
-    tool = tool_of("tool t; on pcontrol %{ set($0, $va, \"$name\"); %}", mpich)
+    tool = tool_of('tool t; on pcontrol %{ set($0, $va, "$name"); %}', mpich)
     (pcontrol,) = tool.wrappers
     assert pcontrol.mode == "fan_out" and pcontrol.instead.text == 'set(level, qmpi_args, "MPI_Pcontrol");'
     # all + a handler: the handler is the Pcontrol wrapper's body, the rule's code around it.
@@ -289,17 +319,25 @@ def test_pcontrol_handler(mpich):
 @pytest.mark.parametrize(
     "text, message",
     [
-        ("tool t; intercept MPI_Barrier { before %{ f($3); %} }",
-         "t.qmpi:1:45: $3: MPI_Barrier has 1 argument ($0..$0)"),
+        (
+            "tool t; intercept MPI_Barrier { before %{ f($3); %} }",
+            "t.qmpi:1:45: $3: MPI_Barrier has 1 argument ($0..$0)",
+        ),
         ("tool t; intercept MPI_Wtime { before %{ f($0); %} }", "t.qmpi:1:43: $0: MPI_Wtime has 0 arguments ($0..$0)"),
         ("tool t; intercept MPI_Send { before %{ f($va); %} }", "t.qmpi:1:42: $va: MPI_Send is not variadic"),
-        ("tool t; intercept MPI_Send { before %{ $ctx->n++; %} }",
-         "t.qmpi:1:40: $ctx needs per-instance state: declare a context { ... } block with at least one field"),
-        ("tool t; intercept MPI_Send, MPI_Recv { before each MPI_Win %{ f($arg); %} }",
-         "t.qmpi:1:52: no function of this intercept has an argument of type 'MPI_Win' on MPICH 9.9.9 (MPI 4.1) "
-         "(types are written as in mpi.h, e.g. 'MPI_Comm', 'MPI_Request *', 'const int []')"),
-        ("tool t; intercept MPI_Pcontrol { instead %{ %} }\non pcontrol %{ %}",
-         "t.qmpi:2:15: MPI_Pcontrol has both an 'on pcontrol' handler and an instead block (at t.qmpi:1:44)"),
+        (
+            "tool t; intercept MPI_Send { before %{ $ctx->n++; %} }",
+            "t.qmpi:1:40: $ctx needs per-instance state: declare a context { ... } block with at least one field",
+        ),
+        (
+            "tool t; intercept MPI_Send, MPI_Recv { before each MPI_Win %{ f($arg); %} }",
+            "t.qmpi:1:52: no function of this intercept has an argument of type 'MPI_Win' on MPICH 9.9.9 (MPI 4.1) "
+            "(types are written as in mpi.h, e.g. 'MPI_Comm', 'MPI_Request *', 'const int []')",
+        ),
+        (
+            "tool t; intercept MPI_Pcontrol { instead %{ %} }\non pcontrol %{ %}",
+            "t.qmpi:2:15: MPI_Pcontrol has both an 'on pcontrol' handler and an instead block (at t.qmpi:1:44)",
+        ),
     ],
 )
 def test_code_errors_against_the_enumeration(mpich, text, message):

@@ -18,8 +18,11 @@ def shapes():
 
 
 def test_no_template_is_mostly_fixed_text():
-    mostly_fixed = [f"{name}: {jinja} of {total} lines are Jinja" for name, total, jinja in shapes()
-                    if total > 40 and jinja < 0.05 * total]
+    mostly_fixed = [
+        f"{name}: {jinja} of {total} lines are Jinja"
+        for name, total, jinja in shapes()
+        if total > 40 and jinja < 0.05 * total
+    ]
     assert not mostly_fixed, "move the fixed text to qmpigen/runtime:\n" + "\n".join(mostly_fixed)
 
 

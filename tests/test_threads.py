@@ -56,20 +56,53 @@ def build_stack(mpi, core, out, cflags=None, sample_tools=None):
     cc = cflags.split() if cflags else ["-O2"]
     if sample_tools is None:
         sample_tools = out
-        make(SAMPLE_TOOLS, f"CORE={core}", f"OUT={out}", f"MPICC={mpi.mpicc}", *flags,
-             *(str(out / f"lib{name}.so") for name in ("counter", "profiler")), env=mpi.env())
+        make(
+            SAMPLE_TOOLS,
+            f"CORE={core}",
+            f"OUT={out}",
+            f"MPICC={mpi.mpicc}",
+            *flags,
+            *(str(out / f"lib{name}.so") for name in ("counter", "profiler")),
+            env=mpi.env(),
+        )
     tools = {name: sample_tools / f"lib{name}.so" for name in ("counter", "profiler")}
-    tools["tally"] = mpi.compile([TEST_TOOLS / "tally.c"], out / "libtally.so",
-                                 ["-shared", "-fPIC", "-Wall", "-Wextra", "-Werror", *cc, f"-I{core}"])
+    tools["tally"] = mpi.compile(
+        [TEST_TOOLS / "tally.c"],
+        out / "libtally.so",
+        ["-shared", "-fPIC", "-Wall", "-Wextra", "-Werror", *cc, f"-I{core}"],
+    )
     include = [] if mpi.family == "mpich" else ["-D_GNU_SOURCE", "-include", str(core / "qmpi.h")]
-    mpi.compile([CALLBACK_TOOLS / "cbcount.c"], out / "libcbcount.so", ["-shared", "-fPIC", "-Wall", "-Wextra", "-Werror", *cc, *include])
+    mpi.compile(
+        [CALLBACK_TOOLS / "cbcount.c"],
+        out / "libcbcount.so",
+        ["-shared", "-fPIC", "-Wall", "-Wextra", "-Werror", *cc, *include],
+    )
     callback = out / "callback"
-    proc = qmpigen("scaffold-tool", str(SAMPLE_TOOLS / "counter.qmpi"), "--interface", "callback", "--mpi-header", "auto",
-                   "--mpicc", mpi.mpicc, "-o", str(callback), env=mpi.env())
+    proc = qmpigen(
+        "scaffold-tool",
+        str(SAMPLE_TOOLS / "counter.qmpi"),
+        "--interface",
+        "callback",
+        "--mpi-header",
+        "auto",
+        "--mpicc",
+        mpi.mpicc,
+        "-o",
+        str(callback),
+        env=mpi.env(),
+    )
     assert proc.returncode == 0, proc.stderr
     make(callback, f"QMPI_CORE={core}", f"MPICC={mpi.mpicc}", *flags, env=mpi.env())
-    linked = ["-pthread", "-rdynamic", "-Wl,--no-as-needed", str(out / "libcbcount.so"), str(callback / "libcounter.so"),
-              f"-Wl,-rpath,{out}:{callback}", "-Wl,--as-needed", *(cflags.split() if cflags else [])]
+    linked = [
+        "-pthread",
+        "-rdynamic",
+        "-Wl,--no-as-needed",
+        str(out / "libcbcount.so"),
+        str(callback / "libcounter.so"),
+        f"-Wl,-rpath,{out}:{callback}",
+        "-Wl,--as-needed",
+        *(cflags.split() if cflags else []),
+    ]
     app = mpi.build_app(APPS / "thread_stress.c", core, out / "thread_stress", linked)
     return {"tools": tools, "app": app}
 
@@ -77,27 +110,38 @@ def build_stack(mpi, core, out, cflags=None, sample_tools=None):
 def run_stack(mpi, stack, n, env=None):
     tools = stack["tools"]
     chain = ":".join(str(tools[name]) for name in ("counter", "profiler", "tally", "counter"))
-    return mpi.run(2, [stack["app"], str(n)], env={"TOOLS": chain, "QMPI_TOOL_LIST": "counter:cbcount", **(env or {})},
-                   timeout=600)
+    return mpi.run(
+        2, [stack["app"], str(n)], env={"TOOLS": chain, "QMPI_TOOL_LIST": "counter:cbcount", **(env or {})}, timeout=600
+    )
 
 
 def check_counts(stdout, n):
     calls, rank_calls = THREADS * n, THREADS * n * RANK_CALLS + 1  # + the main thread's last one
     for rank in (0, 1):
         assert f"app rank {rank}: threads {THREADS} iterations {n} rank_calls {RANK_CALLS} errors 0" in stdout, stdout
-        counter = (f"rank {rank}: MPI_Comm_rank={rank_calls} MPI_Comm_size=1 MPI_Finalize=1 MPI_Init_thread=1 "
-                   f"MPI_Recv={calls} MPI_Send={calls}")
+        counter = (
+            f"rank {rank}: MPI_Comm_rank={rank_calls} MPI_Comm_size=1 MPI_Finalize=1 MPI_Init_thread=1 "
+            f"MPI_Recv={calls} MPI_Send={calls}"
+        )
         for level in (1, 4, 5):  # thesis, thesis, callback
             assert f"counter@{level} {counter}" in stdout.splitlines(), stdout
-        assert (f"tally@3 rank {rank}: initialized={THREADS} comm_rank={rank_calls} send={calls} recv={calls} "
-                f"pcontrol={calls + 1}") in stdout.splitlines()
+        assert (
+            f"tally@3 rank {rank}: initialized={THREADS} comm_rank={rank_calls} send={calls} recv={calls} "
+            f"pcontrol={calls + 1}"
+        ) in stdout.splitlines()
         assert re.search(rf"^cbcount@6 rank {rank}: bcast=0 send={calls} recv={calls} site=- pcontrol=2,", stdout, re.M)
-        table = {m[0]: (int(m[1]), int(m[2])) for m in re.findall(
-            rf"^profiler@2 rank {rank}:   (MPI_\w+) +(\d+) +[\d.]+ +(\d+)$", stdout, re.M)}
+        table = {
+            m[0]: (int(m[1]), int(m[2]))
+            for m in re.findall(rf"^profiler@2 rank {rank}:   (MPI_\w+) +(\d+) +[\d.]+ +(\d+)$", stdout, re.M)
+        }
         assert table == {
-            "MPI_Initialized": (THREADS, 0), "MPI_Init_thread": (1, 0), "MPI_Comm_size": (1, 0),
-            "MPI_Comm_rank": (rank_calls, 0), "MPI_Pcontrol": (calls + 1, 0),
-            "MPI_Send": (calls, 4 * calls), "MPI_Recv": (calls, 4 * calls),
+            "MPI_Initialized": (THREADS, 0),
+            "MPI_Init_thread": (1, 0),
+            "MPI_Comm_size": (1, 0),
+            "MPI_Comm_rank": (rank_calls, 0),
+            "MPI_Pcontrol": (calls + 1, 0),
+            "MPI_Send": (calls, 4 * calls),
+            "MPI_Recv": (calls, 4 * calls),
         }
         assert re.search(rf"^profiler@2 rank {rank}: .* pcontrol level 2$", stdout, re.M)
 
@@ -123,7 +167,7 @@ def our_reports(stderr):
         for section in re.split(r"\n  (?=\S)", report):
             if not ACCESS.match(section):
                 continue
-            frames = [l for l in section.splitlines() if re.match(r"\s+#\d+ ", l) and "libtsan.so" not in l]
+            frames = [line for line in section.splitlines() if re.match(r"\s+#\d+ ", line) and "libtsan.so" not in line]
             if frames and OURS.search(frames[0]):
                 found.append("WARNING: ThreadSanitizer:" + report)
                 break

@@ -18,12 +18,13 @@ from typing import Dict
 
 import pytest
 
-from conftest import FIXTURES, REPO, SAMPLE_TOOLS, TOOLS_MPI, fixture_api, needs_cc, run_cli
-from qmpigen.output.render import GeneratorInfo, render_tool
 from qmpigen.mpi.select import enumerate_functions
+from qmpigen.output.render import GeneratorInfo, render_tool
 from qmpigen.spec.parse import parse_spec
 from qmpigen.spec.resolve import resolve
 from qmpigen.spec.tool import Interface
+
+from conftest import FIXTURES, REPO, SAMPLE_TOOLS, TOOLS_MPI, fixture_api, needs_cc, run_cli
 
 pytestmark = needs_cc
 
@@ -60,7 +61,9 @@ def generate(interface: Interface, name: str) -> Dict[str, str]:
     api = fixture_api(TOOLS_MPI)
     enumeration = enumerate_functions(api)
     tool = resolve(parse_spec(spec_text(name), f"{name}.qmpi"), enumeration, api, interface)
-    return render_tool(tool, GeneratorInfo.for_enumeration(enumeration, command(interface, name), "cc"), len(enumeration))
+    return render_tool(
+        tool, GeneratorInfo.for_enumeration(enumeration, command(interface, name), "cc"), len(enumeration)
+    )
 
 
 def case_id(case) -> str:
@@ -101,8 +104,16 @@ def test_the_command_writes_the_golden_files(tmp_path, interface, name):
     spec.write_text(spec_text(name), encoding="utf-8")
     out = tmp_path / name
     proc = run_cli(
-        "scaffold-tool", str(spec), "--mpi-header", str(TOOLS_MPI), "--mpicc", "cc", "-o", str(out),
-        "--interface", interface.value,
+        "scaffold-tool",
+        str(spec),
+        "--mpi-header",
+        str(TOOLS_MPI),
+        "--mpicc",
+        "cc",
+        "-o",
+        str(out),
+        "--interface",
+        interface.value,
     )
     assert proc.returncode == 0, proc.stderr
     golden = GOLDEN / interface.value / name

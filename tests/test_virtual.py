@@ -32,15 +32,21 @@ def app_calls(rank: int, size: int) -> int:
 def conf(tmp_path, sample_tools, reserve) -> str:
     """A configuration file giving the tool its `reserve` argument."""
     path = tmp_path / "virtual.conf"
-    path.write_text(f"# the last {reserve} ranks serve the tool\n[virtual]\ntool = {sample_tools / 'libvirtual.so'}\n"
-                    f"reserve = {reserve}\n")
+    path.write_text(
+        f"# the last {reserve} ranks serve the tool\n[virtual]\ntool = {sample_tools / 'libvirtual.so'}\n"
+        f"reserve = {reserve}\n"
+    )
     return str(path)
 
 
 @pytest.mark.parametrize("reserve", [None, 2])
 def test_the_application_sees_only_its_own_ranks(mpi, virtual_app, sample_tools, reserve, tmp_path):
     """reserve: the default (1, from TOOLS), or 2 from a configuration file."""
-    env = {"TOOLS": str(sample_tools / "libvirtual.so")} if reserve is None else {"QMPI_CONF": conf(tmp_path, sample_tools, reserve)}
+    env = (
+        {"TOOLS": str(sample_tools / "libvirtual.so")}
+        if reserve is None
+        else {"QMPI_CONF": conf(tmp_path, sample_tools, reserve)}
+    )
     size = RANKS - (reserve or 1)
     proc = mpi.run(RANKS, [virtual_app, str(size)], env=env)
     assert proc.returncode == 0 and "FAIL" not in proc.stdout, f"{proc.stdout}\n{proc.stderr}"
@@ -56,7 +62,7 @@ def test_tools_above_see_the_world_and_tools_below_the_virtual_one(mpi, virtual_
     chain = ":".join(str(sample_tools / f"lib{n}.so") for n in ("counter", "virtual", "counter"))
     proc = mpi.run(RANKS, [virtual_app, str(RANKS - 1)], env={"TOOLS": chain})
     assert proc.returncode == 0 and "FAIL" not in proc.stdout, f"{proc.stdout}\n{proc.stderr}"
-    reports = {(int(l), int(r)) for l, r in re.findall(r"^counter@(\d+) rank (\d+):", proc.stdout, re.M)}
+    reports = {(int(level), int(r)) for level, r in re.findall(r"^counter@(\d+) rank (\d+):", proc.stdout, re.M)}
     assert reports == {(1, r) for r in range(RANKS - 1)} | {(3, r) for r in range(RANKS)}, proc.stdout
 
 

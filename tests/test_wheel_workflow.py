@@ -26,8 +26,9 @@ pytestmark = [pytest.mark.mpi, pytest.mark.slow]
 
 
 def run(cmd, env, cwd) -> subprocess.CompletedProcess:
-    proc = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, env=env, cwd=str(cwd),
-                          timeout=RUN_TIMEOUT_S)
+    proc = subprocess.run(
+        [str(c) for c in cmd], capture_output=True, text=True, env=env, cwd=str(cwd), timeout=RUN_TIMEOUT_S
+    )
     assert proc.returncode == 0, f"{cmd}\n{proc.stdout}\n{proc.stderr}"
     return proc
 
@@ -43,8 +44,19 @@ def wheel_venv(tmp_path_factory) -> Path:
     # Offline: the dependencies (pycparser, click, jinja2, lark) from this environment;
     # qmpigen itself only from the wheel.
     (fresh_site / "deps.pth").write_text("".join(f"{p}\n" for p in site.getsitepackages()))
-    proc = subprocess.run([str(venv / "bin" / "pip"), "install", "-q", "--no-deps", "--no-index",
-                           "--disable-pip-version-check", str(wheel)], capture_output=True, text=True)
+    proc = subprocess.run(
+        [
+            str(venv / "bin" / "pip"),
+            "install",
+            "-q",
+            "--no-deps",
+            "--no-index",
+            "--disable-pip-version-check",
+            str(wheel),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stderr
     return venv / "bin"
 
@@ -67,8 +79,15 @@ def test_wheel_to_installed_core_to_a_stacked_job(mpi: Mpi, wheel_venv: Path, tm
 
     samples = tmp_path / "examples" / "sample_tools"
     tools = root / "lib" / "qmpi" / "tools"
-    make(samples, f"CORE={root / 'include'}", f"OUT={tmp_path / 'tools'}", f"MPICC={mpi.mpicc}",
-         f"QMPIGEN={qmpigen}", str(tmp_path / "tools" / "libtbcast.so"), env=env)
+    make(
+        samples,
+        f"CORE={root / 'include'}",
+        f"OUT={tmp_path / 'tools'}",
+        f"MPICC={mpi.mpicc}",
+        f"QMPIGEN={qmpigen}",
+        str(tmp_path / "tools" / "libtbcast.so"),
+        env=env,
+    )
     shutil.copy(tmp_path / "tools" / "libtbcast.so", tools / "libtbcast.so")
 
     if shutil.which("cmake") is None:
@@ -87,8 +106,11 @@ def test_wheel_to_installed_core_to_a_stacked_job(mpi: Mpi, wheel_venv: Path, tm
         "install(TARGETS counter LIBRARY DESTINATION ${QMPI_TOOL_DIR})\n"
     )
     build = project / "build"
-    run(["cmake", "-S", project, "-B", build, f"-DCMAKE_PREFIX_PATH={root}", f"-DMPI_C_COMPILER={mpi.mpicc}"],
-        env, tmp_path)  # qmpigen: the wheel's, first on PATH
+    run(
+        ["cmake", "-S", project, "-B", build, f"-DCMAKE_PREFIX_PATH={root}", f"-DMPI_C_COMPILER={mpi.mpicc}"],
+        env,
+        tmp_path,
+    )  # qmpigen: the wheel's, first on PATH
     run(["cmake", "--build", build, "-j2"], env, tmp_path)
     run(["cmake", "--install", build], env, tmp_path)
     assert (tools / "libcounter.so").exists()
@@ -98,14 +120,34 @@ def test_wheel_to_installed_core_to_a_stacked_job(mpi: Mpi, wheel_venv: Path, tm
     run([mpi.mpicc, samples / "demo_app.c", "-o", "pc_app", *flags, f"-Wl,-rpath,{root / 'lib'}"], env, tmp_path)
 
     for app in (build / "app", tmp_path / "pc_app"):
-        job = run(["sh", root / "bin" / "qmpirun", "-v", "-t", "counter,tbcast,counter", "--", mpi.mpiexec,
-                   *mpi.launcher_flags, "-n", "2", app], env, tmp_path)
-        reports = {(int(m.group(1)), int(m.group(2))): m.group(3)
-                   for m in re.finditer(r"^counter@(\d+) rank (\d+):(.*)$", job.stdout, re.M)}
+        job = run(
+            [
+                "sh",
+                root / "bin" / "qmpirun",
+                "-v",
+                "-t",
+                "counter,tbcast,counter",
+                "--",
+                mpi.mpiexec,
+                *mpi.launcher_flags,
+                "-n",
+                "2",
+                app,
+            ],
+            env,
+            tmp_path,
+        )
+        reports = {
+            (int(m.group(1)), int(m.group(2))): m.group(3)
+            for m in re.finditer(r"^counter@(\d+) rank (\d+):(.*)$", job.stdout, re.M)
+        }
         assert set(reports) == {(1, 0), (3, 0), (1, 1), (3, 1)}, job.stdout
         assert all("MPI_Bcast=1" in reports[(1, r)] and "MPI_Bcast" not in reports[(3, r)] for r in (0, 1)), job.stdout
         assert "MPI_Send=1" in reports[(3, 0)] and "MPI_Recv=1" in reports[(3, 1)], job.stdout
         # QMPI_VERBOSE: rank 0 shows the chain once, each tool at its level.
-        chain = [line for line in job.stderr.splitlines() if re.search(r"lib(counter|tbcast)\.so", line)
-                 and not line.startswith("qmpirun:")]
+        chain = [
+            line
+            for line in job.stderr.splitlines()
+            if re.search(r"lib(counter|tbcast)\.so", line) and not line.startswith("qmpirun:")
+        ]
         assert len(chain) == 3, job.stderr
