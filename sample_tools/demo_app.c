@@ -14,7 +14,10 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     t0 = MPI_Wtime(); /* Open MPI 4 counts from the first call: 0.0 is valid */
     if (rank == 0) {
-        data[0] = 11; data[1] = 22; data[2] = 33; data[3] = size;
+        data[0] = 11;
+        data[1] = 22;
+        data[2] = 33;
+        data[3] = size;
     }
     MPI_Bcast(data, 4, MPI_INT, 0, MPI_COMM_WORLD);
     MPI_Barrier(MPI_COMM_WORLD);

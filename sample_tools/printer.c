@@ -101,14 +101,23 @@ _EXTERN_C_ int T1_Pcontrol(const int level, int i, vector *v, va_list *args)
 _EXTERN_C_ char *get_interceptions(int i)
 {
     switch (i) {
-    case _MPI_Init: return "T1_Init";
-    case _MPI_Comm_rank: return "T1_Comm_rank";
-    case _MPI_Comm_size: return "T1_Comm_size";
-    case _MPI_Barrier: return "T1_Barrier";
-    case _MPI_Bcast: return "T1_Bcast";
-    case _MPI_Wtime: return "T1_Wtime";
-    case _MPI_Finalize: return "T1_Finalize";
-    case _MPI_Pcontrol: return "T1_Pcontrol";
-    default: return "NULL";
+    case _MPI_Init:
+        return "T1_Init";
+    case _MPI_Comm_rank:
+        return "T1_Comm_rank";
+    case _MPI_Comm_size:
+        return "T1_Comm_size";
+    case _MPI_Barrier:
+        return "T1_Barrier";
+    case _MPI_Bcast:
+        return "T1_Bcast";
+    case _MPI_Wtime:
+        return "T1_Wtime";
+    case _MPI_Finalize:
+        return "T1_Finalize";
+    case _MPI_Pcontrol:
+        return "T1_Pcontrol";
+    default:
+        return "NULL";
     }
 }
