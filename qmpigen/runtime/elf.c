@@ -158,7 +158,7 @@ static size_t qmpi_elf_table(const struct qmpi_elf *elf, ElfW(Addr) vaddr, size_
  * each table checked as the loader walks it; -1 with `why` if damaged. */
 static int qmpi_elf_count_symbols(struct qmpi_elf *elf, char *why)
 {
-    ElfW(Xword) vaddr;
+    ElfW(Xword) vaddr = 0;
     size_t offset, end, i;
 
     if (qmpi_dyn(elf, DT_GNU_HASH, &vaddr)) {
@@ -294,7 +294,7 @@ static int qmpi_elf_relocations(const struct qmpi_elf *elf, ElfW(Sxword) table, 
                                 int textrel, size_t *symbols, char *why)
 {
     size_t entry = rela ? sizeof(ElfW(Rela)) : sizeof(ElfW(Rel)), offset, i, count;
-    ElfW(Xword) vaddr, bytes = 0;
+    ElfW(Xword) vaddr = 0, bytes = 0;
 
     if (!qmpi_dyn(elf, table, &vaddr))
         return 0;
@@ -326,7 +326,7 @@ static int qmpi_elf_relocations(const struct qmpi_elf *elf, ElfW(Sxword) table, 
 /* DT_RELR: addresses, then bitmaps of the next 63 words, each one a relative relocation. */
 static int qmpi_elf_relr(const struct qmpi_elf *elf, int textrel, char *why)
 {
-    ElfW(Xword) vaddr, bytes = 0, value;
+    ElfW(Xword) vaddr = 0, bytes = 0, value = 0;
     size_t offset, count, i;
     ElfW(Addr) where = 0;
     int started = 0, bit;
@@ -370,7 +370,7 @@ static int qmpi_elf_dynamic(struct qmpi_elf *elf, char *why)
         ElfW(Word) flags;
     } ranges[] = {{DT_INIT, 0, PF_X}, {DT_FINI, 0, PF_X}, {DT_INIT_ARRAY, DT_INIT_ARRAYSZ, 0},
                   {DT_FINI_ARRAY, DT_FINI_ARRAYSZ, 0}, {DT_PREINIT_ARRAY, DT_PREINIT_ARRAYSZ, 0}};
-    ElfW(Xword) strtab, strsz, symtab, value, flags = 0, vaddr;
+    ElfW(Xword) strtab = 0, strsz = 0, symtab = 0, value = 0, flags = 0, vaddr = 0;
     unsigned high = 1;
     size_t offset, i, k;
     int textrel;
@@ -474,7 +474,7 @@ QMPI_HIDDEN int qmpi_elf_open(const char *file, struct qmpi_elf *elf, char *why)
 {
     const ElfW(Phdr) *dynamic = NULL;
     ElfW(Addr) last = 0;
-    ElfW(Xword) value;
+    ElfW(Xword) value = 0;
     struct stat st;
     size_t i, loads = 0, offset;
     unsigned char start[SELFMAG];
