@@ -123,11 +123,14 @@ def test_a_sparse_pmpi_tool_listed_four_times_costs_its_loadable_bytes(mpi, core
     lib.write_bytes(pmpi["count"].read_bytes())
     os.truncate(lib, 600 * MB)
     app = mpi.build_app(APPS / "memory_app.c", core, tmp_path / "memory_app")
-    proc = mpi.run(1, [app], env={"TOOLS": ":".join([str(lib)] * 4)}, timeout=300)
+    proc = mpi.run(1, [app], env={"TOOLS": ":".join([str(lib)] * 4), "QMPI_VERBOSE": "1"}, timeout=300)
     assert proc.returncode == 0, proc.stderr
     m = re.search(r"^memory rank 0: vmhwm_kb=(\d+) copies=(\d+) copies_kb=(\d+)$", proc.stdout, re.M)
     assert m, proc.stdout
     vmhwm_kb, copies, copies_kb = map(int, m.groups())
+    loads = re.findall(r"loaded in ([\d.]+) ms", proc.stderr)
+    print(f"\nsparse 600 MB PMPI tool x4 ({mpi.name}): copies hold {copies_kb} kB, VmHWM {vmhwm_kb} kB, "
+          f"loaded in {', '.join(loads)} ms")
     assert copies == 4
     assert copies_kb * 1024 < 200 * MB, f"the 4 copies hold {copies_kb} kB"
     assert vmhwm_kb * 1024 < 200 * MB, f"peak resident set {vmhwm_kb} kB"

@@ -717,11 +717,43 @@ static int qmpi_elf_copy_range(const struct qmpi_elf *elf, int fd, size_t offset
     return 0;
 }
 
+/* Debuggers and symbolizers read the copy's file for the tool's function names: the
+ * section headers, symbol and string tables are copied too (small); a section whose
+ * bytes are not (debug information) becomes SHT_NOBITS in the copy, so that no reader
+ * takes its zeros for content. A section table the loader would not need and that
+ * does not hold together is left out. */
+static int qmpi_elf_copy_sections(const struct qmpi_elf *elf, int fd)
+{
+    const ElfW(Ehdr) *h = elf->header;
+    const ElfW(Shdr) *sections = (const ElfW(Shdr) *)(elf->image + h->e_shoff);
+    size_t i, n = h->e_shnum;
+
+    if (h->e_shoff == 0 || n == 0 || h->e_shentsize != sizeof(ElfW(Shdr)) ||
+        !QMPI_ELF_ALIGNED(h->e_shoff, ElfW(Shdr)) || !qmpi_elf_within(elf, h->e_shoff, n * sizeof(ElfW(Shdr))))
+        return 0;
+    if (qmpi_elf_copy_range(elf, fd, h->e_shoff, n * sizeof(ElfW(Shdr))) != 0)
+        return -1;
+    for (i = 1; i < n; i++) {
+        ElfW(Shdr) s = sections[i];
+        if ((s.sh_flags & SHF_ALLOC) || s.sh_type == SHT_NOBITS || s.sh_type == SHT_NULL)
+            continue; /* in a segment (copied), or without bytes */
+        if ((s.sh_type == SHT_SYMTAB || s.sh_type == SHT_STRTAB) && qmpi_elf_within(elf, s.sh_offset, s.sh_size)) {
+            if (qmpi_elf_copy_range(elf, fd, s.sh_offset, s.sh_size) != 0)
+                return -1;
+            continue;
+        }
+        s.sh_type = SHT_NOBITS;
+        if (pwrite(fd, &s, sizeof s, (off_t)(h->e_shoff + i * sizeof s)) != (ssize_t)sizeof s)
+            return -1;
+    }
+    return 0;
+}
+
 /* Fills `fd`, a private copy of the tool, with what the loader reads: the ELF header,
  * the program headers and every segment's file bytes (the dynamic string table the
- * renaming patches lies in one). The file's size is kept, the rest (section headers,
- * symbol tables, debug information) and the holes inside segments stay holes, so a copy
- * costs the tool's loadable bytes, not its file. 0, or -1 (errno). */
+ * renaming patches lies in one), and the symbols for debuggers (qmpi_elf_copy_sections).
+ * The file's size is kept; the rest (debug information) and the holes inside segments
+ * stay holes, so a copy costs the tool's loadable bytes, not its file. 0, or -1 (errno). */
 QMPI_HIDDEN int qmpi_elf_copy(const struct qmpi_elf *elf, int fd)
 {
     size_t i;
@@ -740,5 +772,5 @@ QMPI_HIDDEN int qmpi_elf_copy(const struct qmpi_elf *elf, int fd)
         if (q == NULL && p->p_filesz != 0 && qmpi_elf_copy_range(elf, fd, p->p_offset, p->p_filesz) != 0)
             return -1;
     }
-    return 0;
+    return qmpi_elf_copy_sections(elf, fd);
 }

@@ -3,7 +3,9 @@
 #include "../../qmpigen/runtime/qmpi_runtime.h"
 #include "check.h"
 
+#include <dlfcn.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 
 static char dir[] = "/tmp/qmpi-elf-XXXXXX";
 
@@ -29,7 +31,7 @@ static const char *build(const char *name, const char *flags, const char *source
     return path;
 }
 
-static const char *pmpi_tool, *thesis_tool, *mpi_library, *object_file, *executable;
+static const char *pmpi_tool, *debug_tool, *thesis_tool, *mpi_library, *object_file, *executable;
 
 static int kind_of(const char *file, char *why)
 {
@@ -445,6 +447,37 @@ static void accepts_system_libraries(void)
     CHECK(found > 0);
 }
 
+/* The private copy holds what the loader reads and the symbols, not the file's holes
+ * nor its debug information; it loads, and readers see its functions. */
+static void copies_what_the_loader_reads(void)
+{
+    struct qmpi_elf elf;
+    char why[QMPI_WHY] = "", sparse[600], copy[600], command[1400];
+    struct stat st;
+    void *handle;
+    int fd;
+
+    snprintf(sparse, sizeof sparse, "%s/libsparse.so", dir);
+    snprintf(command, sizeof command, "cp %s %s && truncate -s 600M %s", debug_tool, sparse, sparse);
+    CHECK(system(command) == 0);
+    CHECK(qmpi_elf_open(sparse, &elf, why) == QMPI_NOT_PMPI && qmpi_elf_kind(&elf, why) == QMPI_IS_PMPI);
+    snprintf(copy, sizeof copy, "%s/libsparse-copy.so", dir);
+    fd = open(copy, O_RDWR | O_CREAT | O_TRUNC, 0700);
+    CHECK(fd >= 0 && qmpi_elf_copy(&elf, fd) == 0);
+    CHECK(fstat(fd, &st) == 0 && st.st_size == 600 << 20);
+    CHECK(st.st_blocks * 512 < 64 << 10); /* the loadable bytes and symbols: a few pages */
+    close(fd);
+    qmpi_elf_close(&elf);
+    handle = dlopen(copy, RTLD_LAZY | RTLD_LOCAL);
+    CHECK(handle != NULL && dlsym(handle, "MPI_Send") != NULL);
+    dlclose(handle);
+    /* The symbol table is there for debuggers; the debug information is marked absent. */
+    snprintf(command, sizeof command,
+             "readelf -sW %s | grep -q ' MPI_Send$' && readelf -SW %s | grep ' .debug_info ' | grep -q NOBITS", copy,
+             copy);
+    CHECK(system(command) == 0);
+}
+
 static void finds_a_tool_in_ld_library_path(void)
 {
     char file[600];
@@ -466,6 +499,7 @@ int main(void)
     if (mkdtemp(dir) == NULL)
         return 2;
     pmpi_tool = build("libpmpi.so", "-shared -fPIC", mpi);
+    debug_tool = build("libpmpidebug.so", "-shared -fPIC -g -Wl,-z,undefs", mpi);
     thesis_tool = build("libthesis.so", "-shared -fPIC",
                         "char *get_interceptions(int i) { (void)i; return 0; }\nint MPI_Send(void) { return 0; }\n");
     mpi_library = build("libfakempi.so", "-shared -fPIC",
@@ -491,5 +525,6 @@ int main(void)
     check_case("refuses a bad vn_next", refuses_a_bad_vn_next, NULL);
     check_case("refuses damaged program headers", refuses_damaged_program_headers, NULL);
     check_case("accepts the system's libraries", accepts_system_libraries, NULL);
+    check_case("copies what the loader reads", copies_what_the_loader_reads, NULL);
     return check_summary();
 }
