@@ -82,6 +82,20 @@ def test_a_truncated_tool_is_refused_in_one_line(mpi, demo_app, sample_tools, pm
         assert_one_truncated_line(proc, copy)
 
 
+@pytest.mark.parametrize("variable", ["QMPI_TOOLS", "QMPI_CONF"])
+def test_a_truncated_tool_is_refused_from_every_tool_list(mpi, demo_app, sample_tools, pmpi, variable, tmp_path):  # noqa: F811
+    for lib in (sample_tools / "libcounter.so", pmpi["count"]):
+        (copy,) = [c for c in truncated_copies(lib, tmp_path) if "cut-at-segment" in c.name]
+        if variable == "QMPI_CONF":
+            conf = tmp_path / "stack.conf"
+            conf.write_text(f"[a]\ntool = {copy}\n")
+            env = {"QMPI_CONF": str(conf)}
+        else:
+            env = {variable: str(copy)}
+        proc = mpi.run(1, [demo_app], env=env, timeout=ERROR_TIMEOUT_S)
+        assert_one_truncated_line(proc, copy, variable)
+
+
 def test_a_truncated_tool_stops_every_rank(mpi, demo_app, pmpi, tmp_path):  # noqa: F811
     (copy,) = [c for c in truncated_copies(pmpi["count"], tmp_path) if "cut-at-segment" in c.name]
     proc = mpi.run(3, [demo_app], env={"TOOLS": f"{pmpi['count']}:{copy}"}, timeout=ERROR_TIMEOUT_S)

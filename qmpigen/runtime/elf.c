@@ -233,11 +233,13 @@ static int qmpi_elf_versions(struct qmpi_elf *elf, int definitions, unsigned *hi
     const char *what = definitions ? "version definitions (DT_VERDEF)" : "version requirements (DT_VERNEED)";
     size_t at = definitions ? elf->verdef : elf->verneed, end = definitions ? elf->verdef_end : elf->verneed_end;
     size_t budget = (end - at) / 8 + 1; /* records of 8 bytes at least: a bound on the walk */
+    size_t record = definitions ? sizeof(ElfW(Verdef)) : sizeof(ElfW(Verneed));
+    size_t aux_record = definitions ? sizeof(ElfW(Verdaux)) : sizeof(ElfW(Vernaux));
 
     while (1) {
         size_t aux;
         ElfW(Word) next, aux_next;
-        if (at % 4 != 0 || at > end || end - at < sizeof(ElfW(Verneed)) || budget-- == 0)
+        if (at % 4 != 0 || at > end || end - at < record || budget-- == 0)
             return qmpi_why(why, QMPI_DAMAGED "its %s run out of their segment or are misaligned", what);
         if (definitions) {
             const ElfW(Verdef) *def = (const ElfW(Verdef) *)(elf->image + at);
@@ -251,7 +253,7 @@ static int qmpi_elf_versions(struct qmpi_elf *elf, int definitions, unsigned *hi
         }
         while (1) { /* the loader follows vna_next/vda_next to 0, whatever the count says */
             ElfW(Word) name;
-            if (aux % 4 != 0 || aux > end || end - aux < sizeof(ElfW(Vernaux)) || budget-- == 0)
+            if (aux % 4 != 0 || aux > end || end - aux < aux_record || budget-- == 0)
                 return qmpi_why(why, QMPI_DAMAGED "its %s run out of their segment or are misaligned", what);
             if (definitions) {
                 const ElfW(Verdaux) *a = (const ElfW(Verdaux) *)(elf->image + aux);

@@ -31,7 +31,7 @@ static const char *build(const char *name, const char *flags, const char *source
     return path;
 }
 
-static const char *pmpi_tool, *debug_tool, *thesis_tool, *mpi_library, *object_file, *executable;
+static const char *pmpi_tool, *debug_tool, *verdef_tool, *thesis_tool, *mpi_library, *object_file, *executable;
 
 static int kind_of(const char *file, char *why)
 {
@@ -406,6 +406,28 @@ static void refuses_a_bad_vn_next(void)
     refuses_verneed_next(0x40000000, "vn-next-out.so");
 }
 
+/* The first version definition's vd_next, or its first name. */
+static void refuses_verdef(int field, ElfW(Word) value, const char *name)
+{
+    struct image im = load(verdef_tool);
+    ElfW(Verdef) *def = (ElfW(Verdef) *)(im.data + file_offset(&im, dynamic_entry(&im, DT_VERDEF)->d_un.d_ptr));
+    if (field == 0)
+        def->vd_next = value;
+    else
+        ((ElfW(Verdaux) *)((unsigned char *)def + def->vd_aux))->vda_name = value;
+    refused_with(save(&im, im.size, name), "damaged");
+    free(im.data);
+}
+
+static void refuses_bad_version_definitions(void)
+{
+    char why[QMPI_WHY] = "";
+    CHECK(kind_of(verdef_tool, why) == QMPI_IS_PMPI);
+    refuses_verdef(0, 2, "vd-next-misaligned.so");
+    refuses_verdef(0, 0x40000000, "vd-next-out.so");
+    refuses_verdef(1, 0x40000000, "vda-name-out.so");
+}
+
 static void refuses_damaged_program_headers(void)
 {
     struct image im = load(pmpi_tool);
@@ -500,6 +522,16 @@ int main(void)
         return 2;
     pmpi_tool = build("libpmpi.so", "-shared -fPIC", mpi);
     debug_tool = build("libpmpidebug.so", "-shared -fPIC -g -Wl,-z,undefs", mpi);
+    {
+        char map[600], flags[700];
+        FILE *out;
+        snprintf(map, sizeof map, "%s/versions.map", dir);
+        out = fopen(map, "w");
+        fputs("V_1 { global: MPI_Send; local: *; };\nV_2 { global: getenv_count; } V_1;\n", out);
+        fclose(out);
+        snprintf(flags, sizeof flags, "-shared -fPIC -Wl,--version-script=%s", map);
+        verdef_tool = build("libverdef.so", flags, mpi);
+    }
     thesis_tool = build("libthesis.so", "-shared -fPIC",
                         "char *get_interceptions(int i) { (void)i; return 0; }\nint MPI_Send(void) { return 0; }\n");
     mpi_library = build("libfakempi.so", "-shared -fPIC",
@@ -524,6 +556,7 @@ int main(void)
     check_case("refuses corrupted relocations", refuses_corrupted_relocations, NULL);
     check_case("refuses a bad vn_next", refuses_a_bad_vn_next, NULL);
     check_case("refuses damaged program headers", refuses_damaged_program_headers, NULL);
+    check_case("refuses bad version definitions", refuses_bad_version_definitions, NULL);
     check_case("accepts the system's libraries", accepts_system_libraries, NULL);
     check_case("copies what the loader reads", copies_what_the_loader_reads, NULL);
     return check_summary();
