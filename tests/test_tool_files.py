@@ -13,9 +13,12 @@ import re
 import struct
 
 import pytest
+import test_pmpi_tools
+from test_pmpi_tools import CALLBACK_TOOLS, app_lines, demo_counts, expected_app, pmpi_reports
 
 from conftest import APPS, qmpi_errors
-from test_pmpi_tools import CALLBACK_TOOLS, app_lines, demo_counts, expected_app, pmpi, pmpi_reports  # noqa: F401
+
+pmpi = test_pmpi_tools.pmpi  # the fixture: PMPI tools built as PMPI tools are
 
 pytestmark = pytest.mark.mpi
 
@@ -69,12 +72,15 @@ def assert_one_truncated_line(proc, lib, where="TOOLS"):
 def cbcount(mpi, core, tmp_path_factory):
     out = tmp_path_factory.mktemp(f"cbcount-{mpi.name}")
     flags = [] if mpi.family == "mpich" else ["-D_GNU_SOURCE", "-include", str(core / "qmpi.h")]
-    return mpi.compile([CALLBACK_TOOLS / "cbcount.c"], out / "libcbcount.so",
-                       ["-shared", "-fPIC", "-Wall", "-Wextra", "-Werror", *flags])
+    return mpi.compile(
+        [CALLBACK_TOOLS / "cbcount.c"],
+        out / "libcbcount.so",
+        ["-shared", "-fPIC", "-Wall", "-Wextra", "-Werror", *flags],
+    )
 
 
 @pytest.mark.parametrize("kind", ["thesis", "pmpi", "callback"])
-def test_a_truncated_tool_is_refused_in_one_line(mpi, demo_app, sample_tools, pmpi, cbcount, kind, tmp_path):  # noqa: F811
+def test_a_truncated_tool_is_refused_in_one_line(mpi, demo_app, sample_tools, pmpi, cbcount, kind, tmp_path):
     """Cut at several offsets, each copy stops the job with one line, before dlopen."""
     lib = {"thesis": sample_tools / "libcounter.so", "pmpi": pmpi["count"], "callback": cbcount}[kind]
     for copy in truncated_copies(lib, tmp_path):
@@ -83,7 +89,7 @@ def test_a_truncated_tool_is_refused_in_one_line(mpi, demo_app, sample_tools, pm
 
 
 @pytest.mark.parametrize("variable", ["QMPI_TOOLS", "QMPI_CONF"])
-def test_a_truncated_tool_is_refused_from_every_tool_list(mpi, demo_app, sample_tools, pmpi, variable, tmp_path):  # noqa: F811
+def test_a_truncated_tool_is_refused_from_every_tool_list(mpi, demo_app, sample_tools, pmpi, variable, tmp_path):
     for lib in (sample_tools / "libcounter.so", pmpi["count"]):
         (copy,) = [c for c in truncated_copies(lib, tmp_path) if "cut-at-segment" in c.name]
         if variable == "QMPI_CONF":
@@ -96,7 +102,7 @@ def test_a_truncated_tool_is_refused_from_every_tool_list(mpi, demo_app, sample_
         assert_one_truncated_line(proc, copy, variable)
 
 
-def test_a_truncated_tool_stops_every_rank(mpi, demo_app, pmpi, tmp_path):  # noqa: F811
+def test_a_truncated_tool_stops_every_rank(mpi, demo_app, pmpi, tmp_path):
     (copy,) = [c for c in truncated_copies(pmpi["count"], tmp_path) if "cut-at-segment" in c.name]
     proc = mpi.run(3, [demo_app], env={"TOOLS": f"{pmpi['count']}:{copy}"}, timeout=ERROR_TIMEOUT_S)
     assert proc.returncode != 0
@@ -115,7 +121,7 @@ def without_section_headers(lib, out):
     return out
 
 
-def test_a_pmpi_tool_without_section_headers_intercepts(mpi, demo_app, pmpi, tmp_path):  # noqa: F811
+def test_a_pmpi_tool_without_section_headers_intercepts(mpi, demo_app, pmpi, tmp_path):
     """The loader needs no section headers; the core reads the dynamic symbols through
     PT_DYNAMIC and renames the PMPI_ imports in the string table DT_STRTAB points at."""
     lib = without_section_headers(pmpi["count"], tmp_path / "libpmpistripped.so")
@@ -130,7 +136,7 @@ def test_a_pmpi_tool_without_section_headers_intercepts(mpi, demo_app, pmpi, tmp
 MB = 1 << 20
 
 
-def test_a_sparse_pmpi_tool_listed_four_times_costs_its_loadable_bytes(mpi, core, pmpi, tmp_path):  # noqa: F811
+def test_a_sparse_pmpi_tool_listed_four_times_costs_its_loadable_bytes(mpi, core, pmpi, tmp_path):
     """600 MB, all but a few KB of it a hole after the section headers (the loader never
     reads it): four private copies must not each hold the file's size in memory."""
     lib = tmp_path / "libpmpisparse.so"
@@ -143,8 +149,10 @@ def test_a_sparse_pmpi_tool_listed_four_times_costs_its_loadable_bytes(mpi, core
     assert m, proc.stdout
     vmhwm_kb, copies, copies_kb = map(int, m.groups())
     loads = re.findall(r"loaded in ([\d.]+) ms", proc.stderr)
-    print(f"\nsparse 600 MB PMPI tool x4 ({mpi.name}): copies hold {copies_kb} kB, VmHWM {vmhwm_kb} kB, "
-          f"loaded in {', '.join(loads)} ms")
+    print(
+        f"\nsparse 600 MB PMPI tool x4 ({mpi.name}): copies hold {copies_kb} kB, VmHWM {vmhwm_kb} kB, "
+        f"loaded in {', '.join(loads)} ms"
+    )
     assert copies == 4
     assert copies_kb * 1024 < 200 * MB, f"the 4 copies hold {copies_kb} kB"
     assert vmhwm_kb * 1024 < 200 * MB, f"peak resident set {vmhwm_kb} kB"

@@ -128,7 +128,7 @@ static int qmpi_elf_mapped(const struct qmpi_elf *elf, ElfW(Addr) vaddr, size_t 
 }
 
 /* The value of dynamic entry `tag` (the last one, as the loader takes it); 0 if absent. */
-static int qmpi_dyn(const struct qmpi_elf *elf, ElfW(Sxword) tag, ElfW(Xword) *value)
+static int qmpi_dyn(const struct qmpi_elf *elf, ElfW(Sxword) tag, ElfW(Xword) * value)
 {
     size_t i;
     int found = 0;
@@ -196,7 +196,7 @@ static int qmpi_elf_count_symbols(struct qmpi_elf *elf, char *why)
             }
         }
     } else if (qmpi_dyn(elf, DT_HASH, &vaddr)) {
-        const ElfW(Word) *h;
+        const ElfW(Word) * h;
         unsigned char *seen;
         ElfW(Word) nbucket, nchain;
         offset = qmpi_elf_table(elf, vaddr, 2, sizeof(ElfW(Word)), sizeof(ElfW(Word)), NULL);
@@ -370,8 +370,11 @@ static int qmpi_elf_dynamic(struct qmpi_elf *elf, char *why)
     static const struct {
         ElfW(Sxword) tag, size;
         ElfW(Word) flags;
-    } ranges[] = {{DT_INIT, 0, PF_X}, {DT_FINI, 0, PF_X}, {DT_INIT_ARRAY, DT_INIT_ARRAYSZ, 0},
-                  {DT_FINI_ARRAY, DT_FINI_ARRAYSZ, 0}, {DT_PREINIT_ARRAY, DT_PREINIT_ARRAYSZ, 0}};
+    } ranges[] = {{DT_INIT, 0, PF_X},
+                  {DT_FINI, 0, PF_X},
+                  {DT_INIT_ARRAY, DT_INIT_ARRAYSZ, 0},
+                  {DT_FINI_ARRAY, DT_FINI_ARRAYSZ, 0},
+                  {DT_PREINIT_ARRAY, DT_PREINIT_ARRAYSZ, 0}};
     ElfW(Xword) strtab = 0, strsz = 0, symtab = 0, value = 0, flags = 0, vaddr = 0;
     unsigned high = 1;
     size_t offset, i, k;
@@ -380,7 +383,7 @@ static int qmpi_elf_dynamic(struct qmpi_elf *elf, char *why)
     if (!qmpi_dyn(elf, DT_STRTAB, &strtab) || !qmpi_dyn(elf, DT_STRSZ, &strsz) || strsz == 0 ||
         (offset = qmpi_elf_offset(elf, strtab, strsz, NULL)) == (size_t)-1 || elf->image[offset + strsz - 1] != '\0')
         return qmpi_why(why, QMPI_DAMAGED "its dynamic string table (DT_STRTAB, DT_STRSZ) is missing, lies outside "
-                             "its loadable segments or does not end");
+                                          "its loadable segments or does not end");
     elf->strings = (const char *)elf->image + offset;
     elf->strings_offset = offset;
     elf->strings_size = strsz;
@@ -391,7 +394,7 @@ static int qmpi_elf_dynamic(struct qmpi_elf *elf, char *why)
 
     if (!qmpi_dyn(elf, DT_SYMTAB, &symtab) || (qmpi_dyn(elf, DT_SYMENT, &value) && value != sizeof(ElfW(Sym))))
         return qmpi_why(why, QMPI_DAMAGED "its dynamic symbol table (DT_SYMTAB, DT_SYMENT) is missing or of a "
-                             "wrong entry size");
+                                          "wrong entry size");
     if (qmpi_elf_count_symbols(elf, why) != 0)
         return QMPI_REFUSED;
     /* A GNU hash table counts the defined symbols only: the undefined ones past them
@@ -400,9 +403,10 @@ static int qmpi_elf_dynamic(struct qmpi_elf *elf, char *why)
     textrel = qmpi_dyn(elf, DT_TEXTREL, &value) || (flags & DF_TEXTREL);
     if ((qmpi_dyn(elf, DT_RELAENT, &value) && value != sizeof(ElfW(Rela))) ||
         (qmpi_dyn(elf, DT_RELENT, &value) && value != sizeof(ElfW(Rel))) ||
-        (qmpi_dyn(elf, DT_JMPREL, &vaddr) && (!qmpi_dyn(elf, DT_PLTREL, &value) || (value != DT_RELA && value != DT_REL))))
+        (qmpi_dyn(elf, DT_JMPREL, &vaddr) &&
+         (!qmpi_dyn(elf, DT_PLTREL, &value) || (value != DT_RELA && value != DT_REL))))
         return qmpi_why(why, QMPI_DAMAGED "its relocation entry sizes or kinds (DT_RELAENT, DT_RELENT, DT_PLTREL) "
-                             "are wrong");
+                                          "are wrong");
     if (qmpi_elf_relocations(elf, DT_RELA, DT_RELASZ, 1, textrel, &elf->nsymbols, why) != 0 ||
         qmpi_elf_relocations(elf, DT_REL, DT_RELSZ, 0, textrel, &elf->nsymbols, why) != 0 ||
         (qmpi_dyn(elf, DT_PLTREL, &value) &&
@@ -428,7 +432,8 @@ static int qmpi_elf_dynamic(struct qmpi_elf *elf, char *why)
     if (qmpi_dyn(elf, DT_VERNEED, &vaddr)) {
         elf->verneed = qmpi_elf_table(elf, vaddr, 1, sizeof(ElfW(Verneed)), 4, &elf->verneed_end);
         if (elf->verneed == (size_t)-1 || elf->verneed == 0)
-            return qmpi_why(why, QMPI_DAMAGED "its version requirements (DT_VERNEED) lie outside its loadable segments");
+            return qmpi_why(why,
+                            QMPI_DAMAGED "its version requirements (DT_VERNEED) lie outside its loadable segments");
         if (qmpi_elf_versions(elf, 0, &high, why) != 0)
             return QMPI_REFUSED;
     }
@@ -552,8 +557,7 @@ QMPI_HIDDEN int qmpi_elf_open(const char *file, struct qmpi_elf *elf, char *why)
         !qmpi_elf_within(elf, elf->header->e_shoff,
                          (size_t)(elf->header->e_shnum ? elf->header->e_shnum : 1) * elf->header->e_shentsize))
         return qmpi_elf_truncated(elf, why, "its section headers", elf->header->e_shoff,
-                                  (size_t)(elf->header->e_shnum ? elf->header->e_shnum : 1) *
-                                      elf->header->e_shentsize);
+                                  (size_t)(elf->header->e_shnum ? elf->header->e_shnum : 1) * elf->header->e_shentsize);
     /* Segments the loader (or the unwinder, through dl_iterate_phdr) reads in memory. */
     for (i = 0; i < elf->nsegments; i++) {
         const ElfW(Phdr) *p = &elf->segments[i];

@@ -125,9 +125,9 @@ struct qmpi_elf {
     const char *strings; /* DT_STRTAB: file offset and DT_STRSZ */
     size_t strings_offset, strings_size;
     const ElfW(Dyn) * dynamic;
-    size_t ndynamic;                  /* up to its DT_NULL */
-    size_t verneed, verdef;           /* file offsets of DT_VERNEED, DT_VERDEF; 0: none */
-    size_t verneed_end, verdef_end;   /* the end of the segment's file bytes holding them */
+    size_t ndynamic;                /* up to its DT_NULL */
+    size_t verneed, verdef;         /* file offsets of DT_VERNEED, DT_VERDEF; 0: none */
+    size_t verneed_end, verdef_end; /* the end of the segment's file bytes holding them */
 };
 
 QMPI_HIDDEN int qmpi_why(char *why, const char *format, ...) __attribute__((format(printf, 2, 3)));

@@ -180,12 +180,12 @@ static const char *save(const struct image *im, size_t size, const char *name)
     return path;
 }
 
-static ElfW(Ehdr) *ehdr(const struct image *im)
+static ElfW(Ehdr) * ehdr(const struct image *im)
 {
     return (ElfW(Ehdr) *)im->data;
 }
 
-static ElfW(Phdr) *segment(const struct image *im, ElfW(Word) type, int nth)
+static ElfW(Phdr) * segment(const struct image *im, ElfW(Word) type, int nth)
 {
     ElfW(Phdr) *ph = (ElfW(Phdr) *)(im->data + ehdr(im)->e_phoff);
     int i;
@@ -198,7 +198,7 @@ static ElfW(Phdr) *segment(const struct image *im, ElfW(Word) type, int nth)
 /* The file offset of virtual address `vaddr` (through the PT_LOAD holding it). */
 static size_t file_offset(const struct image *im, ElfW(Addr) vaddr)
 {
-    const ElfW(Phdr) *load;
+    const ElfW(Phdr) * load;
     int k;
     for (k = 0; (load = segment(im, PT_LOAD, k)) != NULL; k++)
         if (vaddr >= load->p_vaddr && vaddr < load->p_vaddr + load->p_filesz)
@@ -207,7 +207,7 @@ static size_t file_offset(const struct image *im, ElfW(Addr) vaddr)
     return 0;
 }
 
-static ElfW(Dyn) *dynamic_entry(const struct image *im, ElfW(Sxword) tag)
+static ElfW(Dyn) * dynamic_entry(const struct image *im, ElfW(Sxword) tag)
 {
     ElfW(Dyn) *d = (ElfW(Dyn) *)(im->data + segment(im, PT_DYNAMIC, 0)->p_offset);
     for (; d->d_tag != DT_NULL; d++)
@@ -243,14 +243,14 @@ static void refuses_truncated(const char *tool)
 
     for (k = 0; (p = segment(&im, PT_LOAD, k)) != NULL; k++)
         last = p;
-    cuts[n++] = 4;                                                  /* the magic alone */
-    cuts[n++] = 40;                                                 /* inside the ELF header */
-    cuts[n++] = ehdr(&im)->e_phoff + sizeof(ElfW(Phdr)) + 20;        /* inside the program headers */
-    cuts[n++] = segment(&im, PT_LOAD, 1)->p_offset + 100;           /* inside the second segment */
-    cuts[n++] = last->p_offset + last->p_filesz - 1;                /* the last segment's last byte */
-    cuts[n++] = segment(&im, PT_DYNAMIC, 0)->p_offset + 8;          /* inside the dynamic section */
-    cuts[n++] = ehdr(&im)->e_shoff + sizeof(ElfW(Shdr)) * 2;        /* inside the section headers */
-    cuts[n++] = im.size - 1;                                        /* one byte short */
+    cuts[n++] = 4;                                            /* the magic alone */
+    cuts[n++] = 40;                                           /* inside the ELF header */
+    cuts[n++] = ehdr(&im)->e_phoff + sizeof(ElfW(Phdr)) + 20; /* inside the program headers */
+    cuts[n++] = segment(&im, PT_LOAD, 1)->p_offset + 100;     /* inside the second segment */
+    cuts[n++] = last->p_offset + last->p_filesz - 1;          /* the last segment's last byte */
+    cuts[n++] = segment(&im, PT_DYNAMIC, 0)->p_offset + 8;    /* inside the dynamic section */
+    cuts[n++] = ehdr(&im)->e_shoff + sizeof(ElfW(Shdr)) * 2;  /* inside the section headers */
+    cuts[n++] = im.size - 1;                                  /* one byte short */
     for (i = 0; i < n; i++) {
         char name[64];
         CHECK(cuts[i] < im.size);
@@ -393,8 +393,7 @@ static void refuses_corrupted_relocations(void)
 static void refuses_verneed_next(ElfW(Word) value, const char *name)
 {
     struct image im = load(pmpi_tool);
-    ElfW(Verneed) *need =
-        (ElfW(Verneed) *)(im.data + file_offset(&im, dynamic_entry(&im, DT_VERNEED)->d_un.d_ptr));
+    ElfW(Verneed) *need = (ElfW(Verneed) *)(im.data + file_offset(&im, dynamic_entry(&im, DT_VERNEED)->d_un.d_ptr));
     need->vn_next = value;
     refused_with(save(&im, im.size, name), "damaged");
     free(im.data);
@@ -448,10 +447,10 @@ static void refuses_damaged_program_headers(void)
 /* Libraries of the system, as built by real linkers: none is refused. */
 static void accepts_system_libraries(void)
 {
-    static const char *const libraries[] = {"libc.so.6", "libm.so.6", "libstdc++.so.6", "libgcc_s.so.1",
+    static const char *const libraries[] = {"libc.so.6", "libm.so.6",      "libstdc++.so.6",      "libgcc_s.so.1",
                                             "libz.so.1", "libcrypto.so.3", "libpython3.11.so.1.0"};
-    static const char *const dirs[] = {"/lib/x86_64-linux-gnu", "/lib/aarch64-linux-gnu",
-                                       "/lib/powerpc64le-linux-gnu", "/lib64"};
+    static const char *const dirs[] = {"/lib/x86_64-linux-gnu", "/lib/aarch64-linux-gnu", "/lib/powerpc64le-linux-gnu",
+                                       "/lib64"};
     size_t i, d, found = 0;
 
     for (i = 0; i < sizeof libraries / sizeof *libraries; i++)
