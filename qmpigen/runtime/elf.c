@@ -97,15 +97,15 @@ static int qmpi_inside(ElfW(Addr) start, size_t length, ElfW(Addr) low, ElfW(Xwo
 }
 
 /* The file offset of the `length` bytes at address `vaddr`, if the file bytes of one
- * PT_LOAD segment hold them (what the loader maps there); `end`: where that segment's
- * file bytes end. (size_t)-1 if none does. */
+ * readable PT_LOAD segment hold them (what the loader maps there and reads); `end`:
+ * where that segment's file bytes end. (size_t)-1 if none does. */
 static size_t qmpi_elf_offset(const struct qmpi_elf *elf, ElfW(Addr) vaddr, size_t length, size_t *end)
 {
     size_t i;
 
     for (i = 0; i < elf->nsegments; i++) {
         const ElfW(Phdr) *p = &elf->segments[i];
-        if (p->p_type == PT_LOAD && qmpi_inside(vaddr, length, p->p_vaddr, p->p_filesz)) {
+        if (p->p_type == PT_LOAD && (p->p_flags & PF_R) && qmpi_inside(vaddr, length, p->p_vaddr, p->p_filesz)) {
             if (end != NULL)
                 *end = p->p_offset + p->p_filesz;
             return p->p_offset + (vaddr - p->p_vaddr);
@@ -247,8 +247,18 @@ static int qmpi_elf_versions(struct qmpi_elf *elf, int definitions, unsigned *hi
             aux = at + def->vd_aux, next = def->vd_next;
         } else {
             const ElfW(Verneed) *need = (const ElfW(Verneed) *)(elf->image + at);
+            size_t k;
             if (need->vn_file >= elf->strings_size)
                 return qmpi_why(why, QMPI_DAMAGED "a name of its %s lies outside its string table", what);
+            /* The loader asserts it is a library it loaded for this one (or this one). */
+            for (k = 0; k < elf->ndynamic; k++)
+                if ((elf->dynamic[k].d_tag == DT_NEEDED || elf->dynamic[k].d_tag == DT_SONAME) &&
+                    elf->dynamic[k].d_un.d_val < elf->strings_size &&
+                    strcmp(elf->strings + elf->dynamic[k].d_un.d_val, elf->strings + need->vn_file) == 0)
+                    break;
+            if (k == elf->ndynamic)
+                return qmpi_why(why, QMPI_DAMAGED "its version requirements name %s, which it does not need",
+                                elf->strings + need->vn_file);
             aux = at + need->vn_aux, next = need->vn_next;
         }
         while (1) { /* the loader follows vna_next/vda_next to 0, whatever the count says */
@@ -407,6 +417,10 @@ static int qmpi_elf_dynamic(struct qmpi_elf *elf, char *why)
          (!qmpi_dyn(elf, DT_PLTREL, &value) || (value != DT_RELA && value != DT_REL))))
         return qmpi_why(why, QMPI_DAMAGED "its relocation entry sizes or kinds (DT_RELAENT, DT_RELENT, DT_PLTREL) "
                                           "are wrong");
+#ifdef QMPI_ELF_MACHINE /* RELA machines: the loader asserts there is no DT_REL, DT_PLTREL is DT_RELA */
+    if (qmpi_dyn(elf, DT_REL, &value) || (qmpi_dyn(elf, DT_PLTREL, &value) && value != DT_RELA))
+        return qmpi_why(why, QMPI_DAMAGED "it has REL relocations, which this machine does not use");
+#endif
     if (qmpi_elf_relocations(elf, DT_RELA, DT_RELASZ, 1, textrel, &elf->nsymbols, why) != 0 ||
         qmpi_elf_relocations(elf, DT_REL, DT_RELSZ, 0, textrel, &elf->nsymbols, why) != 0 ||
         (qmpi_dyn(elf, DT_PLTREL, &value) &&
@@ -545,7 +559,9 @@ QMPI_HIDDEN int qmpi_elf_open(const char *file, struct qmpi_elf *elf, char *why)
                 return qmpi_why(why, QMPI_DAMAGED "its loadable segment %zu has impossible addresses or sizes", i);
             last = p->p_vaddr + p->p_memsz;
             loads++;
-        } else if (p->p_type == PT_DYNAMIC && dynamic == NULL) {
+        } else if (p->p_type == PT_DYNAMIC) {
+            if (dynamic != NULL) /* the loader would take the last, this reader the first */
+                return qmpi_why(why, QMPI_DAMAGED "it has two dynamic segments");
             dynamic = p;
         }
     }
@@ -563,9 +579,26 @@ QMPI_HIDDEN int qmpi_elf_open(const char *file, struct qmpi_elf *elf, char *why)
         const ElfW(Phdr) *p = &elf->segments[i];
         if ((p->p_type == PT_DYNAMIC || p->p_type == PT_NOTE || p->p_type == PT_PHDR || p->p_type == PT_TLS ||
              p->p_type == PT_GNU_EH_FRAME || p->p_type == PT_GNU_PROPERTY) &&
-            p->p_filesz != 0 && !qmpi_elf_mapped(elf, p->p_vaddr, p->p_filesz, 0))
+            p->p_filesz != 0 && !qmpi_elf_mapped(elf, p->p_vaddr, p->p_filesz, PF_R))
             return qmpi_why(why, QMPI_DAMAGED "its segment %zu (type 0x%x) lies outside its loadable segments", i,
                             (unsigned)p->p_type);
+    }
+    /* After relocating, the loader makes the RELRO pages read-only (its end rounded down
+     * to a page): outside the segment, that would be another mapping's pages. */
+    for (i = 0; i < elf->nsegments; i++) {
+        const ElfW(Phdr) *p = &elf->segments[i];
+        size_t k, page = (size_t)sysconf(_SC_PAGESIZE);
+        int inside = p->p_type != PT_GNU_RELRO || p->p_memsz == 0;
+        for (k = 0; k < elf->nsegments && !inside; k++) {
+            const ElfW(Phdr) *q = &elf->segments[k];
+            inside = q->p_type == PT_LOAD && p->p_vaddr >= q->p_vaddr && p->p_vaddr <= UINTPTR_MAX - p->p_memsz &&
+                     (p->p_vaddr + p->p_memsz) / page * page <= (q->p_vaddr + q->p_memsz + page - 1) / page * page;
+        }
+        if (!inside)
+            return qmpi_why(why,
+                            QMPI_DAMAGED "its read-only-after-relocation segment %zu lies outside its loadable "
+                                         "segments",
+                            i);
     }
     if (dynamic == NULL)
         return QMPI_NOT_PMPI; /* dlopen: "object file has no dynamic section" */

@@ -442,6 +442,29 @@ static void refuses_damaged_program_headers(void)
     ehdr(&im)->e_phentsize = 3;
     refused_with(save(&im, im.size, "phentsize.so"), "damaged");
     free(im.data);
+    im = load(pmpi_tool); /* the loader would make other mappings' pages read-only */
+    segment(&im, PT_GNU_RELRO, 0)->p_memsz = 0x7fffffff;
+    refused_with(save(&im, im.size, "relro.so"), "damaged");
+    free(im.data);
+    im = load(pmpi_tool); /* the loader takes the last dynamic segment */
+    segment(&im, PT_GNU_STACK, 0)->p_type = PT_DYNAMIC;
+    refused_with(save(&im, im.size, "two-dynamic.so"), "damaged");
+    free(im.data);
+    im = load(pmpi_tool); /* the headers and tables in a segment mapped PROT_NONE */
+    segment(&im, PT_LOAD, 0)->p_flags = 0;
+    refused_with(save(&im, im.size, "unreadable.so"), "damaged");
+    free(im.data);
+}
+
+/* What glibc's loader asserts on (it ends the process with "Inconsistency detected"). */
+static void refuses_what_the_loader_asserts(void)
+{
+    struct image im = load(pmpi_tool);
+    ElfW(Verneed) *need = (ElfW(Verneed) *)(im.data + file_offset(&im, dynamic_entry(&im, DT_VERNEED)->d_un.d_ptr));
+    need->vn_file += 3; /* "c.so.6": no library it needs */
+    refused_with(save(&im, im.size, "vn-file.so"), "damaged");
+    free(im.data);
+    refuses_dynamic(DT_PLTREL, DT_REL, "pltrel-rel.so");
 }
 
 /* Libraries of the system, as built by real linkers: none is refused. */
@@ -556,6 +579,7 @@ int main(void)
     check_case("refuses a bad vn_next", refuses_a_bad_vn_next, NULL);
     check_case("refuses damaged program headers", refuses_damaged_program_headers, NULL);
     check_case("refuses bad version definitions", refuses_bad_version_definitions, NULL);
+    check_case("refuses what the loader asserts", refuses_what_the_loader_asserts, NULL);
     check_case("accepts the system's libraries", accepts_system_libraries, NULL);
     check_case("copies what the loader reads", copies_what_the_loader_reads, NULL);
     return check_summary();
