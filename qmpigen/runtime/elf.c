@@ -287,11 +287,31 @@ static int qmpi_elf_versions(struct qmpi_elf *elf, int definitions, unsigned *hi
 
 #if defined(__x86_64__)
 #define QMPI_R_IRELATIVE R_X86_64_IRELATIVE
+#define QMPI_R_RELATIVE R_X86_64_RELATIVE
 #elif defined(__aarch64__)
 #define QMPI_R_IRELATIVE R_AARCH64_IRELATIVE
+#define QMPI_R_RELATIVE R_AARCH64_RELATIVE
 #elif defined(__powerpc64__)
 #define QMPI_R_IRELATIVE R_PPC64_IRELATIVE
+#define QMPI_R_RELATIVE R_PPC64_RELATIVE
 #endif
+
+/* The initializer and finalizer arrays (DT_INIT_ARRAY, DT_FINI_ARRAY, DT_PREINIT_ARRAY):
+ * the loader calls every slot once relocated. */
+struct qmpi_calls {
+    ElfW(Addr) start[3];
+    ElfW(Xword) size[3];
+    ElfW(Xword) relative; /* DT_RELACOUNT */
+};
+
+static int qmpi_in_calls(const struct qmpi_calls *calls, ElfW(Addr) where)
+{
+    int k;
+    for (k = 0; k < 3; k++)
+        if (where >= calls->start[k] && where - calls->start[k] < calls->size[k])
+            return 1;
+    return 0;
+}
 
 /* Where the loader writes for a relocation: inside a writable segment (any loadable
  * one with DT_TEXTREL), never outside what it mapped. */
@@ -303,7 +323,7 @@ static int qmpi_elf_target(const struct qmpi_elf *elf, ElfW(Addr) where, int tex
 /* The relocation table at dynamic entries (`table`, `size`), of `rela` or REL entries;
  * `symbols`: raised past the highest symbol one names. */
 static int qmpi_elf_relocations(const struct qmpi_elf *elf, ElfW(Sxword) table, ElfW(Sxword) size, int rela,
-                                int textrel, size_t *symbols, char *why)
+                                int textrel, const struct qmpi_calls *calls, size_t *symbols, char *why)
 {
     size_t entry = rela ? sizeof(ElfW(Rela)) : sizeof(ElfW(Rel)), offset, i, count;
     ElfW(Xword) vaddr = 0, bytes = 0;
@@ -321,6 +341,11 @@ static int qmpi_elf_relocations(const struct qmpi_elf *elf, ElfW(Sxword) table, 
     for (i = 0; i < count; i++) {
         const ElfW(Rela) *r = (const ElfW(Rela) *)(elf->image + offset + i * entry); /* REL: no r_addend read */
         size_t symbol = ELF64_R_SYM(r->r_info), type = ELF64_R_TYPE(r->r_info);
+#ifdef QMPI_R_RELATIVE
+        /* DT_RELACOUNT: the loader applies that many first entries as relative ones (it asserts). */
+        if (rela && table == DT_RELA && type != QMPI_R_RELATIVE && calls->relative > i)
+            return qmpi_why(why, QMPI_DAMAGED "relocation %zu is not relative, but DT_RELACOUNT says it is", i);
+#endif
         if (type == 0) /* R_*_NONE */
             continue;
         if (!qmpi_elf_target(elf, r->r_offset, textrel))
@@ -330,6 +355,10 @@ static int qmpi_elf_relocations(const struct qmpi_elf *elf, ElfW(Sxword) table, 
 #ifdef QMPI_R_IRELATIVE
         if (rela && type == QMPI_R_IRELATIVE && !qmpi_elf_mapped(elf, (ElfW(Addr))r->r_addend, 1, PF_X))
             return qmpi_why(why, QMPI_DAMAGED "relocation %zu calls a resolver outside its code", i);
+        if (rela && type == QMPI_R_RELATIVE && qmpi_in_calls(calls, r->r_offset) &&
+            !qmpi_elf_mapped(elf, (ElfW(Addr))r->r_addend, 1, PF_X))
+            return qmpi_why(why, QMPI_DAMAGED "relocation %zu makes an initializer or finalizer point outside its code",
+                            i);
 #endif
     }
     return 0;
@@ -382,10 +411,11 @@ static int qmpi_elf_dynamic(struct qmpi_elf *elf, char *why)
         ElfW(Word) flags;
     } ranges[] = {{DT_INIT, 0, PF_X},
                   {DT_FINI, 0, PF_X},
-                  {DT_INIT_ARRAY, DT_INIT_ARRAYSZ, 0},
-                  {DT_FINI_ARRAY, DT_FINI_ARRAYSZ, 0},
-                  {DT_PREINIT_ARRAY, DT_PREINIT_ARRAYSZ, 0}};
+                  {DT_INIT_ARRAY, DT_INIT_ARRAYSZ, PF_W},
+                  {DT_FINI_ARRAY, DT_FINI_ARRAYSZ, PF_W},
+                  {DT_PREINIT_ARRAY, DT_PREINIT_ARRAYSZ, PF_W}};
     ElfW(Xword) strtab = 0, strsz = 0, symtab = 0, value = 0, flags = 0, vaddr = 0;
+    struct qmpi_calls calls = {{0}, {0}, 0};
     unsigned high = 1;
     size_t offset, i, k;
     int textrel;
@@ -417,14 +447,24 @@ static int qmpi_elf_dynamic(struct qmpi_elf *elf, char *why)
          (!qmpi_dyn(elf, DT_PLTREL, &value) || (value != DT_RELA && value != DT_REL))))
         return qmpi_why(why, QMPI_DAMAGED "its relocation entry sizes or kinds (DT_RELAENT, DT_RELENT, DT_PLTREL) "
                                           "are wrong");
+    {
+        static const ElfW(Sxword) arrays[3][2] = {
+            {DT_INIT_ARRAY, DT_INIT_ARRAYSZ}, {DT_FINI_ARRAY, DT_FINI_ARRAYSZ}, {DT_PREINIT_ARRAY, DT_PREINIT_ARRAYSZ}};
+        for (k = 0; k < 3; k++)
+            if (!qmpi_dyn(elf, arrays[k][0], &calls.start[k]) || !qmpi_dyn(elf, arrays[k][1], &calls.size[k]))
+                calls.size[k] = 0;
+        if (qmpi_dyn(elf, 0x6ffffff9 /* DT_RELACOUNT */, &calls.relative) &&
+            (!qmpi_dyn(elf, DT_RELASZ, &value) || calls.relative > value / sizeof(ElfW(Rela))))
+            return qmpi_why(why, QMPI_DAMAGED "DT_RELACOUNT counts more relocations than DT_RELA holds");
+    }
 #ifdef QMPI_ELF_MACHINE /* RELA machines: the loader asserts there is no DT_REL, DT_PLTREL is DT_RELA */
     if (qmpi_dyn(elf, DT_REL, &value) || (qmpi_dyn(elf, DT_PLTREL, &value) && value != DT_RELA))
         return qmpi_why(why, QMPI_DAMAGED "it has REL relocations, which this machine does not use");
 #endif
-    if (qmpi_elf_relocations(elf, DT_RELA, DT_RELASZ, 1, textrel, &elf->nsymbols, why) != 0 ||
-        qmpi_elf_relocations(elf, DT_REL, DT_RELSZ, 0, textrel, &elf->nsymbols, why) != 0 ||
-        (qmpi_dyn(elf, DT_PLTREL, &value) &&
-         qmpi_elf_relocations(elf, DT_JMPREL, DT_PLTRELSZ, value == DT_RELA, textrel, &elf->nsymbols, why) != 0) ||
+    if (qmpi_elf_relocations(elf, DT_RELA, DT_RELASZ, 1, textrel, &calls, &elf->nsymbols, why) != 0 ||
+        qmpi_elf_relocations(elf, DT_REL, DT_RELSZ, 0, textrel, &calls, &elf->nsymbols, why) != 0 ||
+        (qmpi_dyn(elf, DT_PLTREL, &value) && qmpi_elf_relocations(elf, DT_JMPREL, DT_PLTRELSZ, value == DT_RELA,
+                                                                  textrel, &calls, &elf->nsymbols, why) != 0) ||
         qmpi_elf_relr(elf, textrel, why) != 0)
         return QMPI_REFUSED;
 
@@ -475,7 +515,8 @@ static int qmpi_elf_dynamic(struct qmpi_elf *elf, char *why)
         if (ranges[i].size != 0 && (!qmpi_dyn(elf, ranges[i].size, &bytes) || bytes % sizeof(ElfW(Addr)) != 0))
             return qmpi_why(why, QMPI_DAMAGED "the size of its initializers or finalizers (tag %ld) is wrong",
                             (long)ranges[i].tag);
-        if (bytes != 0 && !qmpi_elf_mapped(elf, vaddr, bytes, ranges[i].flags))
+        /* Arrays of addresses are relocated, so written: in a writable segment. */
+        if (bytes != 0 && !qmpi_elf_mapped(elf, vaddr, bytes, textrel && ranges[i].flags == PF_W ? 0 : ranges[i].flags))
             return qmpi_why(why, QMPI_DAMAGED "its initializers or finalizers (tag %ld) lie outside its segments",
                             (long)ranges[i].tag);
     }

@@ -375,6 +375,8 @@ static void refuses_relocation(ElfW(Sxword) table, int field, ElfW(Xword) value,
     ElfW(Rela) *r = (ElfW(Rela) *)(im.data + file_offset(&im, dynamic_entry(&im, table)->d_un.d_ptr));
     if (field == 0)
         r->r_offset = value;
+    else if (value == 0)
+        r->r_info = 0; /* R_*_NONE */
     else
         r->r_info = ELF64_R_INFO(value, ELF64_R_TYPE(r->r_info));
     refused_with(save(&im, im.size, name), "damaged");
@@ -465,6 +467,15 @@ static void refuses_what_the_loader_asserts(void)
     refused_with(save(&im, im.size, "vn-file.so"), "damaged");
     free(im.data);
     refuses_dynamic(DT_PLTREL, DT_REL, "pltrel-rel.so");
+    refuses_relocation(DT_RELA, 1, 0, "relacount-none.so"); /* the first of DT_RELACOUNT: R_*_NONE */
+}
+
+/* The loader calls every initializer slot: never the ELF header's bytes, never code
+ * nobody relocated to. */
+static void refuses_initializers_outside_code(void)
+{
+    refuses_dynamic(DT_INIT_ARRAY, 0, "init-array-at-header.so");
+    refuses_dynamic(DT_FINI_ARRAY, 8, "fini-array-at-header.so");
 }
 
 /* Libraries of the system, as built by real linkers: none is refused. */
@@ -580,6 +591,7 @@ int main(void)
     check_case("refuses damaged program headers", refuses_damaged_program_headers, NULL);
     check_case("refuses bad version definitions", refuses_bad_version_definitions, NULL);
     check_case("refuses what the loader asserts", refuses_what_the_loader_asserts, NULL);
+    check_case("refuses initializers outside code", refuses_initializers_outside_code, NULL);
     check_case("accepts the system's libraries", accepts_system_libraries, NULL);
     check_case("copies what the loader reads", copies_what_the_loader_reads, NULL);
     return check_summary();
