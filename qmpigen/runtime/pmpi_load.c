@@ -5,7 +5,8 @@
  *   1. reads the library's ELF file (<elf.h>) and classifies it: it defines some MPI_X
  *      of the enumeration and no get_interceptions;
  *   2. copies it into a memfd (an unlinked temporary file where memfd is refused): its
- *      own file, so every occurrence gets its own globals;
+ *      own file, so every occurrence gets its own globals. Only what the loader reads
+ *      is written (headers, segments' file bytes); the rest stays a hole (elf.c);
  *   3. in the copy's .dynstr, overwrites the first byte of every undefined PMPI_X name
  *      with its slot's letter (PMPI_Send -> YMPI_Send). Only the first byte: linkers
  *      store MPI_Send as the tail of PMPI_Send, so the tool's own definitions stay
@@ -27,7 +28,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/sendfile.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -114,11 +114,11 @@ static int qmpi_pmpi_check_imports(const struct qmpi_elf *elf, int slot, size_t 
     return 0;
 }
 
-/* A private file holding the library: a memfd, else an unlinked temporary file. */
+/* A private file holding the library: a memfd, else an unlinked temporary file. It
+ * holds what the loader reads (qmpi_elf_copy): its loadable bytes, not the whole file. */
 static int qmpi_private_copy(const struct qmpi_elf *elf, char *name, size_t size)
 {
-    off_t offset = 0;
-    int fd = -1;
+    int fd = -1, saved;
 
 #ifdef MFD_EXEC
     fd = memfd_create("qmpi-pmpi-tool", MFD_CLOEXEC | MFD_EXEC); /* vm.memfd_noexec=2 needs MFD_EXEC */
@@ -134,11 +134,14 @@ static int qmpi_private_copy(const struct qmpi_elf *elf, char *name, size_t size
         if (fd < 0)
             return -1;
     }
-    while ((size_t)offset < elf->size)
-        if (sendfile(fd, elf->fd, &offset, elf->size - (size_t)offset) <= 0) {
-            close(fd);
-            return -1;
-        }
+    if (qmpi_elf_copy(elf, fd) != 0) {
+        saved = errno;
+        if (strncmp(name, "/proc/", 6) != 0)
+            unlink(name);
+        close(fd);
+        errno = saved;
+        return -1;
+    }
     return fd;
 }
 

@@ -23,8 +23,10 @@
  *   conf.c          QMPI_CONF: the configuration file's parser, the stacks it lays out
  *                   (qmpi_stacks), the chain entries it lists, and tool arguments
  *                   (QMPI_Get_tool_argument, QMPI_Tool_argument_error).
- *   elf.c           reading a tool's ELF file: is it a PMPI tool; which names share
- *                   .dynstr bytes; renaming PMPI_ imports in a private copy.
+ *   elf.c           reading a tool's ELF file: checked against its size and for what
+ *                   the loader would trust (before any dlopen of a tool file); is it
+ *                   a PMPI tool; which names share .dynstr bytes; the private copy
+ *                   (loadable bytes only) and renaming PMPI_ imports in it.
  *   contexts.c      QMPI_Set_context / the init-once context (thesis 2.5.5).
  *   registration.c  callback tools: QMPI_Register_*, QMPI_Get_* (MPICH's interface),
  *                   the registry of tool names and the registration lock.
@@ -111,7 +113,10 @@ QMPI_HIDDEN void qmpi_conf_entries(struct qmpi_entry *out);
 QMPI_HIDDEN const char *qmpi_get_argument(int level, const char *name);
 QMPI_HIDDEN void qmpi_argument_error(int level, const char *name, const char *why) __attribute__((noreturn));
 
-/* elf.c: a tool's file, mapped read-only, and where its dynamic linking data are. */
+/* elf.c: a tool's file, mapped read-only, and where its dynamic linking data are: found
+ * as the loader finds them, from the program headers (PT_DYNAMIC, then the dynamic
+ * entries' addresses through the PT_LOAD segments), never from the section headers.
+ * qmpi_elf_open has checked every one against the file before anything maps it. */
 #define QMPI_WHY 512 /* room for a refusal's reason */
 enum { QMPI_REFUSED = -1, QMPI_NOT_PMPI = 0, QMPI_IS_PMPI = 1 };
 
@@ -120,13 +125,16 @@ struct qmpi_elf {
     size_t size;
     int fd;
     const ElfW(Ehdr) * header;
-    const ElfW(Sym) * symbols;
+    const ElfW(Phdr) * segments;
+    size_t nsegments;
+    const ElfW(Sym) * symbols; /* DT_SYMTAB; the count from DT_GNU_HASH or DT_HASH */
     size_t nsymbols;
-    const char *strings; /* .dynstr */
+    const char *strings; /* DT_STRTAB: file offset and DT_STRSZ */
     size_t strings_offset, strings_size;
     const ElfW(Dyn) * dynamic;
-    size_t ndynamic;
-    const ElfW(Shdr) * verneed, *verdef;
+    size_t ndynamic;                /* up to its DT_NULL */
+    size_t verneed, verdef;         /* file offsets of DT_VERNEED, DT_VERDEF; 0: none */
+    size_t verneed_end, verdef_end; /* the end of the segment's file bytes holding them */
 };
 
 QMPI_HIDDEN int qmpi_why(char *why, const char *format, ...) __attribute__((format(printf, 2, 3)));
@@ -139,6 +147,7 @@ QMPI_HIDDEN int qmpi_elf_defines(const ElfW(Sym) * symbol);
 QMPI_HIDDEN const char *qmpi_elf_shared_string(const struct qmpi_elf *elf, const size_t *patch, size_t npatch,
                                                const unsigned char *renamed);
 QMPI_HIDDEN int qmpi_elf_rename(int fd, const struct qmpi_elf *elf, const size_t *patch, size_t npatch, char letter);
+QMPI_HIDDEN int qmpi_elf_copy(const struct qmpi_elf *elf, int fd);
 
 /* The enumeration index of an MPI function's name, or -1 (generated: qmpi_pmpi.c). */
 QMPI_HIDDEN int qmpi_function_index(const char *name);

@@ -1,8 +1,12 @@
-/* fuzz_elf.c: libFuzzer harness for the ELF reader (elf.c): classify the input as a
- * tool would be, then check which names share bytes with its PMPI_ imports. */
+/* fuzz_elf.c: libFuzzer harness for the ELF reader (elf.c): check and classify the input
+ * as a tool would be (program headers, dynamic section and everything it points to),
+ * make the private copy of what the loader reads, then check which names share bytes
+ * with its PMPI_ imports and rename them in the copy. */
+#define _GNU_SOURCE
 #include "../../qmpigen/runtime/qmpi_runtime.h"
 
 #include <stdio.h>
+#include <sys/mman.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -37,7 +41,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 renamed[i] = 1;
             }
         }
-        (void)qmpi_elf_shared_string(&elf, patch, npatch, renamed);
+        if (qmpi_elf_shared_string(&elf, patch, npatch, renamed) == NULL) {
+            int copy = memfd_create("fuzz-elf-copy", MFD_CLOEXEC);
+            if (copy >= 0 && qmpi_elf_copy(&elf, copy) == 0)
+                (void)qmpi_elf_rename(copy, &elf, patch, npatch, 'Y');
+            if (copy >= 0)
+                close(copy);
+        }
         free(patch);
         free(renamed);
     }
