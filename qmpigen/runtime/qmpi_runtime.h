@@ -6,7 +6,7 @@
  * them: qmpi.h, qmpi_internal.h (the MPI's facts as macros, e.g. the parameter lists of
  * QMPI_Register_*, then this header), the function tables, entry wrappers and end links.
  *
- * Two parts. The first needs no MPI: errors.c, conf.c and elf.c include this header
+ * Two parts. The first needs no MPI: errors.c, conf.c, elf.c and elf_copy.c include this header
  * alone, so they compile, and are unit-tested (tests/c), without any mpi.h. The second
  * needs the MPI: the other files include the generated qmpi_internal.h, which defines
  * QMPI_CORE_BUILD, includes qmpi.h and then this header.
@@ -23,6 +23,7 @@
  *   conf.c          QMPI_CONF: the configuration file's parser, the stacks it lays out
  *                   (qmpi_stacks), the chain entries it lists, and tool arguments
  *                   (QMPI_Get_tool_argument, QMPI_Tool_argument_error).
+ *   elf_copy.c      a PMPI tool's private copy and the renaming of its PMPI_ imports.
  *   elf.c           reading a tool's ELF file: checked against its size and for what
  *                   the loader would trust (before any dlopen of a tool file); is it
  *                   a PMPI tool; which names share .dynstr bytes; the private copy
@@ -143,6 +144,11 @@ QMPI_HIDDEN int qmpi_elf_open(const char *file, struct qmpi_elf *elf, char *why)
 QMPI_HIDDEN void qmpi_elf_close(struct qmpi_elf *elf);
 QMPI_HIDDEN int qmpi_elf_kind(const struct qmpi_elf *elf, char *why);
 QMPI_HIDDEN const char *qmpi_elf_string(const struct qmpi_elf *elf, size_t offset);
+/* [offset, offset + length) inside the file; [start, start + length) inside [low, low + size). */
+QMPI_HIDDEN int qmpi_elf_within(const struct qmpi_elf *elf, size_t offset, size_t length);
+/* Whether `offset` is aligned for a `type` in the mapped image (page aligned). */
+#define QMPI_ELF_ALIGNED(offset, type) ((offset) % _Alignof(type) == 0)
+QMPI_HIDDEN int qmpi_inside(ElfW(Addr) start, size_t length, ElfW(Addr) low, ElfW(Xword) size);
 QMPI_HIDDEN int qmpi_elf_defines(const ElfW(Sym) * symbol);
 QMPI_HIDDEN const char *qmpi_elf_shared_string(const struct qmpi_elf *elf, const size_t *patch, size_t npatch,
                                                const unsigned char *renamed);
