@@ -14,7 +14,7 @@ import subprocess
 
 import pytest
 
-from conftest import APPS, MPIS, SAMPLE_TOOLS, TEST_TOOLS, qmpi_errors
+from conftest import APPS, MPIS, SAMPLE_TOOLS, qmpi_errors
 
 pytestmark = pytest.mark.mpi
 
@@ -34,8 +34,9 @@ def pmpi(mpi, core, tmp_path_factory):
         "symbolic": mpi.compile([source], out / "libpmpisymbolic.so", ["-shared", "-fPIC", "-O2", "-Wl,-Bsymbolic"]),
         "object": mpi.compile([source], out / "pmpicount.o", ["-c", "-fPIC", "-O2"]),
         "plain_app": mpi.build_app(SAMPLE_TOOLS / "demo_app.c", None, out / "demo_plain"),
-        "static_app": mpi.compile([SAMPLE_TOOLS / "demo_app.c"], out / "demo_static",
-                                  ["-O2", str(core / "libqmpi.a"), "-ldl", "-pthread"]),
+        "static_app": mpi.compile(
+            [SAMPLE_TOOLS / "demo_app.c"], out / "demo_static", ["-O2", str(core / "libqmpi.a"), "-ldl", "-pthread"]
+        ),
     }
     return libs
 
@@ -69,8 +70,17 @@ def counter_reports(stdout):
 # The demo application's calls, plus one MPI_Comm_rank per PMPI instance (its own call
 # after init, which enters the chain at the top and passes every level).
 def demo_counts(pmpi_instances):
-    return {"MPI_Init": 1, "MPI_Comm_rank": 1 + pmpi_instances, "MPI_Comm_size": 1, "MPI_Bcast": 1,
-            "MPI_Barrier": 1, "MPI_Wtime": 2, "MPI_Pcontrol": 1, "MPI_Finalize": 1, "pcontrol_level": 2}
+    return {
+        "MPI_Init": 1,
+        "MPI_Comm_rank": 1 + pmpi_instances,
+        "MPI_Comm_size": 1,
+        "MPI_Bcast": 1,
+        "MPI_Barrier": 1,
+        "MPI_Wtime": 2,
+        "MPI_Pcontrol": 1,
+        "MPI_Finalize": 1,
+        "pcontrol_level": 2,
+    }
 
 
 def counter_view(counts):
@@ -99,8 +109,11 @@ def test_pmpi_tool_twice_around_a_thesis_tool(mpi, demo_app, sample_tools, pmpi)
 def test_pmpi_tool_between_a_thesis_and_a_callback_tool(mpi, core, demo_app, sample_tools, pmpi, tmp_path):
     """counter:pmpicount:@cbcount, the callback tool preloaded."""
     flags = [] if mpi.family == "mpich" else ["-D_GNU_SOURCE", "-include", str(core / "qmpi.h")]
-    cbcount = mpi.compile([CALLBACK_TOOLS / "cbcount.c"], tmp_path / "libcbcount.so",
-                          ["-shared", "-fPIC", "-Wall", "-Wextra", "-Werror", *flags])
+    cbcount = mpi.compile(
+        [CALLBACK_TOOLS / "cbcount.c"],
+        tmp_path / "libcbcount.so",
+        ["-shared", "-fPIC", "-Wall", "-Wextra", "-Werror", *flags],
+    )
     chain = f"{sample_tools / 'libcounter.so'}:{pmpi['count']}:@cbcount"
     proc = mpi.run(2, [demo_app], env={"TOOLS": chain, "LD_PRELOAD": f"{core / 'libqmpi.so'}:{cbcount}"})
     assert proc.returncode == 0, proc.stderr
@@ -134,8 +147,10 @@ def test_pmpi_tool_wrapping_pcontrol_is_called_at_its_level(mpi, demo_app, sampl
     printer = sample_tools / "libprinter.so"
     proc = mpi.run(1, [demo_app], env={"TOOLS": f"{printer}:{pmpi['count']}:{printer}"})
     assert proc.returncode == 0, proc.stderr
-    assert [l for l in proc.stdout.splitlines() if l.startswith("printer@") and "Pcontrol" in l] == [
-        "printer@1 MPI_Pcontrol level 2", "printer@3 MPI_Pcontrol level 2"]
+    assert [line for line in proc.stdout.splitlines() if line.startswith("printer@") and "Pcontrol" in line] == [
+        "printer@1 MPI_Pcontrol level 2",
+        "printer@3 MPI_Pcontrol level 2",
+    ]
     (report,) = pmpi_reports(proc.stdout)[0]
     assert report["MPI_Pcontrol"] == 1 and report["pcontrol_level"] == 2
 
@@ -147,8 +162,16 @@ def test_pmpi_tools_under_thread_multiple_count_exactly(mpi, core, sample_tools,
     proc = mpi.run(2, [app, str(n)], env={"TOOLS": chain}, timeout=600)
     assert proc.returncode == 0, proc.stderr
     calls, rank_calls = THREADS * n, THREADS * n * RANK_CALLS + 1 + 2  # + main thread's, + each copy's own
-    expected = {"MPI_Init_thread": 1, "MPI_Comm_rank": rank_calls, "MPI_Comm_size": 1, "MPI_Send": calls,
-                "MPI_Recv": calls, "MPI_Pcontrol": calls + 1, "MPI_Finalize": 1, "pcontrol_level": 2}
+    expected = {
+        "MPI_Init_thread": 1,
+        "MPI_Comm_rank": rank_calls,
+        "MPI_Comm_size": 1,
+        "MPI_Send": calls,
+        "MPI_Recv": calls,
+        "MPI_Pcontrol": calls + 1,
+        "MPI_Finalize": 1,
+        "pcontrol_level": 2,
+    }
     for r in (0, 1):
         assert f"app rank {r}: threads {THREADS} iterations {n} rank_calls {RANK_CALLS} errors 0" in proc.stdout
         assert pmpi_reports(proc.stdout)[r] == [expected, expected]
@@ -156,8 +179,11 @@ def test_pmpi_tools_under_thread_multiple_count_exactly(mpi, core, sample_tools,
 
 
 def test_unmodified_application_with_the_core_preloaded(mpi, core, pmpi):
-    proc = mpi.run(2, [pmpi["plain_app"]], env={"LD_PRELOAD": str(core / "libqmpi.so"),
-                                                "TOOLS": f"{pmpi['count']}:{pmpi['count']}"})
+    proc = mpi.run(
+        2,
+        [pmpi["plain_app"]],
+        env={"LD_PRELOAD": str(core / "libqmpi.so"), "TOOLS": f"{pmpi['count']}:{pmpi['count']}"},
+    )
     assert proc.returncode == 0, proc.stderr
     assert app_lines(proc.stdout) == expected_app(2)
     assert all(reports == [demo_counts(2)] * 2 for reports in pmpi_reports(proc.stdout).values())
@@ -168,7 +194,7 @@ def test_symbolic_pmpi_tool_runs_with_a_warning(mpi, demo_app, sample_tools, pmp
     chain = f"{sample_tools / 'libcounter.so'}:{pmpi['symbolic']}"
     proc = mpi.run(2, [demo_app], env={"TOOLS": chain})
     assert proc.returncode == 0, proc.stderr
-    warnings = [l for l in proc.stderr.splitlines() if "qmpi: warning:" in l]
+    warnings = [line for line in proc.stderr.splitlines() if "qmpi: warning:" in line]
     assert len(warnings) == 1 and f"level 2 ({pmpi['symbolic']}): a PMPI tool linked with -Bsymbolic" in warnings[0]
     for r in range(2):
         assert pmpi_reports(proc.stdout)[r] == [demo_counts(1)]
@@ -205,13 +231,17 @@ def test_refuses_a_pmpi_tool_built_for_another_mpi(mpi, demo_app, tmp_path):
     if other is None:
         pytest.skip("needs a second MPI")
     lib = other.compile([PMPI_TOOLS / "pmpicount.c"], tmp_path / "libother.so", ["-shared", "-fPIC"])
-    assert_refused(run_refused(mpi, demo_app, str(lib)), f"({lib}): built for another MPI", "rebuild it with this MPI's mpicc")
+    assert_refused(
+        run_refused(mpi, demo_app, str(lib)), f"({lib}): built for another MPI", "rebuild it with this MPI's mpicc"
+    )
 
 
 def test_refuses_a_library_that_is_neither_kind_of_tool(mpi, demo_app, test_tools):
     lib = test_tools / "libno_interceptions.so"
-    assert_refused(run_refused(mpi, demo_app, str(lib)),
-                   "neither a QMPI tool (it has no get_interceptions function) nor a PMPI tool")
+    assert_refused(
+        run_refused(mpi, demo_app, str(lib)),
+        "neither a QMPI tool (it has no get_interceptions function) nor a PMPI tool",
+    )
 
 
 def mpi_library(app) -> str:
