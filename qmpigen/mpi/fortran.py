@@ -13,29 +13,10 @@ from dataclasses import dataclass, replace
 from enum import Enum
 from typing import Dict, FrozenSet, Iterator, List, Optional, Tuple
 
+from qmpigen.mpi import quirks_fortran as fortran_quirks
 from qmpigen.mpi.fortran_libs import FortranLibraries
 from qmpigen.mpi.model import Enumeration, MpiApi, MpiFunction, Param
-from qmpigen.mpi.quirks_fortran import (
-    FORTRAN,
-    FORTRAN_ABSENT,
-    FORTRAN_ADDRESS_RESULTS,
-    FORTRAN_ARRAY_LENGTHS,
-    FORTRAN_DROPPED_ADDRESSES,
-    FORTRAN_ERRHANDLER_FUNCTIONS,
-    FORTRAN_HANDLE_STEMS,
-    FORTRAN_IMPLIED_LENGTHS,
-    FORTRAN_LOGICALS,
-    FORTRAN_MANGLINGS,
-    FORTRAN_NO_IERROR,
-    FORTRAN_ONE_BASED,
-    FORTRAN_PASS_THROUGH,
-    FORTRAN_PASS_THROUGH_PARAMS,
-    FORTRAN_STRING_BOUNDS,
-    FORTRAN_WEIGHTS,
-    F08Entries,
-    FortranQuirks,
-    FortranSentinel,
-)
+from qmpigen.mpi.quirks_fortran import FORTRAN, F08Entries, FortranQuirks, FortranSentinel
 
 # C types whose Fortran counterpart has the same representation (INTEGER is int: the
 # core checks sizeof(MPI_Fint) == sizeof(int); INTEGER(KIND=MPI_ADDRESS_KIND/
@@ -79,7 +60,7 @@ class FortranParam:
     f2c: str = ""  # handle conversion functions
     c2f: str = ""
     handle_type: str = ""  # converted handles; for ERRHANDLER_FN the handle type it handles
-    implied_length: str = ""  # C expression of a length no argument gives (FORTRAN_IMPLIED_LENGTHS)
+    implied_length: str = ""  # C expression of a length no argument gives (fortran_quirks.FORTRAN_IMPLIED_LENGTHS)
     partner: str = ""  # ERRHANDLER_FN: the parameter that returns the new MPI_Errhandler
     same_length_as: str = ""  # an earlier array whose implied length this one shares (computed once)
 
@@ -158,7 +139,7 @@ class FortranEntry:
 
     @property
     def ierror(self) -> bool:
-        return self.function.returns_int and self.function.name not in FORTRAN_NO_IERROR
+        return self.function.returns_int and self.function.name not in fortran_quirks.FORTRAN_NO_IERROR
 
     @property
     def fortran_params(self) -> Tuple[FortranParam, ...]:
@@ -202,7 +183,7 @@ class FortranPlan:
     status_c2f: str
     # (handle type, its get_errhandler, its c2f) for the C handlers that call Fortran ones
     errhandler_kinds: Tuple[Tuple[str, str, str], ...] = ()
-    string_bounds: Tuple[str, ...] = FORTRAN_STRING_BOUNDS
+    string_bounds: Tuple[str, ...] = fortran_quirks.FORTRAN_STRING_BOUNDS
 
     def __iter__(self) -> Iterator[FortranEntry]:
         return iter(self.entries)
@@ -273,14 +254,17 @@ def plan_fortran(
     status_f2c, status_c2f = (_called(api.get(f"MPI_Status_{way}")) for way in ("f2c", "c2f"))
     errhandler_kinds = {
         handle: (handle, _called(api.get(f"MPI_{handle[len('MPI_') :]}_get_errhandler")), conversions[handle][1])
-        for handle in sorted(set(FORTRAN_ERRHANDLER_FUNCTIONS.values()))
+        for handle in sorted(set(fortran_quirks.FORTRAN_ERRHANDLER_FUNCTIONS.values()))
         if handle in conversions and api.get(f"MPI_{handle[len('MPI_') :]}_get_errhandler") is not None
     }
     entries = []
     for function in enumeration:
         f77 = tuple(
             name
-            for name in (m.format(lower=function.name.lower(), upper=function.name.upper()) for m in FORTRAN_MANGLINGS)
+            for name in (
+                m.format(lower=function.name.lower(), upper=function.name.upper())
+                for m in fortran_quirks.FORTRAN_MANGLINGS
+            )
             if libraries.has(name)
         )
         f08 = tuple(
@@ -326,7 +310,7 @@ def _handle_conversions(api: MpiApi, enumeration: Enumeration, macros: FrozenSet
     c2f: Dict[str, str] = {}
     handle_types = {p.base_type for f in enumeration for p in f.params if p.base_type.startswith("MPI_")}
     for handle in sorted(handle_types):
-        stem = "MPI_" + FORTRAN_HANDLE_STEMS.get(handle, handle[len("MPI_") :])
+        stem = "MPI_" + fortran_quirks.FORTRAN_HANDLE_STEMS.get(handle, handle[len("MPI_") :])
         for way, table in (("_f2c", f2c), ("_c2f", c2f)):
             for name in ("P" + stem + way, stem + way):
                 if name in macros:
@@ -349,20 +333,20 @@ def _classify(
         return (), "mpi.h defines the C name as a macro"
     if function.pmpi_optional:
         return (), f"the C library may lack {function.pmpi}"
-    if function.name in FORTRAN_PASS_THROUGH:
-        return (), FORTRAN_PASS_THROUGH[function.name]
+    if function.name in fortran_quirks.FORTRAN_PASS_THROUGH:
+        return (), fortran_quirks.FORTRAN_PASS_THROUGH[function.name]
     if function.return_type not in RESULT_TYPES:
         return (), f"returns {function.return_type}, which no Fortran routine returns"
     if function.variadic and not function.is_fan_out:
         return (), "variadic"
     names = {p.name for p in function.params}
-    absent = FORTRAN_ABSENT.get(function.name, ())
+    absent = fortran_quirks.FORTRAN_ABSENT.get(function.name, ())
     out: List[FortranParam] = []
     for p in function.params:
         if p.name in absent:
             out.append(FortranParam(p, Conv.ABSENT))
             continue
-        handled = FORTRAN_ERRHANDLER_FUNCTIONS.get(p.base_type)
+        handled = fortran_quirks.FORTRAN_ERRHANDLER_FUNCTIONS.get(p.base_type)
         if p.is_function_pointer and handled is not None and handled in errhandler_kinds:
             partner = next((q.name for q in function.params if q.base_type == "MPI_Errhandler" and q.is_pointer), "")
             if partner:
@@ -370,9 +354,9 @@ def _classify(
                 continue
         if p.is_function_pointer:
             return (), f"{p.name}: a user callback (the MPI's binding adapts Fortran procedures)"
-        if p.name in FORTRAN_PASS_THROUGH_PARAMS:
-            return (), f"{p.name}: {FORTRAN_PASS_THROUGH_PARAMS[p.name]}"
-        one_based = FORTRAN_ONE_BASED.get((function.name, p.name))
+        if p.name in fortran_quirks.FORTRAN_PASS_THROUGH_PARAMS:
+            return (), f"{p.name}: {fortran_quirks.FORTRAN_PASS_THROUGH_PARAMS[p.name]}"
+        one_based = fortran_quirks.FORTRAN_ONE_BASED.get((function.name, p.name))
         if one_based is not None:
             out.append(FortranParam(p, Conv.INDEX_ARRAY if one_based else Conv.INDEX_REF, one_based))
             continue
@@ -400,9 +384,9 @@ def _implied_lengths_once(params: List[FortranParam]) -> Tuple[FortranParam, ...
 def _convert(function: MpiFunction, p: Param, names, conversions: Dict[str, Tuple[str, str]], quirks: FortranQuirks):
     """The conversion of one parameter, or why there is none (a string)."""
     base = p.base_type
-    if p.name in FORTRAN_ADDRESS_RESULTS and p.is_pointer:
+    if p.name in fortran_quirks.FORTRAN_ADDRESS_RESULTS and p.is_pointer:
         return FortranParam(p, Conv.DIRECT)
-    if (function.name, p.name) in FORTRAN_DROPPED_ADDRESSES:
+    if (function.name, p.name) in fortran_quirks.FORTRAN_DROPPED_ADDRESSES:
         return FortranParam(p, Conv.DROPPED_ADDRESS)
     array = p.is_array or p.name.startswith("array_of_")
     logical_same = (quirks.logical_true, quirks.logical_false) == (1, 0)
@@ -434,26 +418,26 @@ def _convert(function: MpiFunction, p: Param, names, conversions: Dict[str, Tupl
         return FortranParam(p, Conv.STRING_IN if p.is_const else Conv.STRING_OUT)
     if base not in SAME_REPRESENTATION:
         return f"no Fortran conversion for {p.type}"
-    if p.name in FORTRAN_LOGICALS:
+    if p.name in fortran_quirks.FORTRAN_LOGICALS:
         if not p.is_pointer:
             return FortranParam(p, Conv.LOGICAL)
         if array:
             # LOGICAL arrays are passed on as they are where .TRUE./.FALSE. are C's 1/0.
             return FortranParam(p, Conv.DIRECT) if logical_same else "a LOGICAL array whose values are not C's"
         return FortranParam(p, Conv.LOGICAL_REF)
-    if p.name in FORTRAN_WEIGHTS:
+    if p.name in fortran_quirks.FORTRAN_WEIGHTS:
         return FortranParam(p, Conv.WEIGHTS)
     return FortranParam(p, Conv.DIRECT if p.is_pointer else Conv.VALUE)
 
 
 def _array_length(p: Param, names) -> str:
-    return next((n for n in FORTRAN_ARRAY_LENGTHS.get(p.name, ()) if n in names), "")
+    return next((n for n in fortran_quirks.FORTRAN_ARRAY_LENGTHS.get(p.name, ()) if n in names), "")
 
 
 def _implied_length(function: MpiFunction, p: Param, conversions: Dict[str, Tuple[str, str]]) -> str:
     """The C expression of an array length the call implies (its communicator's size or
     degree, asked with PMPI_ calls that tools do not see), or ""."""
-    way = FORTRAN_IMPLIED_LENGTHS.get((function.name, p.name))
+    way = fortran_quirks.FORTRAN_IMPLIED_LENGTHS.get((function.name, p.name))
     comm = next((q.name for q in function.params if q.base_type == "MPI_Comm" and not q.is_pointer), "")
     if not way or not comm or "MPI_Comm" not in conversions:
         return ""
