@@ -18,7 +18,10 @@
  *   QMPI_TRACE_FUNCTIONS=default|all  `all` adds the ordinary functions of the table below
  *                               (Comm_rank, Comm_size) and every other MPI function, seed 004
  *                               section 3.1.4 (see "every other MPI function" at the end)
- *   QMPI_TRACE_BUFFER=bytes     per-thread buffer (default 1 MiB, at least 4096)
+ *   QMPI_TRACE_BUFFER=bytes     per-thread buffer, a decimal number from 4096 to 1 GiB (default
+ *                               1 MiB; any other value: one line from rank 0, and the default)
+ * The options are read with secure_getenv: a setuid or setgid program ignores them (no
+ * file it writes can be put somewhere by its caller's environment). 
  * No MPI communication happens for tracing's sake except the clock ping-pong with world
  * rank 0 right after MPI_Init and right before MPI_Finalize, through PMPI.
  * The hot path (begin/end): one TLS lookup, two reads of the tick counter (not
@@ -34,6 +37,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -53,9 +57,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define TRACE_VERSION 2
+#define TRACE_VERSION 3
 #define TRACE_MAGIC "QMPITRC"
 #define RECORD_ALIGNMENT 8
+#define COMM_CHUNK 1000
 
 /* Stable function codes written in the files (the core's indices differ per MPI); the names
  * reach the merger in FUNCTION records. The third column: 1 = interesting (always traced),
@@ -85,7 +90,19 @@
     X(FILE_WRITE_AT, File_write_at, 1) \
     X(FILE_READ_AT, File_read_at, 1) \
     X(COMM_RANK, Comm_rank, 0) \
-    X(COMM_SIZE, Comm_size, 0)
+    X(COMM_SIZE, Comm_size, 0) \
+    X(WAITANY, Waitany, 1) \
+    X(WAITSOME, Waitsome, 1) \
+    X(TESTANY, Testany, 1) \
+    X(TESTSOME, Testsome, 1) \
+    X(TESTALL, Testall, 1) \
+    X(SEND_INIT, Send_init, 1) \
+    X(SSEND_INIT, Ssend_init, 1) \
+    X(RECV_INIT, Recv_init, 1) \
+    X(START, Start, 1) \
+    X(STARTALL, Startall, 1) \
+    X(REQUEST_FREE, Request_free, 1) \
+    X(CANCEL, Cancel, 1)
 
 /* Record kinds; every record starts with kind and total size (a multiple of RECORD_ALIGNMENT). */
 enum {
@@ -99,9 +116,11 @@ enum {
     R_CLOCK = 8,
     R_TIMER = 9,
     R_SHORT_CALL = 10,
+    R_END = 11,
 };
 enum { CALL_HAS_REQUEST = 1, CALL_FAILED = 2 };
 enum { PEER_NONE = -1, PEER_ANY = -2 };
+enum { REQUEST_CANCELLED = 1, REQUEST_FREED = 2, REQUEST_STARTED = 4 };
 
 struct file_header { /* 64 bytes */
     char magic[8]; /* `QMPITRC\0` */
@@ -116,7 +135,7 @@ struct file_header { /* 64 bytes */
     uint32_t reserved;
     uint64_t clock_origin_ns; /* `CLOCK_MONOTONIC` ns at `MPI_Init` */
     uint64_t realtime_origin_ns; /* `CLOCK_REALTIME` ns at the same moment */
-    uint64_t reserved2;
+    uint64_t run_id; /* the run's identity: world rank 0's random value, sent to every rank at `MPI_Init` (version 3; 0 before) */
 };
 _Static_assert(offsetof(struct file_header, magic) == 0, "layout.py");
 _Static_assert(offsetof(struct file_header, version) == 8, "layout.py");
@@ -130,7 +149,7 @@ _Static_assert(offsetof(struct file_header, pid) == 32, "layout.py");
 _Static_assert(offsetof(struct file_header, reserved) == 36, "layout.py");
 _Static_assert(offsetof(struct file_header, clock_origin_ns) == 40, "layout.py");
 _Static_assert(offsetof(struct file_header, realtime_origin_ns) == 48, "layout.py");
-_Static_assert(offsetof(struct file_header, reserved2) == 56, "layout.py");
+_Static_assert(offsetof(struct file_header, run_id) == 56, "layout.py");
 _Static_assert(sizeof(struct file_header) == 64, "layout.py");
 
 struct function_fixed { /* R_FUNCTION: after kind and size, then NUL-terminated name (`MPI_Send`) */
@@ -145,13 +164,17 @@ struct process_fixed { /* R_PROCESS: after kind and size, then program NUL host 
 _Static_assert(offsetof(struct process_fixed, reserved) == 0, "layout.py");
 _Static_assert(sizeof(struct process_fixed) == 4, "layout.py");
 
-struct comm_fixed { /* R_COMM: after kind and size, then i32 world rank of each local rank */
+struct comm_fixed { /* R_COMM: after kind and size, then i32 world rank of each member listed, in local rank order */
     int32_t id;
     int32_t comm_size;
+    int32_t first; /* local rank of the first member listed */
+    int32_t count; /* members listed */
 };
 _Static_assert(offsetof(struct comm_fixed, id) == 0, "layout.py");
 _Static_assert(offsetof(struct comm_fixed, comm_size) == 4, "layout.py");
-_Static_assert(sizeof(struct comm_fixed) == 8, "layout.py");
+_Static_assert(offsetof(struct comm_fixed, first) == 8, "layout.py");
+_Static_assert(offsetof(struct comm_fixed, count) == 12, "layout.py");
+_Static_assert(sizeof(struct comm_fixed) == 16, "layout.py");
 
 struct type_fixed { /* R_TYPE: after kind and size, then NUL-terminated name */
     int32_t id;
@@ -223,7 +246,7 @@ struct completion_record { /* R_COMPLETION, 32 bytes */
     int32_t source; /* status source: rank in the request's communicator */
     uint64_t request; /* request handle */
     int32_t tag; /* status tag */
-    int32_t reserved;
+    int32_t flags; /* REQUEST_* flags */
     int64_t bytes; /* bytes received */
 };
 _Static_assert(offsetof(struct completion_record, kind) == 0, "layout.py");
@@ -231,7 +254,7 @@ _Static_assert(offsetof(struct completion_record, size) == 2, "layout.py");
 _Static_assert(offsetof(struct completion_record, source) == 4, "layout.py");
 _Static_assert(offsetof(struct completion_record, request) == 8, "layout.py");
 _Static_assert(offsetof(struct completion_record, tag) == 16, "layout.py");
-_Static_assert(offsetof(struct completion_record, reserved) == 20, "layout.py");
+_Static_assert(offsetof(struct completion_record, flags) == 20, "layout.py");
 _Static_assert(offsetof(struct completion_record, bytes) == 24, "layout.py");
 _Static_assert(sizeof(struct completion_record) == 32, "layout.py");
 
@@ -287,6 +310,18 @@ _Static_assert(offsetof(struct short_call_record, comm) == 24, "layout.py");
 _Static_assert(offsetof(struct short_call_record, reserved) == 28, "layout.py");
 _Static_assert(sizeof(struct short_call_record) == 32, "layout.py");
 
+struct end_record { /* R_END, 16 bytes */
+    uint16_t kind;
+    uint16_t size; /* total bytes */
+    uint32_t reserved;
+    uint64_t calls; /* call records in the file */
+};
+_Static_assert(offsetof(struct end_record, kind) == 0, "layout.py");
+_Static_assert(offsetof(struct end_record, size) == 2, "layout.py");
+_Static_assert(offsetof(struct end_record, reserved) == 4, "layout.py");
+_Static_assert(offsetof(struct end_record, calls) == 8, "layout.py");
+_Static_assert(sizeof(struct end_record) == 16, "layout.py");
+
 #define CALL_RECORD_DEFAULTS .comm = -1, .peer = -1, .root = -1, .datatype = -1, .file = -1
 #define CALL_RECORD_IS_SHORT(r) (((r).peer & (r).root & (r).datatype & (r).file) == -1 && \
     ((r).tag | (r).count | (r).bytes | (r).offset | (int64_t)(r).request) == 0)
@@ -334,6 +369,7 @@ struct thread_buffer {
     pthread_mutex_t lock; /* flushes only: appends come from the owning thread alone */
     int fd, thread;
     size_t used;
+    uint64_t calls; /* call records appended: the END record's count */
     uint64_t last_timer_ns;
     unsigned cache_generation;
     struct handle_entry *cache[CACHE_SLOTS];
@@ -356,6 +392,7 @@ struct instance {
     int handle_count, handle_capacity;
     struct thread_buffer *threads;
     uint64_t origin_ns, realtime_origin_ns;
+    uint64_t run_id;
 };
 
 static struct instance instances[MAX_LEVELS];
@@ -380,23 +417,49 @@ static inline int call_depth(const struct thread_state *ts, int func)
     return ts->open_stack[ts->open_calls - 1].depth + (ts->open_stack[ts->open_calls - 1].func != func);
 }
 
+#define BUFFER_DEFAULT ((size_t)1 << 20)
+#define BUFFER_MIN ((size_t)4096)
+#define BUFFER_MAX ((size_t)1 << 30)
+
 static struct {
     const char *dir;
     int flush_every_record, nested, all_functions;
     size_t buffer_bytes;
+    const char *bad_buffer; /* a QMPI_TRACE_BUFFER not taken, said once by rank 0 */
 } options;
 static pthread_once_t options_once = PTHREAD_ONCE_INIT;
+
+/* A buffer size: decimal digits only, within [BUFFER_MIN, BUFFER_MAX] (no sign, no
+ * exponent, no wrap-around: the size goes to calloc), else 0. */
+static size_t parse_buffer(const char *value)
+{
+    size_t bytes = 0;
+    const char *p;
+    if (*value == '\0')
+        return 0;
+    for (p = value; *p; p++) {
+        if (*p < '0' || *p > '9' || bytes > BUFFER_MAX)
+            return 0;
+        bytes = bytes * 10 + (size_t)(*p - '0');
+    }
+    return bytes >= BUFFER_MIN && bytes <= BUFFER_MAX ? bytes : 0;
+}
 
 static void read_options(void)
 {
     const char *value;
-    options.dir = (value = getenv("QMPI_TRACE_DIR")) && *value ? value : "qmpi-trace";
-    options.flush_every_record = (value = getenv("QMPI_TRACE_FLUSH")) && strcmp(value, "record") == 0;
-    options.nested = !((value = getenv("QMPI_TRACE_NESTED")) && strcmp(value, "0") == 0);
-    options.all_functions = (value = getenv("QMPI_TRACE_FUNCTIONS")) && strcmp(value, "all") == 0;
-    options.buffer_bytes = (value = getenv("QMPI_TRACE_BUFFER")) ? strtoull(value, NULL, 10) : 0;
-    if (options.buffer_bytes < 4096)
-        options.buffer_bytes = value ? 4096 : 1u << 20;
+    options.dir = (value = secure_getenv("QMPI_TRACE_DIR")) && *value ? value : "qmpi-trace";
+    options.flush_every_record = (value = secure_getenv("QMPI_TRACE_FLUSH")) && strcmp(value, "record") == 0;
+    options.nested = !((value = secure_getenv("QMPI_TRACE_NESTED")) && strcmp(value, "0") == 0);
+    options.all_functions = (value = secure_getenv("QMPI_TRACE_FUNCTIONS")) && strcmp(value, "all") == 0;
+    options.buffer_bytes = BUFFER_DEFAULT;
+    if ((value = secure_getenv("QMPI_TRACE_BUFFER")) != NULL) {
+        size_t bytes = parse_buffer(value);
+        if (bytes)
+            options.buffer_bytes = bytes;
+        else
+            options.bad_buffer = value;
+    }
 }
 
 static inline uint64_t now_ns(void)
@@ -476,10 +539,17 @@ static void flush_due(struct instance *in, struct thread_buffer *tb)
     flush(in, tb);
 }
 
+/* The buffer keeps room for a timer and an END record after any record; a record is at
+ * most 4096 bytes (append_variable), and the buffer at least 4096 + that room. */
+#define RESERVED_BYTES (sizeof(struct timer_record) + sizeof(struct end_record))
+_Static_assert(BUFFER_MIN >= RESERVED_BYTES, "room for the largest record after a flush");
+
 static inline void append(struct instance *in, struct thread_buffer *tb, const void *record, size_t size)
 {
-    if (__builtin_expect(tb->used + size + sizeof(struct timer_record) > options.buffer_bytes, 0))
+    if (__builtin_expect(tb->used + size + RESERVED_BYTES > options.buffer_bytes, 0))
         flush_due(in, tb);
+    if (__builtin_expect(tb->used + size + RESERVED_BYTES > options.buffer_bytes, 0))
+        return; /* cannot happen (records are at most 4096 bytes): never past the buffer */
     memcpy(tb->data + tb->used, record, size);
     tb->used += size;
     if (options.flush_every_record)
@@ -541,6 +611,7 @@ static struct thread_buffer *thread_buffer(struct instance *in)
     struct thread_buffer *tb = thread_state.buffers[in->level];
     struct file_header header;
     char host[256] = "unknown", path[4096];
+    int length;
     if (tb != NULL)
         return tb;
     tb = calloc(1, sizeof *tb + options.buffer_bytes);
@@ -556,9 +627,11 @@ static struct thread_buffer *thread_buffer(struct instance *in)
     pthread_mutex_unlock(&in->lock);
     gethostname(host, sizeof host - 1);
     host[sizeof host - 1] = '\0';
-    snprintf(path, sizeof path, "%s/%s_%s_%d_%d.L%d.qtr", options.dir, program_invocation_short_name, host, in->rank,
-             tb->thread, in->level);
-    tb->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    length = snprintf(path, sizeof path, "%s/%s_%s_%d_%d.L%d.qtr", options.dir, program_invocation_short_name, host,
+                      in->rank, tb->thread, in->level);
+    /* a cut name would be the same for every rank: each would overwrite the others' file */
+    tb->fd = length > 0 && (size_t)length < sizeof path ? open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)
+                                                        : (errno = ENAMETOOLONG, -1);
     thread_state.buffers[in->level] = tb;
     pthread_setspecific(in->thread_key, tb);
     if (tb->fd < 0) {
@@ -577,6 +650,7 @@ static struct thread_buffer *thread_buffer(struct instance *in)
     header.pid = (uint32_t)getpid();
     header.clock_origin_ns = in->origin_ns;
     header.realtime_origin_ns = in->realtime_origin_ns;
+    header.run_id = in->run_id;
     if (write_all(tb->fd, (const char *)&header, sizeof header) != 0) {
         complain(in, "cannot write", path);
         return NULL;
@@ -602,7 +676,7 @@ static void define(struct instance *in, struct thread_buffer *tb, struct handle_
         MPI_Comm comm = *(const MPI_Comm *)handle;
         MPI_Group group, world_group;
         int i, *local = malloc(sizeof(int) * (size_t)e->size);
-        struct comm_fixed fixed = {e->id, e->size};
+        struct comm_fixed fixed = {e->id, e->size, 0, 0};
         e->world = malloc(sizeof(int) * (size_t)e->size);
         for (i = 0; i < e->size; i++)
             local[i] = i;
@@ -612,7 +686,14 @@ static void define(struct instance *in, struct thread_buffer *tb, struct handle_
         PMPI_Group_free(&group);
         PMPI_Group_free(&world_group);
         free(local);
-        append_variable(in, tb, R_COMM, &fixed, sizeof fixed, e->world, sizeof(int) * (size_t)e->size);
+        /* COMM_CHUNK members per record: every record fits append_variable's 4096 bytes */
+        for (fixed.first = 0; fixed.first < e->size || fixed.first == 0; fixed.first += COMM_CHUNK) {
+            fixed.count = e->size - fixed.first < COMM_CHUNK ? e->size - fixed.first : COMM_CHUNK;
+            append_variable(in, tb, R_COMM, &fixed, sizeof fixed, e->world + fixed.first,
+                            sizeof(int) * (size_t)fixed.count);
+            if (fixed.count == 0)
+                break;
+        }
     } else if (e->kind == R_TYPE) {
         MPI_Datatype type = *(const MPI_Datatype *)handle;
         int nints = 0, naddrs = 0, ntypes = 0, combiner = 0, length = 0;
@@ -733,6 +814,7 @@ static inline void end(struct traced *t, int ret)
     t->ts->open_calls--;
     if (ret != MPI_SUCCESS)
         t->r.flags |= CALL_FAILED;
+    t->tb->calls++;
     if (CALL_RECORD_IS_SHORT(t->r)) {
         struct short_call_record s = {R_SHORT_CALL, sizeof s, t->r.func, t->r.depth, t->r.flags,
                                       t->r.enter, t->r.leave, t->r.comm, 0};
@@ -774,16 +856,21 @@ static void set_request(struct traced *t, const MPI_Request *request)
     t->r.flags |= CALL_HAS_REQUEST;
 }
 
-static void complete(struct traced *t, MPI_Request request, const MPI_Status *status)
+/* A request event after the call record: completed (`status`: what it says), started
+ * (REQUEST_STARTED) or let go (REQUEST_FREED), status NULL for the last two. */
+static void request_event(struct traced *t, MPI_Request request, const MPI_Status *status, int flags)
 {
     struct completion_record c;
-    int bytes = 0;
+    int bytes = 0, cancelled = 0;
     memset(&c, 0, sizeof c);
     c.kind = R_COMPLETION;
     c.size = sizeof c;
     c.request = handle_bits(&request, sizeof request);
     c.source = PEER_NONE;
-    if (status != NULL && status->MPI_SOURCE >= 0) {
+    c.flags = flags;
+    if (status != NULL && PMPI_Test_cancelled(status, &cancelled) == MPI_SUCCESS && cancelled)
+        c.flags |= REQUEST_CANCELLED;
+    else if (status != NULL && status->MPI_SOURCE >= 0) {
         /* receives only; sends leave the status undefined and the merger ignores it */
         c.source = status->MPI_SOURCE;
         c.tag = status->MPI_TAG;
@@ -791,6 +878,11 @@ static void complete(struct traced *t, MPI_Request request, const MPI_Status *st
         c.bytes = bytes;
     }
     append(t->in, t->tb, &c, sizeof c);
+}
+
+static void complete(struct traced *t, MPI_Request request, const MPI_Status *status)
+{
+    request_event(t, request, status, 0);
 }
 
 /* ---- clocks: offsets to world rank 0 at init and finalize, by PMPI ping-pong ---- */
@@ -836,17 +928,39 @@ static void measure_clock(struct instance *in, uint32_t phase)
         append(in, tb, &c, sizeof c);
 }
 
+/* The run's identity in every rank file's header: world rank 0 draws it, every rank gets
+ * it (a collective on MPI_COMM_WORLD right after MPI_Init, the same on every rank). */
+static uint64_t run_identity(int rank)
+{
+    uint64_t id = 0;
+    if (rank == 0) {
+        struct timespec now;
+        clock_gettime(CLOCK_REALTIME, &now);
+        if (getrandom(&id, sizeof id, GRND_NONBLOCK) != (ssize_t)sizeof id)
+            id = ((uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec) ^ ((uint64_t)getpid() << 32);
+        if (id == 0) /* 0: no identity (files before version 3) */
+            id = 1;
+    }
+    PMPI_Bcast(&id, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
+    return id;
+}
+
 static void start_instance(int level)
 {
     struct instance *in = &instances[level];
     struct timespec real;
     struct stat st;
+    static int said_bad_buffer;
     pthread_once(&options_once, read_options);
     in->level = level;
     pthread_mutex_init(&in->lock, NULL);
     pthread_key_create(&in->thread_key, thread_exit);
     PMPI_Comm_rank(MPI_COMM_WORLD, &in->rank);
     PMPI_Comm_size(MPI_COMM_WORLD, &in->world_size);
+    in->run_id = run_identity(in->rank);
+    if (options.bad_buffer != NULL && in->rank == 0 && !__atomic_exchange_n(&said_bad_buffer, 1, __ATOMIC_ACQ_REL))
+        fprintf(stderr, "qmpi trace: QMPI_TRACE_BUFFER=%.64s is not a number of bytes from %zu to %zu; using %zu\n",
+                options.bad_buffer, BUFFER_MIN, BUFFER_MAX, BUFFER_DEFAULT);
     in->origin_ns = now_ns();
     clock_gettime(CLOCK_REALTIME, &real);
     in->realtime_origin_ns = (uint64_t)real.tv_sec * 1000000000u + (uint64_t)real.tv_nsec;
@@ -866,8 +980,13 @@ static void stop_instance(struct instance *in)
     pthread_mutex_lock(&in->lock);
     for (tb = in->threads; tb != NULL; tb = tb->next_in_instance) {
         pthread_mutex_lock(&tb->lock);
-        if (tb->fd >= 0)
+        if (tb->fd >= 0) {
+            /* END: the file is whole (room for both is kept: see append) */
+            struct end_record end_record = {R_END, sizeof end_record, 0, tb->calls};
             add_timer(tb);
+            memcpy(tb->data + tb->used, &end_record, sizeof end_record);
+            tb->used += sizeof end_record;
+        }
         flush_locked(in, tb);
         if (tb->fd >= 0)
             close(tb->fd);
@@ -1066,6 +1185,211 @@ _EXTERN_C_ int TR_Test(MPI_Request *request, int *flag, MPI_Status *status, int 
     end(&t, ret);
     if (t.r.count && before != MPI_REQUEST_NULL)
         complete(&t, before, status);
+    return ret;
+}
+
+/* The request handles a call is handed, copied before it runs (MPI sets completed ones to
+ * MPI_REQUEST_NULL): on the stack up to 64, else on the heap; NULL if that fails. */
+struct handles {
+    MPI_Request small[64], *h;
+};
+static MPI_Request *save_handles(struct handles *s, int count, const MPI_Request requests[])
+{
+    s->h = count <= 64 ? s->small : malloc(sizeof *s->h * (size_t)count);
+    if (s->h != NULL && count > 0)
+        memcpy(s->h, requests, sizeof *s->h * (size_t)count);
+    return s->h;
+}
+static void drop_handles(struct handles *s)
+{
+    if (s->h != s->small)
+        free(s->h);
+}
+/* Statuses to read even when the application ignores them. */
+struct statuses {
+    MPI_Status small[64], *s;
+};
+static MPI_Status *own_statuses(struct statuses *o, int count, MPI_Status *given)
+{
+    if (given != MPI_STATUSES_IGNORE)
+        return o->s = given;
+    return o->s = count <= 64 ? o->small : malloc(sizeof *o->s * (size_t)count);
+}
+static void drop_statuses(struct statuses *o, MPI_Status *given)
+{
+    if (o->s != given && o->s != o->small)
+        free(o->s);
+}
+
+_EXTERN_C_ int TR_Waitany(int count, MPI_Request requests[], int *index, MPI_Status *status, int level, vector *v)
+{
+    struct traced t;
+    struct handles before;
+    MPI_Status own;
+    int ret;
+    if (!begin(&t, level, TF_WAITANY))
+        return QMPI_Next_Waitany(count, requests, index, status, level, v);
+    if (status == MPI_STATUS_IGNORE)
+        status = &own;
+    save_handles(&before, count, requests);
+    ret = QMPI_Next_Waitany(count, requests, index, status, level, v);
+    t.r.count = ret == MPI_SUCCESS && *index != MPI_UNDEFINED;
+    end(&t, ret);
+    if (t.r.count && before.h != NULL && *index >= 0 && *index < count)
+        complete(&t, before.h[*index], status);
+    drop_handles(&before);
+    return ret;
+}
+
+_EXTERN_C_ int TR_Testany(int count, MPI_Request requests[], int *index, int *flag, MPI_Status *status, int level,
+                          vector *v)
+{
+    struct traced t;
+    struct handles before;
+    MPI_Status own;
+    int ret;
+    if (!begin(&t, level, TF_TESTANY))
+        return QMPI_Next_Testany(count, requests, index, flag, status, level, v);
+    if (status == MPI_STATUS_IGNORE)
+        status = &own;
+    save_handles(&before, count, requests);
+    ret = QMPI_Next_Testany(count, requests, index, flag, status, level, v);
+    t.r.count = ret == MPI_SUCCESS && *flag && *index != MPI_UNDEFINED;
+    end(&t, ret);
+    if (t.r.count && before.h != NULL && *index >= 0 && *index < count)
+        complete(&t, before.h[*index], status);
+    drop_handles(&before);
+    return ret;
+}
+
+/* Waitsome, Testsome: the completed requests' indices in `indices`. */
+#define SOME_WRAPPER(Name, CODE)                                                                   \
+    _EXTERN_C_ int TR_##Name(int incount, MPI_Request requests[], int *outcount, int indices[],    \
+                             MPI_Status statuses[], int level, vector *v)                          \
+    {                                                                                              \
+        struct traced t;                                                                           \
+        struct handles before;                                                                     \
+        struct statuses own;                                                                       \
+        MPI_Status *use;                                                                           \
+        int ret, i;                                                                                \
+        if (!begin(&t, level, CODE))                                                               \
+            return QMPI_Next_##Name(incount, requests, outcount, indices, statuses, level, v);     \
+        save_handles(&before, incount, requests);                                                  \
+        use = own_statuses(&own, incount, statuses);                                               \
+        ret = QMPI_Next_##Name(incount, requests, outcount, indices, use ? use : statuses, level, v); \
+        t.r.count = ret == MPI_SUCCESS && *outcount != MPI_UNDEFINED ? *outcount : 0;              \
+        end(&t, ret);                                                                              \
+        for (i = 0; before.h != NULL && i < t.r.count; i++)                                        \
+            if (indices[i] >= 0 && indices[i] < incount)                                           \
+                complete(&t, before.h[indices[i]], use ? &use[i] : NULL);                          \
+        drop_handles(&before);                                                                     \
+        drop_statuses(&own, statuses);                                                             \
+        return ret;                                                                                \
+    }
+SOME_WRAPPER(Waitsome, TF_WAITSOME)
+SOME_WRAPPER(Testsome, TF_TESTSOME)
+
+_EXTERN_C_ int TR_Testall(int count, MPI_Request requests[], int *flag, MPI_Status statuses[], int level, vector *v)
+{
+    struct traced t;
+    struct handles before;
+    struct statuses own;
+    MPI_Status *use;
+    int ret, i;
+    if (!begin(&t, level, TF_TESTALL))
+        return QMPI_Next_Testall(count, requests, flag, statuses, level, v);
+    save_handles(&before, count, requests);
+    use = own_statuses(&own, count, statuses);
+    ret = QMPI_Next_Testall(count, requests, flag, use ? use : statuses, level, v);
+    t.r.count = ret == MPI_SUCCESS && *flag ? count : 0;
+    end(&t, ret);
+    for (i = 0; before.h != NULL && i < t.r.count; i++)
+        if (before.h[i] != MPI_REQUEST_NULL)
+            complete(&t, before.h[i], use ? &use[i] : NULL);
+    drop_handles(&before);
+    drop_statuses(&own, statuses);
+    return ret;
+}
+
+/* Persistent requests: Send_init/Recv_init hold the message (as Isend/Irecv do); each
+ * Start/Startall starts one instance of it, a REQUEST_STARTED record per request. */
+#define INIT_WRAPPER(Name, CODE, Buf)                                                              \
+    _EXTERN_C_ int TR_##Name(Buf buf, int count, MPI_Datatype datatype, int peer, int tag,         \
+                             MPI_Comm comm, MPI_Request *request, int level, vector *v)            \
+    {                                                                                              \
+        struct traced t;                                                                           \
+        int ret;                                                                                   \
+        if (!begin(&t, level, CODE))                                                               \
+            return QMPI_Next_##Name(buf, count, datatype, peer, tag, comm, request, level, v);     \
+        ret = QMPI_Next_##Name(buf, count, datatype, peer, tag, comm, request, level, v);          \
+        set_message(&t, comm, count, datatype, peer, tag);                                         \
+        set_request(&t, request);                                                                  \
+        end(&t, ret);                                                                              \
+        return ret;                                                                                \
+    }
+INIT_WRAPPER(Send_init, TF_SEND_INIT, const void *)
+INIT_WRAPPER(Ssend_init, TF_SSEND_INIT, const void *)
+INIT_WRAPPER(Recv_init, TF_RECV_INIT, void *)
+
+_EXTERN_C_ int TR_Start(MPI_Request *request, int level, vector *v)
+{
+    struct traced t;
+    MPI_Request before;
+    int ret;
+    if (!begin(&t, level, TF_START))
+        return QMPI_Next_Start(request, level, v);
+    before = *request;
+    ret = QMPI_Next_Start(request, level, v);
+    t.r.count = 1;
+    end(&t, ret);
+    if (ret == MPI_SUCCESS)
+        request_event(&t, before, NULL, REQUEST_STARTED);
+    return ret;
+}
+
+_EXTERN_C_ int TR_Startall(int count, MPI_Request requests[], int level, vector *v)
+{
+    struct traced t;
+    int ret, i;
+    if (!begin(&t, level, TF_STARTALL))
+        return QMPI_Next_Startall(count, requests, level, v);
+    ret = QMPI_Next_Startall(count, requests, level, v); /* the handles stay as they were */
+    t.r.count = count;
+    end(&t, ret);
+    for (i = 0; ret == MPI_SUCCESS && i < count; i++)
+        request_event(&t, requests[i], NULL, REQUEST_STARTED);
+    return ret;
+}
+
+/* The application lets go of a request (an active one completes unseen). */
+_EXTERN_C_ int TR_Request_free(MPI_Request *request, int level, vector *v)
+{
+    struct traced t;
+    MPI_Request before;
+    int ret;
+    if (!begin(&t, level, TF_REQUEST_FREE))
+        return QMPI_Next_Request_free(request, level, v);
+    before = *request;
+    ret = QMPI_Next_Request_free(request, level, v);
+    set_request(&t, &before);
+    end(&t, ret);
+    if (ret == MPI_SUCCESS)
+        request_event(&t, before, NULL, REQUEST_FREED);
+    return ret;
+}
+
+/* Marks a request for cancellation; the Wait/Test that completes it says whether it was. */
+_EXTERN_C_ int TR_Cancel(MPI_Request *request, int level, vector *v)
+{
+    struct traced t;
+    MPI_Request before;
+    int ret;
+    if (!begin(&t, level, TF_CANCEL))
+        return QMPI_Next_Cancel(request, level, v);
+    before = *request;
+    ret = QMPI_Next_Cancel(request, level, v);
+    set_request(&t, &before);
+    end(&t, ret);
     return ret;
 }
 
@@ -1314,6 +1638,7 @@ void trace_all_end(int level, int index, uint64_t enter, int failed)
     if (ts->open_calls <= MAX_OPEN)
         s.depth = ts->open_stack[ts->open_calls - 1].depth;
     ts->open_calls--;
+    ts->buffers[level]->calls++;
     append(&instances[level], ts->buffers[level], &s, sizeof s);
 }
 

@@ -303,7 +303,7 @@ def _raw_calls(run: Path, level: int) -> tuple:
     return calls, codes
 
 
-TABLE_CODES = 24  # the functions of trace.c's own table: codes 0..23, the same in every file
+TABLE_CODES = len(__import__("qmpigen.trace.layout", fromlist=["FUNCTIONS"]).FUNCTIONS)  # trace.c's own table: the same codes in every file
 
 
 def _run_all_app(mpi, core, tools: str, work: Path, **env: str):

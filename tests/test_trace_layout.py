@@ -88,5 +88,5 @@ def test_the_c_loops_use_otf2_outs_codes():
     text = (REPO / "qmpigen" / "trace" / "_loops.c").read_text()
     names = re.search(r"enum \{ (OP_NONE[^}]*)\}", text)[1].replace(" ", "").split(",")
     assert {name: getattr(otf2_out, name) for name in names} == {name: i for i, name in enumerate(names)}
-    for name, value in re.findall(r"(COMPLETE_\w+) = (\d+)", text):
+    for name, value in re.findall(r"((?:COMPLETE|START)_\w+|CANCELLED) = (\d+)", text):
         assert getattr(otf2_out, name) == int(value)

@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 MAGIC = b"QMPITRC\0"
-VERSION = 2  # written by trace.c; the reader also takes 1 (call times in ns)
-READ_VERSIONS = (1, 2)
+VERSION = 3  # written by trace.c; the reader also takes 1 (call times in ns) and 2 (no run id, no END record)
+READ_VERSIONS = (1, 2, 3)
 RECORD_ALIGNMENT = 8  # every record's size is a multiple of it
 
 # C type -> (numpy type, struct code, size)
@@ -91,6 +91,8 @@ class Record:
 
 
 HEAD = (Field("kind", "uint16_t"), Field("size", "uint16_t", "total bytes"))
+COMM_CHUNK = 1000  # members per COMM record: with its head, at most 4,020 bytes (trace.c's records are <= 4096)
+COMM_V2 = struct.Struct("<ii")  # a version 2 COMM record's fixed part: id, comm_size
 
 HEADER = Struct("file_header", (
     Field("magic", "char[8]", "`QMPITRC\\0`"),
@@ -105,7 +107,8 @@ HEADER = Struct("file_header", (
     Field("reserved", "uint32_t"),
     Field("clock_origin_ns", "uint64_t", "`CLOCK_MONOTONIC` ns at `MPI_Init`"),
     Field("realtime_origin_ns", "uint64_t", "`CLOCK_REALTIME` ns at the same moment"),
-    Field("reserved2", "uint64_t"),
+    Field("run_id", "uint64_t", "the run's identity: world rank 0's random value, sent to every rank at "
+                               "`MPI_Init` (version 3; 0 before)"),
 ))
 
 _CALL_HEAD = HEAD + (
@@ -124,8 +127,12 @@ RECORDS: Tuple[Record, ...] = (
            "(see Function codes)"),
     Record(2, "PROCESS", Struct("process_fixed", (Field("reserved", "int32_t"),)), True,
            "program NUL host NUL"),
-    Record(3, "COMM", Struct("comm_fixed", (Field("id", "int32_t"), Field("comm_size", "int32_t"))), True,
-           "i32 world rank of each local rank"),
+    Record(3, "COMM", Struct("comm_fixed", (Field("id", "int32_t"), Field("comm_size", "int32_t"),
+                                            Field("first", "int32_t", "local rank of the first member listed"),
+                                            Field("count", "int32_t", "members listed"))), True,
+           "i32 world rank of each member listed, in local rank order",
+           f"a communicator of more than {COMM_CHUNK} members spans several records (version 3; version 2: "
+           "id and comm_size, then every member)"),
     Record(4, "TYPE", Struct("type_fixed", (
         Field("id", "int32_t"), Field("type_size", "int32_t", "`MPI_Type_size`"),
         Field("named", "int32_t"), Field("nints", "int32_t"), Field("naddrs", "int32_t"),
@@ -149,9 +156,10 @@ RECORDS: Tuple[Record, ...] = (
         Field("source", "int32_t", "status source: rank in the request's communicator"),
         Field("request", "uint64_t", "request handle"),
         Field("tag", "int32_t", "status tag"),
-        Field("reserved", "int32_t"),
+        Field("flags", "int32_t", "REQUEST_* flags"),
         Field("bytes", "int64_t", "bytes received"),
-    )), doc="one completed request; follows the Wait/Waitall/Test call it belongs to"),
+    )), doc="one request completed (or, with REQUEST_STARTED, started) by the call it follows: a "
+            "Wait/Test function, MPI_Request_free, MPI_Start/Startall"),
     Record(8, "CLOCK", Struct("clock_record", HEAD + (
         Field("phase", "uint32_t", "0 init, 1 finalize"),
         Field("local_ns", "uint64_t"),
@@ -167,14 +175,21 @@ RECORDS: Tuple[Record, ...] = (
     Record(10, "SHORT_CALL", Struct("short_call_record", _CALL_HEAD + (Field("reserved", "int32_t"),)),
            doc="a CALL whose other fields would all be at their defaults (every call of a function outside "
                "the table, with comm -1)"),
+    Record(11, "END", Struct("end_record", HEAD + (
+        Field("reserved", "uint32_t"),
+        Field("calls", "uint64_t", "call records in the file"),
+    )), doc="the file's last record, written at `MPI_Finalize` (version 3): a file without it was cut short"),
 )
 BY_NAME = {r.name: r for r in RECORDS}
-CALL, SHORT_CALL, COMPLETION, CLOCK, TIMER = (BY_NAME[n] for n in ("CALL", "SHORT_CALL", "COMPLETION", "CLOCK",
-                                                                    "TIMER"))
+CALL, SHORT_CALL, COMPLETION, CLOCK, TIMER, END = (BY_NAME[n] for n in ("CALL", "SHORT_CALL", "COMPLETION",
+                                                                         "CLOCK", "TIMER", "END"))
 
 FLAGS = (("CALL_HAS_REQUEST", 1, "the call carries a request handle"),
          ("CALL_FAILED", 2, "the function returned an MPI error code"))
 PEERS = (("PEER_NONE", -1), ("PEER_ANY", -2))
+REQUEST_FLAGS = (("REQUEST_CANCELLED", 1, "the request was cancelled (`MPI_Test_cancelled`)"),
+                 ("REQUEST_FREED", 2, "`MPI_Request_free`: the application let go of the request"),
+                 ("REQUEST_STARTED", 4, "a persistent request started (`MPI_Start`, `MPI_Startall`)"))
 
 
 @dataclass(frozen=True)
@@ -195,7 +210,11 @@ _TABLE = (("Init", 1, None), ("Init_thread", 1, None), ("Finalize", 1, None), ("
           ("Reduce", 1, "REDUCE"), ("Allreduce", 1, "ALLREDUCE"), ("Comm_split", 1, "CREATE_HANDLE"),
           ("Comm_dup", 1, "CREATE_HANDLE"), ("Comm_free", 1, "DESTROY_HANDLE"),
           ("File_open", 1, "CREATE_HANDLE"), ("File_close", 1, "DESTROY_HANDLE"), ("File_write_at", 1, None),
-          ("File_read_at", 1, None), ("Comm_rank", 0, None), ("Comm_size", 0, None))
+          ("File_read_at", 1, None), ("Comm_rank", 0, None), ("Comm_size", 0, None),
+          # appended (codes are stable): every other way a request is created, started or completed
+          ("Waitany", 1, None), ("Waitsome", 1, None), ("Testany", 1, None), ("Testsome", 1, None),
+          ("Testall", 1, None), ("Send_init", 1, None), ("Ssend_init", 1, None), ("Recv_init", 1, None),
+          ("Start", 1, None), ("Startall", 1, None), ("Request_free", 1, None), ("Cancel", 1, None))
 # trace.c's own functions: stable codes, the same for every MPI (others: len + core index)
 FUNCTIONS: Tuple[Function, ...] = tuple(Function(code, name, bool(interesting), collective)
                                         for code, (name, interesting, collective) in enumerate(_TABLE))
@@ -210,7 +229,7 @@ def _check() -> None:
     for r in RECORDS:
         if not r.variable:
             assert r.size % RECORD_ALIGNMENT == 0 and r.layout.fields[:2] == HEAD, r.name
-    assert HEADER.size == 64 and CALL.size == 80 and SHORT_CALL.size == 32
+    assert HEADER.size == 64 and CALL.size == 80 and SHORT_CALL.size == 32 and END.size == 16
 
 
 _check()
@@ -239,7 +258,7 @@ def c_text() -> str:
     """The generated part of trace.c."""
     out = ["#include <stddef.h>", "#include <stdint.h>", "",
            f"#define TRACE_VERSION {VERSION}", f"#define TRACE_MAGIC \"{MAGIC.rstrip(bytes(1)).decode()}\"",
-           f"#define RECORD_ALIGNMENT {RECORD_ALIGNMENT}", "",
+           f"#define RECORD_ALIGNMENT {RECORD_ALIGNMENT}", f"#define COMM_CHUNK {COMM_CHUNK}", "",
            "/* Stable function codes written in the files (the core's indices differ per MPI); the names",
            " * reach the merger in FUNCTION records. The third column: 1 = interesting (always traced),",
            " * 0 = ordinary (QMPI_TRACE_FUNCTIONS=all). Every other function traced under `all` has",
@@ -251,7 +270,8 @@ def c_text() -> str:
     out.append("enum {")
     out += [f"    R_{r.name} = {r.kind}," for r in RECORDS]
     out += ["};", "enum { " + ", ".join(f"{name} = {value}" for name, value, _ in FLAGS) + " };",
-            "enum { " + ", ".join(f"{name} = {value}" for name, value in PEERS) + " };", ""]
+            "enum { " + ", ".join(f"{name} = {value}" for name, value in PEERS) + " };",
+            "enum { " + ", ".join(f"{name} = {value}" for name, value, _ in REQUEST_FLAGS) + " };", ""]
     out += _c_struct(HEADER, f"{HEADER.size} bytes") + [""]
     for r in RECORDS:
         what = (f"R_{r.name}: after kind and size, then {r.tail}" if r.variable else f"R_{r.name}, {r.size} bytes")
@@ -296,6 +316,7 @@ def doc_text() -> str:
     flags = ", ".join(f"{value} {name}" for name, value, _ in FLAGS)
     out += ["", f"Call flags: {flags}. A CALL field's value when the call has none (and so in a SHORT_CALL): "
             + ", ".join(f"{f.name} {f.default}" for f in CALL.layout.fields if f.default) + ", the rest 0.", "",
+            "COMPLETION flags: " + "; ".join(f"{value} {name}: {doc}" for name, value, doc in REQUEST_FLAGS) + ".", "",
             "### trace.c's function codes", "", "| code | function | traced | OTF2 collective |", "|---|---|---|---|"]
     out += [f"| {f.code} | `{f.mpi_name}` | {'always' if f.interesting else '`all`'} | {f.collective or ''} |"
             for f in FUNCTIONS]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import ctypes
 from pathlib import Path
-from typing import Dict, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 import otf2
@@ -31,7 +31,9 @@ from . import loops
 
 # What a call adds between its Enter and Leave (the `op` array of _loops.c's qmpi_write_events).
 OP_NONE, OP_SEND, OP_RECV, OP_ISEND, OP_IRECV_REQUEST, OP_COLLECTIVE, OP_IO = range(7)
-COMPLETE_ISEND, COMPLETE_IRECV = 1, 2
+# what a completion-side event is: a completed Isend or Irecv, a persistent request's
+# start (written like Isend and Irecv), a cancelled request
+COMPLETE_ISEND, COMPLETE_IRECV, START_ISEND, START_IRECV, CANCELLED = 1, 2, 3, 4, 5
 # OTF2 keeps one event chunk per location in memory until the archive closes (a
 # location's writer cannot be closed early: the package closes them all at the end):
 # 256 KiB instead of the default 1 MiB keeps that small beside one rank file.
@@ -41,7 +43,7 @@ IO_MODE_READ, IO_MODE_WRITE = 0, 1  # OTF2_IO_OPERATION_MODE_*
 
 API_FUNCTIONS = ("Enter", "Leave", "MpiSend", "MpiRecv", "MpiIsend", "MpiIrecv", "MpiIsendComplete",
                  "MpiIrecvRequest", "MpiCollectiveBegin", "MpiCollectiveEnd", "IoOperationBegin",
-                 "IoOperationComplete")
+                 "IoOperationComplete", "MpiRequestCancelled")
 CALL_FIELDS = (("enter", "<u8"), ("leave", "<u8"), ("region", "<u4"), ("op", "u1"), ("peer", "<u4"),
                ("comm", "<u4"), ("tag", "<u4"), ("bytes", "<u8"), ("request", "<u8"))
 COMPLETION_FIELDS = (("call", "<i8"), ("kind", "u1"), ("request", "<u8"), ("sender", "<u4"), ("comm", "<u4"),
@@ -51,7 +53,7 @@ COMPLETION_FIELDS = (("call", "<i8"), ("kind", "u1"), ("request", "<u8"), ("send
 class _Api(ctypes.Structure):
     _fields_ = [(name, ctypes.c_void_p) for name in ("enter", "leave", "send", "recv", "isend", "irecv",
                                                      "isend_complete", "irecv_request", "coll_begin", "coll_end",
-                                                     "io_begin", "io_complete")]
+                                                     "io_begin", "io_complete", "request_cancelled")]
 
 
 class _Calls(ctypes.Structure):
@@ -69,23 +71,26 @@ def _otf2_library() -> ctypes.CDLL:
 
 
 class Otf2Writer:
-    def __init__(self, path: Path, world_size: int, hosts: Dict[int, str], threads: Dict[int, list]):
+    def __init__(self, path: Path, ranks: List[int], hosts: Dict[int, str], threads: Dict[int, list]):
+        """`ranks`: those with a file or a communicator naming them (not every rank of the
+        world: a rank without a file has nothing to show, and a header's world size is
+        only a claim)."""
         self.writer = otf2.writer.Writer(str(path), timer_resolution=1_000_000_000, chunk_size_events=CHUNK_BYTES)
         defs = self.writer.definitions
         machine = defs.system_tree_node("machine")
         nodes = {host: defs.system_tree_node(host, parent=machine) for host in sorted(set(hosts.values()))}
-        self.scope = {rank: nodes.get(hosts.get(rank, "unknown")) or machine for rank in range(world_size)}
+        self.scope = {rank: nodes.get(hosts.get(rank, "unknown")) or machine for rank in ranks}
         self.locations: Dict[Tuple[int, int], object] = {}
-        for rank in range(world_size):
+        for rank in ranks:
             group = defs.location_group(f"rank {rank}", location_group_type=LocationGroupType.PROCESS,
                                         system_tree_parent=self.scope[rank])
             for thread in sorted(threads.get(rank, [0])):
                 self.locations[(rank, thread)] = defs.location(f"rank {rank} thread {thread}",
                                                                type=LocationType.CPU_THREAD, group=group)
-        self.rank_locations = [self.locations.get((rank, 0)) or self.locations[(rank, min(threads[rank]))]
-                               for rank in range(world_size)]
+        self.rank_locations = {rank: self.locations.get((rank, 0)) or self.locations[(rank, min(threads[rank]))]
+                               for rank in ranks}
         defs.group("MPI_COMM_WORLD locations", group_type=GroupType.COMM_LOCATIONS, paradigm=Paradigm.MPI,
-                   members=self.rank_locations)
+                   members=[self.rank_locations[rank] for rank in ranks])
         self.regions: Dict[str, object] = {}
         self.comms: Dict[int, object] = {}
         self.io_paradigm = None
@@ -168,7 +173,8 @@ class Otf2Writer:
                       "MpiIrecvRequest": [vp, vp, u64, u64], "MpiCollectiveBegin": [vp, vp, u64],
                       "MpiCollectiveEnd": [vp, vp, u64, u8, u32, u32, u64, u64],
                       "IoOperationBegin": [vp, vp, u64, u32, u8, u32, u64, u64],
-                      "IoOperationComplete": [vp, vp, u64, u32, u64, u64]}
+                      "IoOperationComplete": [vp, vp, u64, u32, u64, u64],
+                      "MpiRequestCancelled": [vp, vp, u64, u64]}
         f = {}
         for name, argtypes in signatures.items():
             function = getattr(lib, f"OTF2_EvtWriter_{name}")
@@ -202,10 +208,17 @@ class Otf2Writer:
                 rc |= f["IoOperationComplete"](handle, None, t1, comm[i], nbytes[i], request[i])
                 events += 2
             while j < m and k_call[j] == i:
-                if k_kind[j] == COMPLETE_ISEND:
+                kind = k_kind[j]
+                if kind == COMPLETE_ISEND:
                     rc |= f["MpiIsendComplete"](handle, None, t1, k_request[j])
-                else:
+                elif kind == COMPLETE_IRECV:
                     rc |= f["MpiIrecv"](handle, None, t1, k_sender[j], k_comm[j], k_tag[j], k_bytes[j], k_request[j])
+                elif kind == START_ISEND:
+                    rc |= f["MpiIsend"](handle, None, t1, k_sender[j], k_comm[j], k_tag[j], k_bytes[j], k_request[j])
+                elif kind == START_IRECV:
+                    rc |= f["MpiIrecvRequest"](handle, None, t1, k_request[j])
+                else:
+                    rc |= f["MpiRequestCancelled"](handle, None, t1, k_request[j])
                 events += 1
                 j += 1
             rc |= f["Leave"](handle, None, t1, region[i])
@@ -213,6 +226,18 @@ class Otf2Writer:
             if rc:
                 return -1 - i
         return events
+
+    def abandon(self) -> None:
+        """After an error: the archive closed quietly (the otf2 package's Writer closes
+        itself again when collected, and prints a traceback if that fails)."""
+        writer, self.writer = self.writer, None
+        if writer is None:
+            return
+        try:
+            writer.close()
+        except Exception:  # the merge's own error is the one to report
+            pass
+        writer.close = lambda: None
 
     def close(self, realtime_s: float) -> None:
         """`realtime_s`: CLOCK_REALTIME at the first MPI_Init (the archive's clock
@@ -222,3 +247,4 @@ class Otf2Writer:
             self.writer._update_timestamps(self.last)
             self.writer._realtime_timestamp = realtime_s
         self.writer.close()
+        self.writer = None

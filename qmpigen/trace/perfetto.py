@@ -19,10 +19,11 @@ ARG_FIELDS = ("comm", "peer", "tag", "root", "count", "bytes", "file", "offset")
 
 
 def _us(ns: np.ndarray) -> np.ndarray:
-    """ns (int64, >= 0) as JSON microseconds with three decimals (an object array of str)."""
-    whole, frac = np.divmod(ns, 1000)
+    """ns (int64) as JSON microseconds with three decimals (an object array of str)."""
+    whole, frac = np.divmod(np.abs(ns), 1000)
+    sign = np.where(ns < 0, "-", "")
     out = np.empty(len(ns), object)
-    out[:] = [f"{w}.{f:03d}" for w, f in zip(whole.tolist(), frac.tolist())]
+    out[:] = [f"{s}{w}.{f:03d}" for s, w, f in zip(sign.tolist(), whole.tolist(), frac.tolist())]
     return out
 
 

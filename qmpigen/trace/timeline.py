@@ -12,6 +12,9 @@ import numpy as np
 
 COLUMNS = 2400  # pixel columns of the time axis the calls are drawn into
 MAX_LINES = 50_000  # message lines drawn: more only darken the same pixels
+MAX_TRACKS = 64  # tracks drawn: beyond, an evenly spaced sample (a picture 8,192 tracks tall shows nothing)
+MATRIX_RANKS = 16  # the summary shows the message matrix up to this many ranks, else the busiest pairs
+BUSIEST_PAIRS = 50
 
 
 class Timeline:
@@ -20,14 +23,21 @@ class Timeline:
     before the calls come, from pass 1); calls and time per rank and function; the
     message matrix; an evenly spaced sample of at most MAX_LINES messages to draw."""
 
-    def __init__(self, world_size: int) -> None:
+    def __init__(self, world_size: int, tracks: Optional[List[Tuple[int, int]]] = None) -> None:
         self.functions: List[str] = []  # index -> name
         self.index: Dict[str, int] = {}
         self.lo, self.hi, self.xlabel = 0.0, 1.0, ""
         self.columns: Dict[Tuple[int, int], Dict[int, np.ndarray]] = defaultdict(dict)  # track -> func -> used
         self.time_per_function: Dict[Tuple[int, str], List[int]] = defaultdict(lambda: [0, 0])  # calls, ns
-        self.counts = np.zeros((world_size, world_size), np.int64)
-        self.volume = np.zeros((world_size, world_size), np.int64)
+        self.world_size = world_size
+        # message pairs, sparse: (sender, receiver) -> [count, bytes] (a pair per message at most)
+        self.pairs: Dict[Tuple[int, int], List[int]] = {}
+        self.tracks = sorted(set(tracks)) if tracks is not None else None
+        if self.tracks is not None and len(self.tracks) > MAX_TRACKS:
+            at = np.linspace(0, len(self.tracks) - 1, MAX_TRACKS).round().astype(int)
+            self.tracks = [self.tracks[i] for i in sorted(set(at.tolist()))]
+        self.drawn = None if self.tracks is None else set(self.tracks)
+        self.track_count = None if tracks is None else len(set(tracks))
         self.matched = 0
         self.lines: List[np.ndarray] = []  # (x0, track0, x1, track1) rows, ms and (rank, thread) keys
 
@@ -68,6 +78,8 @@ class Timeline:
         start = enter_ns / 1e6
         first = np.clip(((start - self.lo) / width).astype(np.int64), -1, COLUMNS)
         last = np.clip(((start + np.maximum(duration, 1) / 1e6 - self.lo) / width).astype(np.int64), -1, COLUMNS)
+        if self.drawn is not None and (rank, thread) not in self.drawn:
+            return
         track = self.columns[(rank, thread)]
         for f in np.flatnonzero(counts).tolist():
             mine = func == f
@@ -80,13 +92,15 @@ class Timeline:
     def add_messages(self, senders: np.ndarray, receivers: np.ndarray, total_hint: int) -> None:
         """Matched pairs (ENDPOINT_DTYPE, pairwise), one sender's at a time: counted, and
         every k-th kept to draw, k such that about MAX_LINES of `total_hint` are kept."""
-        size = len(self.counts)
         sender, receiver = senders["sender"].astype(np.int64), senders["receiver"].astype(np.int64)
-        valid = (sender >= 0) & (sender < size) & (receiver >= 0) & (receiver < size)
-        cell = sender[valid] * size + receiver[valid]
-        self.counts += np.bincount(cell, minlength=size * size).reshape(size, size)
-        self.volume += np.rint(np.bincount(cell, weights=senders["bytes"][valid], minlength=size * size)).astype(
-            np.int64).reshape(size, size)
+        if len(sender):
+            pair = sender << 32 | (receiver & 0xFFFFFFFF)
+            keys, inverse, counts = np.unique(pair, return_inverse=True, return_counts=True)
+            volume = np.bincount(inverse.reshape(-1), weights=senders["bytes"].astype(np.float64), minlength=len(keys))
+            for key, count, nbytes in zip(keys.tolist(), counts.tolist(), np.rint(volume).astype(np.int64).tolist()):
+                cell = self.pairs.setdefault((key >> 32, key & 0xFFFFFFFF), [0, 0])
+                cell[0] += count
+                cell[1] += nbytes
         self.matched += len(senders)
         step = max(1, -(-total_hint // MAX_LINES))
         keep = slice(0, len(senders), step)
@@ -98,15 +112,21 @@ class Timeline:
         self.lines.append(line)
 
     def summary(self, unmatched_sends: int, unmatched_receives: int) -> str:
-        world_size = len(self.counts)
         lines = ["time per function per rank (calls, total ms):"]
         for (rank, func), (calls, ns) in sorted(self.time_per_function.items()):
             lines.append(f"  rank {rank:<4} {func:<22} {calls:>8} {ns / 1e6:>12.3f}")
-        lines.append("messages sender -> receiver (count / bytes):")
-        lines.append("        " + "".join(f"{'to ' + str(r):>14}" for r in range(world_size)))
-        for s in range(world_size):
-            cells = "".join(f"{self.counts[s, r]:>6} /{self.volume[s, r]:>6}" for r in range(world_size))
-            lines.append(f"  {'from ' + str(s):<6}{cells}")
+        ranks = sorted({r for pair in self.pairs for r in pair})
+        if self.world_size <= MATRIX_RANKS:
+            lines.append("messages sender -> receiver (count / bytes):")
+            lines.append("        " + "".join(f"{'to ' + str(r):>14}" for r in range(self.world_size)))
+            for s in range(self.world_size):
+                cells = "".join("{:>6} /{:>6}".format(*self.pairs.get((s, r), (0, 0))) for r in range(self.world_size))
+                lines.append(f"  {'from ' + str(s):<6}{cells}")
+        else:  # a world_size x world_size matrix grows past any use: the busiest pairs by bytes
+            busiest = sorted(self.pairs.items(), key=lambda item: (-item[1][1], -item[1][0], item[0]))[:BUSIEST_PAIRS]
+            lines.append(f"messages: {len(self.pairs)} sender -> receiver pairs among {len(ranks)} ranks; the "
+                         f"{len(busiest)} busiest by bytes (count / bytes):")
+            lines += [f"  {s:>8} -> {r:<8} {count:>10} / {nbytes}" for (s, r), (count, nbytes) in busiest]
         lines.append(f"{self.matched} messages matched, {unmatched_sends} sends and {unmatched_receives} receives "
                      "unmatched")
         return "\n".join(lines) + "\n"
@@ -127,6 +147,8 @@ class Timeline:
         colours = plt.get_cmap("tab20")
         lo, hi = self.lo, self.hi
         width = (hi - lo) / COLUMNS
+        if self.track_count is not None and self.track_count > len(self.tracks or ()):
+            title += f" ({len(tracks)} of {self.track_count} tracks shown, evenly spaced)"
         fig, ax = plt.subplots(figsize=(12, 1.2 + 0.5 * len(tracks)))
         for track in tracks:
             for f, used in sorted(self.columns[track].items()):

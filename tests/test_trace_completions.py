@@ -1,0 +1,55 @@
+"""Every completion of every request kind tied in the merged OTF2 (issue: a Waitall over
+10 Isends showed one MPI_ISEND_COMPLETE, and Waitany/Waitsome/Testany/Testsome/Testall,
+persistent requests, MPI_Request_free and cancelled requests were not tied at all; a
+request from an untraced call crashed the merge). tests/apps/trace_requests.c at 4
+ranks, one run per completion function, the events counted with otf2-print."""
+
+from __future__ import annotations
+
+import subprocess
+from collections import Counter
+
+import pytest
+
+from conftest import APPS, qmpigen
+from test_trace import _need_trace_tools
+
+pytestmark = [pytest.mark.mpi, pytest.mark.trace]
+
+RANKS, N = 4, 10
+RING = {"MPI_ISEND": RANKS * N, "MPI_ISEND_COMPLETE": RANKS * N, "MPI_IRECV_REQUEST": RANKS * N,
+        "MPI_IRECV": RANKS * N}
+EXPECTED = {mode: RING for mode in ("wait", "waitall", "waitany", "waitsome", "test", "testall", "testany",
+                                    "testsome", "free")}
+EXPECTED["persistent"] = {name: 3 * n for name, n in RING.items()}  # Startall twice, then Start each
+EXPECTED["cancel"] = {"MPI_IRECV_REQUEST": RANKS * N, "MPI_REQUEST_CANCELLED": RANKS * N}
+EXPECTED["iwrite"] = {}
+
+
+def _events(archive) -> Counter:
+    proc = subprocess.run(["otf2-print", str(archive)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    names = (line.split(None, 1)[0] for line in proc.stdout.splitlines() if line.startswith("MPI_"))
+    return Counter(name for name in names if name.startswith(("MPI_I", "MPI_REQUEST")))
+
+
+@pytest.fixture(scope="module")
+def requests_app(mpi, core, tmp_path_factory):
+    _need_trace_tools()
+    work = tmp_path_factory.mktemp(f"requests-{mpi.name}")
+    return mpi.build_app(APPS / "trace_requests.c", core, work / "trace_requests")
+
+
+@pytest.mark.parametrize("mode", sorted(EXPECTED))
+def test_every_completion_is_tied(mpi, sample_tools, requests_app, tmp_path, mode):
+    proc = mpi.run(RANKS, [requests_app, mode, tmp_path / "data.bin"],
+                   env={"QMPI_TOOLS": f"{sample_tools}/libtrace.so", "QMPI_TRACE_DIR": str(tmp_path / "run")},
+                   cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.count(f" {mode}\n") == RANKS and "bad value" not in proc.stdout, proc.stdout
+    out = tmp_path / "merged"
+    merged = qmpigen("trace", str(tmp_path / "run"), "-o", str(out))
+    assert merged.returncode == 0 and "Traceback" not in merged.stderr and "error" not in merged.stderr, merged.stderr
+    assert _events(out / "traces.otf2") == Counter(EXPECTED[mode])
+    if "MPI_ISEND" in EXPECTED[mode]:
+        assert f"{EXPECTED[mode]['MPI_ISEND']} messages" in merged.stderr, merged.stderr
