@@ -56,6 +56,15 @@ class MergeReport:
     json_events: int = 0
     otf2_mode: str = ""
     summary: str = ""
+    _line_of: Dict[str, int] = field(default_factory=dict)
+
+    def note(self, name: str, text: str) -> None:
+        """One line per file: a second note on a file joins its line."""
+        if name in self._line_of:
+            self.notes[self._line_of[name]] += f"; {text}"
+        else:
+            self._line_of[name] = len(self.notes)
+            self.notes.append(f"{name}: {text}")
 
 
 @dataclass
@@ -111,11 +120,11 @@ def _pass1(path: Path, report: MergeReport) -> Optional[FileInfo]:
     try:
         rank_file = read_rank_file(path)
     except TraceFileError as exc:
-        report.notes.append(f"{path.name}: skipped: {exc}")
+        report.note(path.name, f"skipped: {exc}")
         return None
     calls = rank_file.calls
     if rank_file.problem:
-        report.notes.append(f"{path.name}: {rank_file.problem}; merged the {len(calls)} calls before it")
+        report.note(path.name, f"{rank_file.problem}; merged the {len(calls)} calls before it")
     info = FileInfo(rank_file, len(calls), int(calls["enter"].min()) if len(calls) else 0,
                     int(calls["leave"].max()) if len(calls) else 0)
     init = np.isin(calls["func"], _codes(rank_file, {"MPI_Init", "MPI_Init_thread"}))
@@ -264,27 +273,27 @@ def _ranges(ranks: List[int]) -> str:
 def _one_run(infos: List[FileInfo], report: MergeReport) -> List[FileInfo]:
     """The files of one run: a directory may hold several (a new run over stale files of
     an older one). Version 3 files name their run (an id rank 0 drew at MPI_Init);
-    older ones are told apart by world size. The run with the most files is merged, the
-    newest (CLOCK_REALTIME at MPI_Init) among equals; every other file gets a line. Of
+    older ones are told apart by world size. The newest run is merged (CLOCK_REALTIME at
+    MPI_Init: files left over from an earlier run in the same directory are stale, however
+    many), the one with more files among equals; every other file gets a line. Of
     two files for the same rank and thread (two hosts, or a copy), the first by name."""
     runs: Dict[Tuple[int, int], List[FileInfo]] = defaultdict(list)
     for f in infos:
         runs[(f.head.run_id, f.head.world_size if f.head.run_id == 0 else 0)].append(f)
-    chosen = max(runs, key=lambda key: (len(runs[key]), max(f.head.realtime_origin_ns for f in runs[key]), key))
+    chosen = max(runs, key=lambda key: (max(f.head.realtime_origin_ns for f in runs[key]), len(runs[key]), key))
     for key, files in sorted(runs.items()):
         if key == chosen:
             continue
         for f in files:
             what = f"run {f.head.run_id:016x}" if f.head.run_id else f"an older-format run of {f.head.world_size} ranks"
-            report.notes.append(f"{f.head.path.name}: not merged: other run ({what}; merged: the run with the most "
-                                "files)")
+            report.note(f.head.path.name, f"not merged: other run ({what}; merged: the newest run)")
     seen: Dict[Tuple[int, int], FileInfo] = {}
     kept = []
     for f in sorted(runs[chosen], key=lambda f: f.head.path.name):
         key = (f.head.rank, f.head.thread)
         if key in seen:
             first = seen[key].head
-            report.notes.append(f"{f.head.path.name}: not merged: rank {key[0]} thread {key[1]} again (host "
+            report.note(f.head.path.name, f"not merged: rank {key[0]} thread {key[1]} again (host "
                                 f"{f.head.host or '?'}, pid {f.head.pid}; merged: {first.path.name})")
             continue
         seen[key] = f
@@ -298,17 +307,17 @@ def _file_notes(f: FileInfo, report: MergeReport) -> None:
     if head.version < 3 or head.problem:
         return
     if head.end_calls is None:
-        report.notes.append(f"{head.path.name}: missing finalize record: the rank ended before MPI_Finalize; its "
+        report.note(head.path.name, f"missing finalize record: the rank ended before MPI_Finalize; its "
                             f"calls after its last flush are lost ({f.calls} calls merged)")
     elif head.end_calls != f.calls:
-        report.notes.append(f"{head.path.name}: cut short: {f.calls} of {head.end_calls} calls")
+        report.note(head.path.name, f"cut short: {f.calls} of {head.end_calls} calls")
 
 
 def _sane_clocks(f: FileInfo, report: MergeReport) -> None:
     """A finalize clock record before the init one (or the same): the init offset alone."""
     clocks = f.head.clocks
     if 1 in clocks and 0 in clocks and clocks[1][0] <= clocks[0][0]:
-        report.notes.append(f"{f.head.path.name}: finalize clock record runs backwards; the init offset used alone")
+        report.note(f.head.path.name, f"finalize clock record runs backwards; the init offset used alone")
         del clocks[1]
 
 
@@ -459,7 +468,7 @@ def _merge(directory: Path, out: Path, level: Optional[int], outputs: FrozenSet[
             has_comm = comm_gid >= 0
             undefined = (calls["comm"] != -1) & ~has_comm
             if undefined.any():
-                report.notes.append(f"{info.head.path.name}: {int(undefined.sum())} calls name a communicator the "
+                report.note(info.head.path.name, f"{int(undefined.sum())} calls name a communicator the "
                                     f"rank does not define (first: {int(calls['comm'][undefined][0])}); merged "
                                     "without it")
 
