@@ -118,6 +118,13 @@ def run_merge_rows(mpi: Mpi, bindir: Path, quick: bool) -> Dict:
                 log(f"merge into {outputs}: {row['calls']} calls in {seconds:.2f} s = {row['calls_per_s']:,.0f} "
                     f"calls/s; peak RSS {row['rss_peak_kb'] / 1024:.0f} MB ({row['rss_before_kb'] / 1024:.0f} MB "
                     f"before), largest file {max(sizes) / 2**20:.1f} MB, sum {sum(sizes) / 2**20:.1f} MB")
+        # synthetic rank files at 1,024 and 8,192 ranks (bench/trace_scale.py): peak memory
+        # flat in the number of files, time linear in the calls
+        proc = run([sys.executable, str(BENCH_DIR / "trace_scale.py")] + (["64:200", "512:200"] if quick else []), env)
+        result["scale"] = [json.loads(x) for x in proc.stdout.splitlines() if x.startswith("{")]
+        for r in result["scale"]:
+            log(f"merge of {r['files']} synthetic rank files: " + (r.get("failed") or
+                f"{r['calls']} calls in {r['seconds']} s, peak RSS {r['rss_peak_mb']} MB"))
         return result
     finally:
         shutil.rmtree(work, ignore_errors=True)
