@@ -53,3 +53,17 @@ def test_every_completion_is_tied(mpi, sample_tools, requests_app, tmp_path, mod
     assert _events(out / "traces.otf2") == Counter(EXPECTED[mode])
     if "MPI_ISEND" in EXPECTED[mode]:
         assert f"{EXPECTED[mode]['MPI_ISEND']} messages" in merged.stderr, merged.stderr
+
+
+@pytest.mark.parametrize("value", ["-1", "18446744073709551616", "1e9", "abc"])
+def test_bad_trace_buffer_is_one_line(mpi, sample_tools, requests_app, tmp_path, value):
+    """QMPI_TRACE_BUFFER=-1 (or >= 2^64) wrapped calloc's size (heap overflow); 1e9 and abc
+    were silently 4096. Now: one line from rank 0, the default buffer, a whole trace."""
+    proc = mpi.run(2, [requests_app, "waitall"], env={"QMPI_TOOLS": f"{sample_tools}/libtrace.so",
+                                                     "QMPI_TRACE_DIR": str(tmp_path / "run"), "QMPI_TRACE_BUFFER": value},
+                   cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert [line for line in proc.stderr.splitlines() if "QMPI_TRACE_BUFFER" in line] == [
+        f"qmpi trace: QMPI_TRACE_BUFFER={value} is not a number of bytes from 4096 to 1073741824; using 1048576"]
+    merged = qmpigen("trace", str(tmp_path / "run"), "-o", str(tmp_path / "merged"))
+    assert merged.returncode == 0 and merged.stderr.count("\n") == 1, merged.stderr
