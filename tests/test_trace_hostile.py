@@ -204,7 +204,8 @@ def test_fuzz_reader_and_merge():
 
 @pytest.mark.slow
 def test_8192_rank_files(tmp_path):
-    """8,192 synthetic rank files merged: MemoryError before (an 8,192 x 8,192 matrix)."""
+    """8,192 synthetic rank files merged (in `make test-trace`): MemoryError before (an 8,192 x 8,192
+    matrix), then 4.8 GB; now memory nearly flat in the number of files."""
     w.write_run(tmp_path / "run", 8192, n_calls=24)
     script = ("import resource, sys, time; from pathlib import Path; from qmpigen.trace import merge;"
               "t = time.monotonic(); code = merge.run(Path(sys.argv[1]), Path(sys.argv[2]), None, print);"
@@ -216,7 +217,7 @@ def test_8192_rank_files(tmp_path):
     assert "merged 8192 trace files, 196608 calls, 90112 messages" in proc.stdout, proc.stdout
     peak = float(proc.stdout.split("peak_mib")[1])
     print(proc.stdout.splitlines()[-1])
-    # measured 4.8 GB on the 2-core VM (471 s): not yet flat in the number of files; the
-    # OTF2 library keeps a 256 KiB event chunk per location until the archive closes
-    # (otf2_out.CHUNK_BYTES x 8,192 = 2 GiB). The bound guards against the world_size^2 growth.
-    assert peak < 6144
+    # measured 253 MiB (33 s) on the 2-core VM, 150 MiB at 2,048 files; 4.8 GB before each
+    # file's MPI_COMM_WORLD member list was shared (2.7 GB: files x world size) and each
+    # location's OTF2 writer closed after its events (1.9 GB: a chunk per location)
+    assert peak < 768

@@ -34,11 +34,23 @@ OP_NONE, OP_SEND, OP_RECV, OP_ISEND, OP_IRECV_REQUEST, OP_COLLECTIVE, OP_IO = ra
 # what a completion-side event is: a completed Isend or Irecv, a persistent request's
 # start (written like Isend and Irecv), a cancelled request
 COMPLETE_ISEND, COMPLETE_IRECV, START_ISEND, START_IRECV, CANCELLED = 1, 2, 3, 4, 5
-# OTF2 keeps one event chunk per location in memory until the archive closes (a
-# location's writer cannot be closed early: the package closes them all at the end):
-# 256 KiB instead of the default 1 MiB keeps that small beside one rank file.
+# The OTF2 library's event chunk: a location's writer holds one until it is closed,
+# which write_events does as soon as the location's events are written (one rank file
+# each), so memory does not grow with the number of locations.
 CHUNK_BYTES = 256 * 1024
 IO_MODE_READ, IO_MODE_WRITE = 0, 1  # OTF2_IO_OPERATION_MODE_*
+
+
+def definition_chunk_bytes(members: int) -> int:
+    """The OTF2 library's definition chunk: the largest definition (a group of every
+    rank's location, at most 9 bytes a member) must fit in one, and every location's
+    local definition writer holds one while open: the default 4 MiB cost 7 ms a
+    location to allocate and clear (a minute at 8,192 ranks). A power of two from the
+    library's 256 KiB minimum to its 16 MiB maximum."""
+    size = 256 * 1024
+    while size < 64 * 1024 + 9 * members and size < 16 * 1024 * 1024:
+        size *= 2
+    return size
 
 
 API_FUNCTIONS = ("Enter", "Leave", "MpiSend", "MpiRecv", "MpiIsend", "MpiIrecv", "MpiIsendComplete",
@@ -70,12 +82,20 @@ def _otf2_library() -> ctypes.CDLL:
     return ctypes.CDLL(conf.lib._name)
 
 
+class _ClosedWriter:
+    """A location's event writer after Otf2Writer._close_location."""
+
+    def close(self) -> None:
+        pass
+
+
 class Otf2Writer:
     def __init__(self, path: Path, ranks: List[int], hosts: Dict[int, str], threads: Dict[int, list]):
         """`ranks`: those with a file or a communicator naming them (not every rank of the
         world: a rank without a file has nothing to show, and a header's world size is
         only a claim)."""
-        self.writer = otf2.writer.Writer(str(path), timer_resolution=1_000_000_000, chunk_size_events=CHUNK_BYTES)
+        self.writer = otf2.writer.Writer(str(path), timer_resolution=1_000_000_000, chunk_size_events=CHUNK_BYTES,
+                                         chunk_size_definitions=definition_chunk_bytes(len(ranks)))
         defs = self.writer.definitions
         machine = defs.system_tree_node("machine")
         nodes = {host: defs.system_tree_node(host, parent=machine) for host in sorted(set(hosts.values()))}
@@ -156,11 +176,23 @@ class Otf2Writer:
         # the location's definition carries its event count (the package counts only the
         # events it writes itself)
         location._number_of_events_written = written
+        self._close_location(location)
         first, last = int(columns[0].min()), int(columns[1].max())
         self.first = first if self.first is None else min(self.first, first)
         self.last = last if self.last is None else max(self.last, last)
         self.events_written += written
         return written
+
+    def _close_location(self, location) -> None:
+        """The location's event writer closed now, not when the archive closes: an open
+        writer keeps its chunk (about 230 KiB resident per location, 1.9 GB at 8,192
+        ranks). A location is written once (one rank file per rank and thread). The
+        package's list keeps a closed stand-in: at the end it closes every writer in it
+        and opens one for each location missing there, which would overwrite the file."""
+        writers = self.writer._event_writers
+        writer = writers.get(location._ref) or self.writer.event_writer_from_location(location)
+        writer.close()
+        writers[location._ref] = _ClosedWriter()
 
     def _write_python(self, handle: int, columns, done) -> int:
         """_loops.c's loop through ctypes, where the extension was not built."""
@@ -242,6 +274,9 @@ class Otf2Writer:
     def close(self, realtime_s: float) -> None:
         """`realtime_s`: CLOCK_REALTIME at the first MPI_Init (the archive's clock
         properties: from the trace, not from when the merge ran)."""
+        for location in self.locations.values():  # those without events: an empty file each, one at a time
+            if not isinstance(self.writer._event_writers.get(location._ref), _ClosedWriter):
+                self._close_location(location)
         if self.first is not None:
             self.writer._update_timestamps(self.first)
             self.writer._update_timestamps(self.last)
