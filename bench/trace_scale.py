@@ -25,16 +25,25 @@ def row(files: int, calls: int, outputs: str = "otf2,json,timeline") -> dict:
     work = Path(tempfile.mkdtemp(prefix="qmpi-bench-scale-"))
     try:
         trace_writer.write_run(work / "run", files, n_calls=calls)
-        proc = subprocess.run([sys.executable, str(BENCH_DIR / "trace_merge.py"), str(work / "run"), str(work / "out"),
-                               outputs], capture_output=True, text=True)
+        proc = subprocess.run(
+            [sys.executable, str(BENCH_DIR / "trace_merge.py"), str(work / "run"), str(work / "out"), outputs],
+            capture_output=True,
+            text=True,
+        )
         line = next((x for x in proc.stdout.splitlines() if x.startswith("{")), None)
         if proc.returncode != 0 or line is None:
             return {"files": files, "failed": (proc.stderr.strip().splitlines() or ["?"])[-1]}
         r = json.loads(line)
-        return {"files": files, "calls_per_file": calls, "outputs": outputs, "seconds": round(r["seconds"], 2),
-                "calls": r["calls"], "calls_per_s": round(r["calls"] / r["seconds"]),
-                "rss_peak_mb": round(r["rss_peak_kb"] / 1024), "rss_growth_mb": round((r["rss_peak_kb"] -
-                                                                                       r["rss_before_kb"]) / 1024)}
+        return {
+            "files": files,
+            "calls_per_file": calls,
+            "outputs": outputs,
+            "seconds": round(r["seconds"], 2),
+            "calls": r["calls"],
+            "calls_per_s": round(r["calls"] / r["seconds"]),
+            "rss_peak_mb": round(r["rss_peak_kb"] / 1024),
+            "rss_growth_mb": round((r["rss_peak_kb"] - r["rss_before_kb"]) / 1024),
+        }
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

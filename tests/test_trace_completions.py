@@ -10,17 +10,17 @@ import subprocess
 from collections import Counter
 
 import pytest
+from test_trace import _need_trace_tools
 
 from conftest import APPS, qmpigen
-from test_trace import _need_trace_tools
 
 pytestmark = [pytest.mark.mpi, pytest.mark.trace]
 
 RANKS, N = 4, 10
-RING = {"MPI_ISEND": RANKS * N, "MPI_ISEND_COMPLETE": RANKS * N, "MPI_IRECV_REQUEST": RANKS * N,
-        "MPI_IRECV": RANKS * N}
-EXPECTED = {mode: RING for mode in ("wait", "waitall", "waitany", "waitsome", "test", "testall", "testany",
-                                    "testsome", "free")}
+RING = {"MPI_ISEND": RANKS * N, "MPI_ISEND_COMPLETE": RANKS * N, "MPI_IRECV_REQUEST": RANKS * N, "MPI_IRECV": RANKS * N}
+EXPECTED = {
+    mode: RING for mode in ("wait", "waitall", "waitany", "waitsome", "test", "testall", "testany", "testsome", "free")
+}
 EXPECTED["persistent"] = {name: 3 * n for name, n in RING.items()}  # Startall twice, then Start each
 EXPECTED["cancel"] = {"MPI_IRECV_REQUEST": RANKS * N, "MPI_REQUEST_CANCELLED": RANKS * N}
 EXPECTED["iwrite"] = {}
@@ -42,9 +42,12 @@ def requests_app(mpi, core, tmp_path_factory):
 
 @pytest.mark.parametrize("mode", sorted(EXPECTED))
 def test_every_completion_is_tied(mpi, sample_tools, requests_app, tmp_path, mode):
-    proc = mpi.run(RANKS, [requests_app, mode, tmp_path / "data.bin"],
-                   env={"QMPI_TOOLS": f"{sample_tools}/libtrace.so", "QMPI_TRACE_DIR": str(tmp_path / "run")},
-                   cwd=tmp_path)
+    proc = mpi.run(
+        RANKS,
+        [requests_app, mode, tmp_path / "data.bin"],
+        env={"QMPI_TOOLS": f"{sample_tools}/libtrace.so", "QMPI_TRACE_DIR": str(tmp_path / "run")},
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.count(f" {mode}\n") == RANKS and "bad value" not in proc.stdout, proc.stdout
     out = tmp_path / "merged"
@@ -59,11 +62,19 @@ def test_every_completion_is_tied(mpi, sample_tools, requests_app, tmp_path, mod
 def test_bad_trace_buffer_is_one_line(mpi, sample_tools, requests_app, tmp_path, value):
     """QMPI_TRACE_BUFFER=-1 (or >= 2^64) wrapped calloc's size (heap overflow); 1e9 and abc
     were silently 4096. Now: one line from rank 0, the default buffer, a whole trace."""
-    proc = mpi.run(2, [requests_app, "waitall"], env={"QMPI_TOOLS": f"{sample_tools}/libtrace.so",
-                                                     "QMPI_TRACE_DIR": str(tmp_path / "run"), "QMPI_TRACE_BUFFER": value},
-                   cwd=tmp_path)
+    proc = mpi.run(
+        2,
+        [requests_app, "waitall"],
+        env={
+            "QMPI_TOOLS": f"{sample_tools}/libtrace.so",
+            "QMPI_TRACE_DIR": str(tmp_path / "run"),
+            "QMPI_TRACE_BUFFER": value,
+        },
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr
     assert [line for line in proc.stderr.splitlines() if "QMPI_TRACE_BUFFER" in line] == [
-        f"qmpi trace: QMPI_TRACE_BUFFER={value} is not a number of bytes from 4096 to 1073741824; using 1048576"]
+        f"qmpi trace: QMPI_TRACE_BUFFER={value} is not a number of bytes from 4096 to 1073741824; using 1048576"
+    ]
     merged = qmpigen("trace", str(tmp_path / "run"), "-o", str(tmp_path / "merged"))
     assert merged.returncode == 0 and merged.stderr.count("\n") == 1, merged.stderr

@@ -89,7 +89,7 @@ def test_finalize_clock_backwards_and_json_times(tmp_path):
     clock = layout.CLOCK.layout
     at = bytes(data).rfind(w.HEAD.pack(w.KIND["CLOCK"], clock.size) + (1).to_bytes(4, "little"))
     values = list(clock.format.unpack_from(data, at))
-    values[3], values[4] = 1, -(10 ** 12)  # local ns before init's; a wild offset
+    values[3], values[4] = 1, -(10**12)  # local ns before init's; a wild offset
     clock.format.pack_into(data, at, *values)
     _file(tmp_path / "run", 0, w.rank_file(0, 2))
     _file(tmp_path / "run", 1, bytes(data))
@@ -97,8 +97,11 @@ def test_finalize_clock_backwards_and_json_times(tmp_path):
     assert code == 0
     _one_line_for(lines, "synth_node_1_0.L1.qtr", "backwards")
     json.loads((tmp_path / "out" / "trace.json").read_text())
-    assert subprocess.run(["otf2-print", str(tmp_path / "out" / "traces.otf2")], capture_output=True).returncode == 0 \
-        if _have_otf2_print() else True
+    assert (
+        subprocess.run(["otf2-print", str(tmp_path / "out" / "traces.otf2")], capture_output=True).returncode == 0
+        if _have_otf2_print()
+        else True
+    )
 
 
 def _have_otf2_print() -> bool:
@@ -118,8 +121,16 @@ def test_negative_times_are_valid_json():
         stream = io.BytesIO()
         writer = perfetto.PerfettoWriter(stream)
         args = {name: w.np.zeros(1, w.np.int64) for name in perfetto.ARG_FIELDS}
-        writer.slices(0, 0, ["MPI_Send"], w.np.zeros(1, w.np.int64), w.np.array([-530_589_123]),
-                      w.np.array([-1000]), args, w.np.zeros(1, w.np.uint8))
+        writer.slices(
+            0,
+            0,
+            ["MPI_Send"],
+            w.np.zeros(1, w.np.int64),
+            w.np.array([-530_589_123]),
+            w.np.array([-1000]),
+            args,
+            w.np.zeros(1, w.np.uint8),
+        )
         writer.close()
         event = json.loads(stream.getvalue())["traceEvents"][0]
         assert event["ts"] == -530589.123
@@ -128,7 +139,7 @@ def test_negative_times_are_valid_json():
 def test_header_claiming_2_31_ranks(tmp_path):
     """One file whose header says 2^31-1 ranks: 21 GB before the OOM killer; now the
     costs follow the one file, and the missing ranks are one line."""
-    _file(tmp_path / "run", 5, w.rank_file(5, 2 ** 31 - 1))
+    _file(tmp_path / "run", 5, w.rank_file(5, 2**31 - 1))
     code, lines = _merge(tmp_path / "run", tmp_path / "out")
     assert code == 0
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss < 2 * 1024 * 1024  # KiB: well under 2 GiB
@@ -140,7 +151,8 @@ def test_missing_ranks_are_named(tmp_path):
     code, lines = _merge(tmp_path / "run", tmp_path / "out")
     assert code == 0
     assert [line for line in lines if "ranks missing" in line] == [
-        "qmpigen: ranks missing: 3 of 8 have no file (3-4, 6); the others merged"]
+        "qmpigen: ranks missing: 3 of 8 have no file (3-4, 6); the others merged"
+    ]
 
 
 def test_two_runs_in_one_directory(tmp_path):
@@ -196,8 +208,14 @@ def test_fuzz_reader_and_merge():
     def limit() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
 
-    proc = subprocess.run([sys.executable, str(HERE / "trace_fuzz.py"), str(iterations), "24"], capture_output=True,
-                          text=True, timeout=60 + 5 * iterations, preexec_fn=limit, cwd=HERE.parent)
+    proc = subprocess.run(
+        [sys.executable, str(HERE / "trace_fuzz.py"), str(iterations), "24"],
+        capture_output=True,
+        text=True,
+        timeout=60 + 5 * iterations,
+        preexec_fn=limit,
+        cwd=HERE.parent,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert f"fuzz: {iterations} inputs, 0 crashes, 0 multi-line files" in proc.stdout, proc.stdout + proc.stderr[-3000:]
 
@@ -207,12 +225,18 @@ def test_8192_rank_files(tmp_path):
     """8,192 synthetic rank files merged (in `make test-trace`): MemoryError before (an 8,192 x 8,192
     matrix), then 4.8 GB; now memory nearly flat in the number of files."""
     w.write_run(tmp_path / "run", 8192, n_calls=24)
-    script = ("import resource, sys, time; from pathlib import Path; from qmpigen.trace import merge;"
-              "t = time.monotonic(); code = merge.run(Path(sys.argv[1]), Path(sys.argv[2]), None, print);"
-              "print('seconds', time.monotonic() - t, 'peak_mib', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss"
-              " / 1024); sys.exit(code)")
-    proc = subprocess.run([sys.executable, "-c", script, str(tmp_path / "run"), str(tmp_path / "out")],
-                          capture_output=True, text=True, timeout=1800)
+    script = (
+        "import resource, sys, time; from pathlib import Path; from qmpigen.trace import merge;"
+        "t = time.monotonic(); code = merge.run(Path(sys.argv[1]), Path(sys.argv[2]), None, print);"
+        "print('seconds', time.monotonic() - t, 'peak_mib', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss"
+        " / 1024); sys.exit(code)"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path / "run"), str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "merged 8192 trace files, 196608 calls, 90112 messages" in proc.stdout, proc.stdout
     peak = float(proc.stdout.split("peak_mib")[1])

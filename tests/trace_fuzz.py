@@ -33,22 +33,22 @@ def mutate(data: bytes, rng: random.Random) -> bytes:
             at = rng.randrange(len(b))
             b[at] ^= 1 << rng.randrange(8)
         elif what < 0.5:  # truncation, anywhere (the header too)
-            del b[rng.randrange(len(b)):]
+            del b[rng.randrange(len(b)) :]
             if not b:
                 break
         elif what < 0.8:  # a huge or negative value over an aligned 4- or 8-byte field
             width = rng.choice((2, 4, 8))
             at = rng.randrange(0, max(len(b) - width, 1), width)
             value = rng.choice(HUGE) & ((1 << 8 * width) - 1)
-            b[at:at + width] = value.to_bytes(width, "little")[:len(b) - at]
+            b[at : at + width] = value.to_bytes(width, "little")[: len(b) - at]
         elif what < 0.9:  # an 8-byte aligned chunk copied elsewhere (records repeated)
             start = rng.randrange(0, len(b), 8)
-            chunk = b[start:start + 8 * rng.randint(1, 12)]
+            chunk = b[start : start + 8 * rng.randint(1, 12)]
             at = rng.randrange(0, len(b) + 1, 8)
             b[at:at] = chunk
         else:  # an 8-byte aligned chunk dropped
             start = rng.randrange(0, len(b), 8)
-            del b[start:start + 8 * rng.randint(1, 12)]
+            del b[start : start + 8 * rng.randint(1, 12)]
     return bytes(b)
 
 

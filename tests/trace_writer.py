@@ -28,31 +28,67 @@ def fixed_record(kind: str, *values: int) -> bytes:
     return r.layout.format.pack(r.kind, r.size, *values)
 
 
-def header(rank: int, world_size: int, run_id: int = 0x1234, thread: int = 0, level: int = 1,
-           version: int = layout.VERSION, realtime: int = 1_700_000_000_000_000_000) -> bytes:
-    return layout.HEADER.format.pack(layout.MAGIC, version, layout.HEADER.size, layout.RECORD_ALIGNMENT, rank, thread,
-                                     level, world_size, 1000 + rank, 0, 0, realtime, run_id)
+def header(
+    rank: int,
+    world_size: int,
+    run_id: int = 0x1234,
+    thread: int = 0,
+    level: int = 1,
+    version: int = layout.VERSION,
+    realtime: int = 1_700_000_000_000_000_000,
+) -> bytes:
+    return layout.HEADER.format.pack(
+        layout.MAGIC,
+        version,
+        layout.HEADER.size,
+        layout.RECORD_ALIGNMENT,
+        rank,
+        thread,
+        level,
+        world_size,
+        1000 + rank,
+        0,
+        0,
+        realtime,
+        run_id,
+    )
 
 
 def preamble(program: str = "synth", host: str = "node") -> bytes:
-    out = [record("FUNCTION", (f.code,), layout.BY_NAME["FUNCTION"].layout, f.mpi_name.encode() + b"\0")
-           for f in layout.FUNCTIONS]
-    out.append(record("PROCESS", (0,), layout.BY_NAME["PROCESS"].layout, program.encode() + b"\0" + host.encode()
-                      + b"\0"))
+    out = [
+        record("FUNCTION", (f.code,), layout.BY_NAME["FUNCTION"].layout, f.mpi_name.encode() + b"\0")
+        for f in layout.FUNCTIONS
+    ]
+    out.append(
+        record("PROCESS", (0,), layout.BY_NAME["PROCESS"].layout, program.encode() + b"\0" + host.encode() + b"\0")
+    )
     return b"".join(out)
 
 
 def comm(comm_id: int, members: Sequence[int]) -> bytes:
     out = []
     for first in range(0, max(len(members), 1), layout.COMM_CHUNK):
-        part = members[first:first + layout.COMM_CHUNK]
-        out.append(record("COMM", (comm_id, len(members), first, len(part)), layout.BY_NAME["COMM"].layout,
-                          struct.pack(f"<{len(part)}i", *part)))
+        part = members[first : first + layout.COMM_CHUNK]
+        out.append(
+            record(
+                "COMM",
+                (comm_id, len(members), first, len(part)),
+                layout.BY_NAME["COMM"].layout,
+                struct.pack(f"<{len(part)}i", *part),
+            )
+        )
     return b"".join(out)
 
 
-def calls(func: np.ndarray, enter: np.ndarray, leave: np.ndarray, comm_id: int = 0, peer: Optional[np.ndarray] = None,
-          tag: int = 0, nbytes: int = 8) -> bytes:
+def calls(
+    func: np.ndarray,
+    enter: np.ndarray,
+    leave: np.ndarray,
+    comm_id: int = 0,
+    peer: Optional[np.ndarray] = None,
+    tag: int = 0,
+    nbytes: int = 8,
+) -> bytes:
     """CALL records (layout.CALL's dtype), one per row."""
     rows = np.zeros(len(func), layout.CALL.layout.dtype)
     for f in layout.CALL.layout.fields:
@@ -65,8 +101,16 @@ def calls(func: np.ndarray, enter: np.ndarray, leave: np.ndarray, comm_id: int =
     return rows.tobytes()
 
 
-def rank_file(rank: int, world_size: int, n_calls: int = 24, run_id: int = 0x1234, end: bool = True,
-              extra: bytes = b"", t0: int = 1_000_000, **head) -> bytes:
+def rank_file(
+    rank: int,
+    world_size: int,
+    n_calls: int = 24,
+    run_id: int = 0x1234,
+    end: bool = True,
+    extra: bytes = b"",
+    t0: int = 1_000_000,
+    **head,
+) -> bytes:
     """A rank of a ring: MPI_Init, n_calls - 2 calls alternating MPI_Send to the right and
     MPI_Recv from the left (tag 7, 8 bytes), MPI_Finalize; timers, clocks, END."""
     middle = max(n_calls - 2, 0)
@@ -77,12 +121,17 @@ def rank_file(rank: int, world_size: int, n_calls: int = 24, run_id: int = 0x123
     enter = t0 + 1000 * np.arange(middle + 2, dtype=np.uint64)
     peer = np.full(middle + 2, -1, np.int32)
     peer[1:-1] = np.where(is_send, (rank + 1) % world_size, (rank - 1) % world_size)
-    body = [header(rank, world_size, run_id, **head), preamble(),
-            comm(0, [] if world_size > 100_000 else list(range(world_size))),
-            fixed_record("TIMER", 0, t0, t0), fixed_record("CLOCK", 0, t0, 0, 0),
-            calls(func, enter, enter + 500, 0, peer, 7, 8), extra,
-            fixed_record("CLOCK", 1, int(enter[-1]), 0, 0), fixed_record("TIMER", 0, int(enter[-1]) + 600,
-                                                                        int(enter[-1]) + 600)]
+    body = [
+        header(rank, world_size, run_id, **head),
+        preamble(),
+        comm(0, [] if world_size > 100_000 else list(range(world_size))),
+        fixed_record("TIMER", 0, t0, t0),
+        fixed_record("CLOCK", 0, t0, 0, 0),
+        calls(func, enter, enter + 500, 0, peer, 7, 8),
+        extra,
+        fixed_record("CLOCK", 1, int(enter[-1]), 0, 0),
+        fixed_record("TIMER", 0, int(enter[-1]) + 600, int(enter[-1]) + 600),
+    ]
     if end:
         body.append(fixed_record("END", 0, middle + 2 + extra_calls(extra)))
     return b"".join(body)
@@ -92,8 +141,9 @@ def extra_calls(extra: bytes) -> int:
     return 0  # extra bytes are never call records in these tests
 
 
-def write_run(directory: Path, world_size: int, n_calls: int = 24, ranks: Optional[Iterable[int]] = None,
-              **kwargs) -> None:
+def write_run(
+    directory: Path, world_size: int, n_calls: int = 24, ranks: Optional[Iterable[int]] = None, **kwargs
+) -> None:
     directory.mkdir(parents=True, exist_ok=True)
-    for rank in (range(world_size) if ranks is None else ranks):
+    for rank in range(world_size) if ranks is None else ranks:
         (directory / f"synth_node_{rank}_0.L1.qtr").write_bytes(rank_file(rank, world_size, n_calls, **kwargs))

@@ -57,10 +57,22 @@ int64_t qmpi_write_events(const struct api *f, void *w, const struct calls *c, c
         uint64_t t0 = c->enter[i], t1 = c->leave[i];
         int rc = f->enter(w, 0, t0, c->region[i]);
         switch (c->op[i]) {
-        case OP_SEND: rc |= f->send(w, 0, t0, c->peer[i], c->comm[i], c->tag[i], c->bytes[i]); events++; break;
-        case OP_RECV: rc |= f->recv(w, 0, t1, c->peer[i], c->comm[i], c->tag[i], c->bytes[i]); events++; break;
-        case OP_ISEND: rc |= f->isend(w, 0, t0, c->peer[i], c->comm[i], c->tag[i], c->bytes[i], c->request[i]); events++; break;
-        case OP_IRECV_REQUEST: rc |= f->irecv_request(w, 0, t0, c->request[i]); events++; break;
+        case OP_SEND:
+            rc |= f->send(w, 0, t0, c->peer[i], c->comm[i], c->tag[i], c->bytes[i]);
+            events++;
+            break;
+        case OP_RECV:
+            rc |= f->recv(w, 0, t1, c->peer[i], c->comm[i], c->tag[i], c->bytes[i]);
+            events++;
+            break;
+        case OP_ISEND:
+            rc |= f->isend(w, 0, t0, c->peer[i], c->comm[i], c->tag[i], c->bytes[i], c->request[i]);
+            events++;
+            break;
+        case OP_IRECV_REQUEST:
+            rc |= f->irecv_request(w, 0, t0, c->request[i]);
+            events++;
+            break;
         case OP_COLLECTIVE:
             rc |= f->coll_begin(w, 0, t0);
             rc |= f->coll_end(w, 0, t1, (uint8_t)c->tag[i], c->comm[i], c->peer[i], c->bytes[i], c->bytes[i]);
@@ -74,7 +86,9 @@ int64_t qmpi_write_events(const struct api *f, void *w, const struct calls *c, c
         }
         for (; j < k->n && k->call[j] == i; j++) {
             switch (k->kind[j]) {
-            case COMPLETE_ISEND: rc |= f->isend_complete(w, 0, t1, k->request[j]); break;
+            case COMPLETE_ISEND:
+                rc |= f->isend_complete(w, 0, t1, k->request[j]);
+                break;
             case COMPLETE_IRECV:
                 rc |= f->irecv(w, 0, t1, k->sender[j], k->comm[j], k->tag[j], k->bytes[j], k->request[j]);
                 break;
@@ -82,8 +96,12 @@ int64_t qmpi_write_events(const struct api *f, void *w, const struct calls *c, c
             case START_ISEND:
                 rc |= f->isend(w, 0, t1, k->sender[j], k->comm[j], k->tag[j], k->bytes[j], k->request[j]);
                 break;
-            case START_IRECV: rc |= f->irecv_request(w, 0, t1, k->request[j]); break;
-            default: rc |= f->request_cancelled(w, 0, t1, k->request[j]); break;
+            case START_IRECV:
+                rc |= f->irecv_request(w, 0, t1, k->request[j]);
+                break;
+            default:
+                rc |= f->request_cancelled(w, 0, t1, k->request[j]);
+                break;
             }
             events++;
         }
@@ -185,9 +203,9 @@ int64_t qmpi_json_slices(char *out, int64_t cap, int64_t n, const char *const *n
 }
 
 /* A flow arrow per matched message: "s" at the send, "f" at the receive's completion. */
-int64_t qmpi_json_flows(char *out, int64_t cap, int64_t n, int64_t first_id, const int64_t *tag,
-                        const int64_t *s_rank, const int64_t *s_thread, const int64_t *s_time,
-                        const int64_t *r_rank, const int64_t *r_thread, const int64_t *r_time)
+int64_t qmpi_json_flows(char *out, int64_t cap, int64_t n, int64_t first_id, const int64_t *tag, const int64_t *s_rank,
+                        const int64_t *s_thread, const int64_t *s_time, const int64_t *r_rank, const int64_t *r_thread,
+                        const int64_t *r_time)
 {
     char *p = out;
     int64_t i;
@@ -229,14 +247,14 @@ struct kinds {
 };
 
 struct scan {
-    uint8_t *calls;          /* full call records, in file order (short ones: a row left for Python) */
-    int64_t *call_offset;    /* where each call starts in the file */
-    uint8_t *shorts;         /* short call records */
-    int64_t *short_row;      /* the row of each in `calls` */
-    uint8_t *completions;    /* completion records */
-    int64_t *completion_at;  /* 2 per completion: its offset, the index of the call before it */
-    int64_t *other_at;       /* 2 per other record: its offset, the number of calls before it */
-    int64_t counts[4];       /* calls, shorts, completions, others */
+    uint8_t *calls;         /* full call records, in file order (short ones: a row left for Python) */
+    int64_t *call_offset;   /* where each call starts in the file */
+    uint8_t *shorts;        /* short call records */
+    int64_t *short_row;     /* the row of each in `calls` */
+    uint8_t *completions;   /* completion records */
+    int64_t *completion_at; /* 2 per completion: its offset, the index of the call before it */
+    int64_t *other_at;      /* 2 per other record: its offset, the number of calls before it */
+    int64_t counts[4];      /* calls, shorts, completions, others */
 };
 
 struct record_head {

@@ -46,7 +46,7 @@ def clock_alignment(rank_file: RankFile) -> Callable[[np.ndarray], np.ndarray]:
         return lambda t: t + offset + np.rint(slope * (t - start)).astype(np.int64)
 
 
-def _i64(value: int) -> np.int64:
+def _i64(value: int) -> np.ndarray:
     """A u64 or i64 from a file as int64, wrapping."""
     return np.array(value & 0xFFFFFFFFFFFFFFFF, np.uint64).astype(np.int64)
 
@@ -56,11 +56,14 @@ def aligned_ns(ticks: int, aligned: Callable, to_ns: Callable) -> int:
     return int(aligned(to_ns(np.array([ticks], np.uint64)))[0])
 
 
-def axis_span(info: FileInfo, aligned: Callable, to_ns: Callable, origin: int) -> Tuple[int, int, Optional[int],
-                                                                                      Optional[int]]:
+def axis_span(
+    info: FileInfo, aligned: Callable, to_ns: Callable, origin: int
+) -> Tuple[int, int, Optional[int], Optional[int]]:
     """A file's first enter, last leave, end of MPI_Init and start of MPI_Finalize as
     aligned ns from `origin` (the timeline's axis)."""
+
     def ns(ticks: Optional[int]) -> Optional[int]:
         return None if ticks is None else aligned_ns(ticks, aligned, to_ns) - origin
 
-    return ns(info.first_enter), ns(info.last_leave), ns(info.init_leave), ns(info.finalize_enter)
+    first, last = (aligned_ns(t, aligned, to_ns) - origin for t in (info.first_enter, info.last_leave))
+    return first, last, ns(info.init_leave), ns(info.finalize_enter)

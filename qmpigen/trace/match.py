@@ -19,12 +19,22 @@ PERSISTENT_INITS = {"MPI_Send_init": True, "MPI_Ssend_init": True, "MPI_Recv_ini
 
 # One side of a message: world ranks, the merged communicator, where and when (aligned
 # ns: the send call's enter, the receive's completion).
-ENDPOINT_DTYPE = np.dtype([("sender", "<i4"), ("receiver", "<i4"), ("comm", "<i4"), ("tag", "<i4"),
-                           ("bytes", "<i8"), ("time", "<i8"), ("thread", "<i4")])
+ENDPOINT_DTYPE = np.dtype(
+    [
+        ("sender", "<i4"),
+        ("receiver", "<i4"),
+        ("comm", "<i4"),
+        ("tag", "<i4"),
+        ("bytes", "<i8"),
+        ("time", "<i8"),
+        ("thread", "<i4"),
+    ]
+)
 
 
-def match_requests(start_handle: np.ndarray, start_time: np.ndarray, done_handle: np.ndarray,
-                   done_time: np.ndarray) -> np.ndarray:
+def match_requests(
+    start_handle: np.ndarray, start_time: np.ndarray, done_handle: np.ndarray, done_time: np.ndarray
+) -> np.ndarray:
     """For each completion of one rank, the index of its start, or -1: per handle, the
     latest start before it not already completed (a stack per handle). MPI reuses a
     handle only after it completes, but an MPI may give many requests completed at once
@@ -66,7 +76,7 @@ def match_requests(start_handle: np.ndarray, start_time: np.ndarray, done_handle
     prev[by_level[1:]] = by_level[:-1]
     closes = np.flatnonzero(done & (before >= 1))
     opener = prev[closes]
-    ok = (opener >= 0)
+    ok = opener >= 0
     ok[ok] &= ~done[opener[ok]] & (group[opener[ok]] == group[closes[ok]]) & (level[opener[ok]] == level[closes[ok]])
     result[order[closes[ok]] - n_start] = order[opener[ok]]
     return result
@@ -85,8 +95,9 @@ def match(sends: np.ndarray, receives: np.ndarray) -> Tuple[np.ndarray, np.ndarr
         key = np.unique(key, return_inverse=True)[1].astype(np.int64).reshape(-1)
     # (key, place) is unique on each side: the pairs are the values both sides have
     paired = key << bits | place
-    _, send_index, receive_index = np.intersect1d(paired[:n_sends], paired[n_sends:], assume_unique=True,
-                                                  return_indices=True)
+    _, send_index, receive_index = np.intersect1d(
+        paired[:n_sends], paired[n_sends:], assume_unique=True, return_indices=True
+    )
     by_time = np.argsort(sends["time"][send_index], kind="stable")
     send_index, receive_index = send_index[by_time], receive_index[by_time]
     return send_index, receive_index, n_sends - len(send_index), len(receives) - len(receive_index)
@@ -114,6 +125,8 @@ def _channel_key(e: np.ndarray) -> Tuple[np.ndarray, int]:
             return dense, int(dense.max(initial=0)).bit_length()
         key = key << width | (column - low)
     return key, used
+
+
 def _nth(key: np.ndarray, time: np.ndarray) -> np.ndarray:
     """Each endpoint's place among those of its key, in time order."""
     order = np.lexsort((time, key))
@@ -160,6 +173,8 @@ class EndpointSpill:
         for sender in sorted(self.runs):
             parts: Tuple[List[np.ndarray], List[np.ndarray]] = ([], [])
             for side, first, count in self.runs[sender]:
-                parts[side].append(np.fromfile(self.paths[side], ENDPOINT_DTYPE, count,
-                                               offset=first * ENDPOINT_DTYPE.itemsize))
-            yield sender, *(np.concatenate(p) if p else np.empty(0, ENDPOINT_DTYPE) for p in parts)
+                parts[side].append(
+                    np.fromfile(self.paths[side], ENDPOINT_DTYPE, count, offset=first * ENDPOINT_DTYPE.itemsize)
+                )
+            sends, receives = (np.concatenate(p) if p else np.empty(0, ENDPOINT_DTYPE) for p in parts)
+            yield sender, sends, receives

@@ -20,17 +20,35 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, FrozenSet, List, Optional, Tuple
 
-import numpy as np
 # the rest of the trace extra, imported here so that a missing one fails at once (the CLI
 # turns the ImportError into one line)
 import matplotlib  # noqa: F401
+import numpy as np
 import otf2  # noqa: F401
 
 from .clocks import aligned_ns, axis_span, clock_alignment, ticks_to_ns
-from .match import (COLLECTIVES, ENDPOINT_DTYPE, PERSISTENT_INITS, REQUEST_STARTS, SENDS, EndpointSpill, match,
-                    match_requests)
-from .read import (CALL_HAS_REQUEST, REQUEST_CANCELLED, REQUEST_FREED, REQUEST_STARTED, RankFile, TraceFileError,
-                   iter_level, levels_in, read_rank_file, trace_files)
+from .match import (
+    COLLECTIVES,
+    ENDPOINT_DTYPE,
+    PERSISTENT_INITS,
+    REQUEST_STARTS,
+    SENDS,
+    EndpointSpill,
+    match,
+    match_requests,
+)
+from .read import (
+    CALL_HAS_REQUEST,
+    REQUEST_CANCELLED,
+    REQUEST_FREED,
+    REQUEST_STARTED,
+    RankFile,
+    TraceFileError,
+    iter_level,
+    levels_in,
+    read_rank_file,
+    trace_files,
+)
 
 OUTPUTS = frozenset({"otf2", "json", "timeline"})
 RECORD = np.dtype((np.void, 80))  # a call record as 80 opaque bytes
@@ -67,6 +85,10 @@ class MergeReport:
             self.notes.append(f"{name}: {text}")
 
 
+def _nothing() -> np.ndarray:
+    return np.empty(0, np.int64)
+
+
 @dataclass
 class FileInfo:
     """What pass 1 keeps of a rank file: definitions and its requests."""
@@ -82,21 +104,30 @@ class FileInfo:
     # the file's request starts: its Isend/Irecv calls (call index) then the persistent
     # requests its Start/Startall calls started (index in its completion records), with
     # handle, leave ticks, whether a send, the local communicator, world peer, tag, bytes
-    starts: Optional[np.ndarray] = None
-    started: Optional[np.ndarray] = None  # indices of the STARTED completion records
-    start: Optional[np.ndarray] = None  # START_DTYPE, starts then started
-    inits: Optional[np.ndarray] = None  # START_DTYPE: the file's Send_init/Recv_init calls
-    done: Optional[np.ndarray] = None  # indices of the other completion records
-    done_handle: Optional[np.ndarray] = None
-    done_time: Optional[np.ndarray] = None
+    starts: np.ndarray = field(default_factory=_nothing)
+    started: np.ndarray = field(default_factory=_nothing)  # indices of the STARTED completion records
+    start: np.ndarray = field(default_factory=_nothing)  # START_DTYPE, starts then started
+    inits: np.ndarray = field(default_factory=_nothing)  # START_DTYPE: the file's Send_init/Recv_init calls
+    done: np.ndarray = field(default_factory=_nothing)  # indices of the other completion records
+    done_handle: np.ndarray = field(default_factory=_nothing)
+    done_time: np.ndarray = field(default_factory=_nothing)
     # filled after pass 1: where the file's starts begin in its rank's RankRequests, and
     # per completion the index of its start there (-1: none seen)
     start_offset: int = 0
-    done_start: Optional[np.ndarray] = None
+    done_start: np.ndarray = field(default_factory=_nothing)
 
 
-START_DTYPE = np.dtype([("handle", "<u8"), ("time", "<i8"), ("send", "?"), ("comm", "<i4"), ("peer", "<i4"),
-                        ("tag", "<i4"), ("bytes", "<i8")])
+START_DTYPE = np.dtype(
+    [
+        ("handle", "<u8"),
+        ("time", "<i8"),
+        ("send", "?"),
+        ("comm", "<i4"),
+        ("peer", "<i4"),
+        ("tag", "<i4"),
+        ("bytes", "<i8"),
+    ]
+)
 
 
 @dataclass
@@ -129,8 +160,12 @@ def _pass1(path: Path, report: MergeReport, members: Dict[Tuple[int, ...], Tuple
     calls = rank_file.calls
     if rank_file.problem:
         report.note(path.name, f"{rank_file.problem}; merged the {len(calls)} calls before it")
-    info = FileInfo(rank_file, len(calls), int(calls["enter"].min()) if len(calls) else 0,
-                    int(calls["leave"].max()) if len(calls) else 0)
+    info = FileInfo(
+        rank_file,
+        len(calls),
+        int(calls["enter"].min()) if len(calls) else 0,
+        int(calls["leave"].max()) if len(calls) else 0,
+    )
     init = np.isin(calls["func"], _codes(rank_file, {"MPI_Init", "MPI_Init_thread"}))
     finalize = np.isin(calls["func"], _codes(rank_file, {"MPI_Finalize"}))
     info.init_leave = int(calls["leave"][init].max()) if init.any() else None
@@ -142,13 +177,13 @@ def _pass1(path: Path, report: MergeReport, members: Dict[Tuple[int, ...], Tuple
     info.starts, info.started = starts, started
     send_codes = _codes(rank_file, {"MPI_Isend"} | {n for n, send in PERSISTENT_INITS.items() if send})
     start = np.zeros(len(starts) + len(started), START_DTYPE)
-    start["handle"][:len(starts)] = calls["request"][starts]
-    start["time"][:len(starts)] = calls["leave"][starts].astype(np.int64)
-    start["send"][:len(starts)] = np.isin(calls["func"][starts], send_codes)
+    start["handle"][: len(starts)] = calls["request"][starts]
+    start["time"][: len(starts)] = calls["leave"][starts].astype(np.int64)
+    start["send"][: len(starts)] = np.isin(calls["func"][starts], send_codes)
     for name in ("comm", "peer", "tag", "bytes"):
-        start[name][:len(starts)] = calls[name][starts]
-    start["handle"][len(starts):] = done["request"][started]
-    start["time"][len(starts):] = calls["leave"][done["call"][started]].astype(np.int64)
+        start[name][: len(starts)] = calls[name][starts]
+    start["handle"][len(starts) :] = done["request"][started]
+    start["time"][len(starts) :] = calls["leave"][done["call"][started]].astype(np.int64)
     info.start = start
     inits = np.flatnonzero(np.isin(calls["func"], _codes(rank_file, set(PERSISTENT_INITS))) & has_request)
     info.inits = np.zeros(len(inits), START_DTYPE)
@@ -188,8 +223,10 @@ def _comm_tables(ranks, global_comm: Dict[Tuple[int, int], int]) -> Dict[int, Tu
     for (rank, local), gid in global_comm.items():
         if rank in pairs:
             pairs[rank].append((local, gid))
-    return {rank: (np.array([p[0] for p in sorted(ps)], np.int64), np.array([p[1] for p in sorted(ps)], np.int64))
-            for rank, ps in pairs.items()}
+    return {
+        rank: (np.array([p[0] for p in sorted(ps)], np.int64), np.array([p[1] for p in sorted(ps)], np.int64))
+        for rank, ps in pairs.items()
+    }
 
 
 def _lookup(keys: np.ndarray, values: np.ndarray, query: np.ndarray) -> np.ndarray:
@@ -202,15 +239,17 @@ def _lookup(keys: np.ndarray, values: np.ndarray, query: np.ndarray) -> np.ndarr
     return np.where(keys[at] == query, values[at], -1)
 
 
-def _match_rank_requests(files: List[FileInfo], next_id: int, comm_table: Tuple[np.ndarray, np.ndarray]
-                         ) -> RankRequests:
+def _match_rank_requests(
+    files: List[FileInfo], next_id: int, comm_table: Tuple[np.ndarray, np.ndarray]
+) -> RankRequests:
     """Numbers the rank's request starts from `next_id` (file order), gives persistent
     starts their Send_init/Recv_init's message, and ties completions to starts."""
-    offsets = np.cumsum([0] + [len(f.start) for f in files])
+    offsets: np.ndarray = np.cumsum(np.array([0] + [len(f.start) for f in files], np.int64))
     start = np.concatenate([f.start for f in files])
     inits = np.concatenate([f.inits for f in files])
-    persistent = np.concatenate([np.arange(len(f.starts), len(f.start)) + offset
-                                 for f, offset in zip(files, offsets.tolist())])
+    persistent = np.concatenate(
+        [np.arange(len(f.starts), len(f.start)) + offset for f, offset in zip(files, offsets.tolist())]
+    )
     valid = np.ones(len(start), bool)
     if len(persistent):
         init = _persistent(start[persistent], inits)
@@ -220,16 +259,34 @@ def _match_rank_requests(files: List[FileInfo], next_id: int, comm_table: Tuple[
     for f, offset in zip(files, offsets.tolist()):
         f.start_offset = offset
         f.done_start = match_requests(start["handle"][valid], start["time"][valid], f.done_handle, f.done_time)
-        f.done_start = np.where(f.done_start >= 0, np.flatnonzero(valid)[np.maximum(f.done_start, 0)]
-                                if valid.any() else -1, -1)
-    return RankRequests(np.arange(next_id, next_id + int(offsets[-1]), dtype=np.uint64), start["send"].copy(),
-                        _lookup(*comm_table, start["comm"]), start["peer"].astype(np.int64),
-                        start["tag"].astype(np.int64), start["bytes"].astype(np.int64), valid)
+        f.done_start = np.where(
+            f.done_start >= 0, np.flatnonzero(valid)[np.maximum(f.done_start, 0)] if valid.any() else -1, -1
+        )
+    return RankRequests(
+        np.arange(next_id, next_id + int(offsets[-1]), dtype=np.uint64),
+        start["send"].copy(),
+        _lookup(*comm_table, start["comm"]),
+        start["peer"].astype(np.int64),
+        start["tag"].astype(np.int64),
+        start["bytes"].astype(np.int64),
+        valid,
+    )
 
 
-def _io_events(archive, rank_file: RankFile, rank: int, calls: np.ndarray, func: np.ndarray, timeline,
-               events: np.ndarray, op: np.ndarray, is_io: np.ndarray, comm_gid: np.ndarray, comm_refs: np.ndarray,
-               io_handles: Dict[Tuple[int, int], int]) -> None:
+def _io_events(
+    archive,
+    rank_file: RankFile,
+    rank: int,
+    calls: np.ndarray,
+    func: np.ndarray,
+    timeline,
+    events: np.ndarray,
+    op: np.ndarray,
+    is_io: np.ndarray,
+    comm_gid: np.ndarray,
+    comm_refs: np.ndarray,
+    io_handles: Dict[Tuple[int, int], int],
+) -> None:
     """MPI-IO reads and writes as OTF2 I/O operations on the rank's handle of the file
     (defined at its first use: name from the FILE record, communicator from File_open)."""
     from .otf2_out import OP_IO
@@ -268,7 +325,7 @@ def _big_arrays_from_mmap() -> None:
 
 def _ranges(ranks: List[int]) -> str:
     """0, 2-5, 9 (one line however many)."""
-    out: List[str] = []
+    out: List[List[int]] = []
     for rank in ranks:
         if out and out[-1][1] == rank - 1:
             out[-1][1] = rank
@@ -301,8 +358,11 @@ def _one_run(infos: List[FileInfo], report: MergeReport) -> List[FileInfo]:
         key = (f.head.rank, f.head.thread)
         if key in seen:
             first = seen[key].head
-            report.note(f.head.path.name, f"not merged: rank {key[0]} thread {key[1]} again (host "
-                                f"{f.head.host or '?'}, pid {f.head.pid}; merged: {first.path.name})")
+            report.note(
+                f.head.path.name,
+                f"not merged: rank {key[0]} thread {key[1]} again (host "
+                f"{f.head.host or '?'}, pid {f.head.pid}; merged: {first.path.name})",
+            )
             continue
         seen[key] = f
         kept.append(f)
@@ -315,8 +375,11 @@ def _file_notes(f: FileInfo, report: MergeReport) -> None:
     if head.version < 3 or head.problem:
         return
     if head.end_calls is None:
-        report.note(head.path.name, f"missing finalize record: the rank ended before MPI_Finalize; its "
-                            f"calls after its last flush are lost ({f.calls} calls merged)")
+        report.note(
+            head.path.name,
+            f"missing finalize record: the rank ended before MPI_Finalize; its "
+            f"calls after its last flush are lost ({f.calls} calls merged)",
+        )
     elif head.end_calls != f.calls:
         report.note(head.path.name, f"cut short: {f.calls} of {head.end_calls} calls")
 
@@ -325,7 +388,7 @@ def _sane_clocks(f: FileInfo, report: MergeReport) -> None:
     """A finalize clock record before the init one (or the same): the init offset alone."""
     clocks = f.head.clocks
     if 1 in clocks and 0 in clocks and clocks[1][0] <= clocks[0][0]:
-        report.note(f.head.path.name, f"finalize clock record runs backwards; the init offset used alone")
+        report.note(f.head.path.name, "finalize clock record runs backwards; the init offset used alone")
         del clocks[1]
 
 
@@ -340,11 +403,23 @@ def merge(directory: Path, out: Path, level: Optional[int] = None, outputs: Froz
             archive.abandon()
 
 
-def _merge(directory: Path, out: Path, level: Optional[int], outputs: FrozenSet[str], archive_box: List
-           ) -> MergeReport:
-    from .otf2_out import (CANCELLED, COLLECTIVE_OPS, COMPLETE_IRECV, COMPLETE_ISEND, COMPLETION_FIELDS, CALL_FIELDS,
-                           OP_COLLECTIVE, OP_IRECV_REQUEST, OP_ISEND, OP_RECV, OP_SEND, START_IRECV, START_ISEND,
-                           Otf2Writer)
+def _merge(directory: Path, out: Path, level: Optional[int], outputs: FrozenSet[str], archive_box: List) -> MergeReport:
+    from .otf2_out import (
+        CALL_FIELDS,
+        CANCELLED,
+        COLLECTIVE_OPS,
+        COMPLETE_IRECV,
+        COMPLETE_ISEND,
+        COMPLETION_FIELDS,
+        OP_COLLECTIVE,
+        OP_IRECV_REQUEST,
+        OP_ISEND,
+        OP_RECV,
+        OP_SEND,
+        START_IRECV,
+        START_ISEND,
+        Otf2Writer,
+    )
     from .perfetto import ARG_FIELDS, PerfettoWriter
     from .timeline import Timeline
 
@@ -352,8 +427,10 @@ def _merge(directory: Path, out: Path, level: Optional[int], outputs: FrozenSet[
     paths = trace_files(directory)
     levels = levels_in(paths)
     if level is None and len(levels) > 1:
-        raise MergeError(f"{directory} holds traces of the instances at levels {', '.join(map(str, levels))}: "
-                         "choose one with --level")
+        raise MergeError(
+            f"{directory} holds traces of the instances at levels {', '.join(map(str, levels))}: "
+            "choose one with --level"
+        )
     paths = list(iter_level(paths, level))
     report = MergeReport()
     # pass 1: headers, definitions, clocks, timers, requests
@@ -364,8 +441,9 @@ def _merge(directory: Path, out: Path, level: Optional[int], outputs: FrozenSet[
         if info is not None:
             infos.append(info)
     if not infos:
-        raise MergeError(f"{directory}: no readable trace files" + (f" ({len(paths)} skipped)" if paths else ""),
-                         report.notes)
+        raise MergeError(
+            f"{directory}: no readable trace files" + (f" ({len(paths)} skipped)" if paths else ""), report.notes
+        )
     infos = _one_run(infos, report)
     for f in infos:
         _file_notes(f, report)
@@ -378,8 +456,11 @@ def _merge(directory: Path, out: Path, level: Optional[int], outputs: FrozenSet[
     missing = world_size - len(by_rank)
     if missing:
         absent = [r for r in range(world_size) if r not in by_rank] if missing <= 100_000 else []
-        report.notes.append(f"ranks missing: {missing} of {world_size} have no file"
-                            + (f" ({_ranges(absent)})" if absent else "") + "; the others merged")
+        report.notes.append(
+            f"ranks missing: {missing} of {world_size} have no file"
+            + (f" ({_ranges(absent)})" if absent else "")
+            + "; the others merged"
+        )
     threads = {rank: [f.head.thread for f in files] for rank, files in by_rank.items()}
     hosts = {rank: files[0].head.host for rank, files in by_rank.items()}
     comm_defs: Dict[int, Dict[int, Tuple[int, ...]]] = defaultdict(dict)
@@ -399,11 +480,14 @@ def _merge(directory: Path, out: Path, level: Optional[int], outputs: FrozenSet[
             ranks = comms[local_id]
             if ranks not in checked:
                 unique = frozenset(ranks)
-                checked[ranks] = (unique if len(unique) == len(ranks) and all(0 <= r < world_size for r in unique)
-                                  else frozenset())
+                checked[ranks] = (
+                    unique if len(unique) == len(ranks) and all(0 <= r < world_size for r in unique) else frozenset()
+                )
             if rank not in checked[ranks]:
-                report.notes.append(f"rank {rank}: communicator {local_id} names ranks outside the world or twice; "
-                                    "its calls merged without it")
+                report.notes.append(
+                    f"rank {rank}: communicator {local_id} names ranks outside the world or twice; "
+                    "its calls merged without it"
+                )
                 continue
             key = (ranks, seen[ranks])
             seen[ranks] += 1
@@ -421,8 +505,9 @@ def _merge(directory: Path, out: Path, level: Optional[int], outputs: FrozenSet[
     for rank, files in by_rank.items():
         with_clock = [f.head for f in files if 0 in f.head.clocks]
         aligned[rank] = clock_alignment(with_clock[0]) if with_clock else (lambda t: t)
-    origin = min((aligned_ns(f.first_enter, aligned[f.head.rank], to_ns[f.head.rank]) for f in infos if f.calls),
-                 default=0)
+    origin = min(
+        (aligned_ns(f.first_enter, aligned[f.head.rank], to_ns[f.head.rank]) for f in infos if f.calls), default=0
+    )
     requests: Dict[int, RankRequests] = {}
     next_request = 1
     for rank in sorted(by_rank):
@@ -437,9 +522,11 @@ def _merge(directory: Path, out: Path, level: Optional[int], outputs: FrozenSet[
         archive = Otf2Writer(staging, located, hosts, threads) if "otf2" in outputs else None
         if archive is not None:
             archive_box.append(archive)
-        world = tuple(range(world_size)) if len(by_rank) == world_size else None
-        comm_names = {gid: ("MPI_COMM_WORLD" if m == world and k == 0 else f"comm {gid}")
-                      for (m, k), gid in comm_keys.items()}
+        whole_world = tuple(range(world_size)) if len(by_rank) == world_size else None
+        comm_names = {
+            gid: ("MPI_COMM_WORLD" if m == whole_world and k == 0 else f"comm {gid}")
+            for (m, k), gid in comm_keys.items()
+        }
         comm_refs = np.full(len(members) + 1, 0xFFFFFFFF, np.int64)  # index -1: none
         if archive is not None:
             for gid in sorted(members):
@@ -453,7 +540,7 @@ def _merge(directory: Path, out: Path, level: Optional[int], outputs: FrozenSet[
         # pass 2: events, one file at a time, in rank order
         for info in infos:
             rank_file = read_rank_file(info.head.path)
-            calls = rank_file.calls[:info.calls]
+            calls = rank_file.calls[: info.calls]
             rank, thread = rank_file.rank, rank_file.thread
             n = len(calls)
             report.files += 1
@@ -483,11 +570,14 @@ def _merge(directory: Path, out: Path, level: Optional[int], outputs: FrozenSet[
             has_comm = comm_gid >= 0
             undefined = (calls["comm"] != -1) & ~has_comm
             if undefined.any():
-                report.note(info.head.path.name, f"{int(undefined.sum())} calls name a communicator the "
-                                    f"rank does not define (first: {int(calls['comm'][undefined][0])}); merged "
-                                    "without it")
+                report.note(
+                    info.head.path.name,
+                    f"{int(undefined.sum())} calls name a communicator the "
+                    f"rank does not define (first: {int(calls['comm'][undefined][0])}); merged "
+                    "without it",
+                )
 
-            def is_func(wanted) -> np.ndarray:
+            def is_func(wanted, names=names, func=func) -> np.ndarray:
                 table = np.zeros(len(names), bool)  # a lookup per call: isin sorts
                 table[[timeline.index[w] for w in wanted if w in timeline.index]] = True
                 return table[func]
@@ -512,7 +602,8 @@ def _merge(directory: Path, out: Path, level: Optional[int], outputs: FrozenSet[
             request_id = np.zeros(n, np.uint64)
             rank_requests = requests[rank]
             request_id[position[info.starts]] = rank_requests.request_id[
-                info.start_offset:info.start_offset + len(info.starts)]
+                info.start_offset : info.start_offset + len(info.starts)
+            ]
             is_isend = started & is_func({"MPI_Isend"}) & p2p_ok
             is_irecv = started & is_func({"MPI_Irecv"}) & has_comm
             is_collective = is_func(COLLECTIVES) & has_comm
@@ -539,7 +630,11 @@ def _merge(directory: Path, out: Path, level: Optional[int], outputs: FrozenSet[
             endpoint = np.empty(int(is_recv.sum()), ENDPOINT_DTYPE)
             endpoint["sender"], endpoint["receiver"], endpoint["comm"] = calls["peer"][is_recv], rank, comm_gid[is_recv]
             endpoint["tag"], endpoint["bytes"], endpoint["time"], endpoint["thread"] = (
-                calls["tag"][is_recv], calls["bytes"][is_recv], leave[is_recv], thread)
+                calls["tag"][is_recv],
+                calls["bytes"][is_recv],
+                leave[is_recv],
+                thread,
+            )
             spill.add(1, endpoint)
             # completions: of a send (OTF2 IsendComplete), of a receive (OTF2 Irecv), cancelled
             # (OTF2 RequestCancelled); an Irecv let go by MPI_Request_free has no event (what
@@ -549,13 +644,20 @@ def _merge(directory: Path, out: Path, level: Optional[int], outputs: FrozenSet[
             k = np.where(found, k, 0)
             no_start = len(rank_requests.request_id) == 0
             is_send_done = found & (False if no_start else rank_requests.is_isend[k])
-            gid = np.where(found, -1 if no_start else rank_requests.comm[k], -1)
+            done_gid = np.where(found, -1 if no_start else rank_requests.comm[k], -1)
             flags = done["flags"][info.done]
             source = done["source"][info.done].astype(np.int64)
             cancelled = found & (flags & REQUEST_CANCELLED != 0)
             freed = flags & REQUEST_FREED != 0
-            is_recv_done = (found & ~is_send_done & ~cancelled & ~freed & (source >= 0) & (gid >= 0)
-                            & (source < comm_size[gid]))
+            is_recv_done = (
+                found
+                & ~is_send_done
+                & ~cancelled
+                & ~freed
+                & (source >= 0)
+                & (done_gid >= 0)
+                & (source < comm_size[done_gid])
+            )
             is_send_done &= ~cancelled
             keep = is_send_done | is_recv_done | cancelled
             n_started = int(p_send.sum() + p_recv.sum())
@@ -563,12 +665,14 @@ def _merge(directory: Path, out: Path, level: Optional[int], outputs: FrozenSet[
             m = int(keep.sum())
             completion["call"][:m] = position[done["call"][info.done][keep]]
             completion["request"][:m] = rank_requests.request_id[k[keep]] if m else 0
-            completion["kind"][:m] = np.where(cancelled[keep], CANCELLED,
-                                              np.where(is_send_done[keep], COMPLETE_ISEND, COMPLETE_IRECV))
+            completion["kind"][:m] = np.where(
+                cancelled[keep], CANCELLED, np.where(is_send_done[keep], COMPLETE_ISEND, COMPLETE_IRECV)
+            )
             completion["sender"][:m] = np.where(is_recv_done[keep], source[keep], 0)
-            completion["comm"][:m] = np.where(is_recv_done[keep], comm_refs[gid[keep]], 0)
-            completion["tag"][:m] = np.where(is_recv_done[keep],
-                                             done["tag"][info.done][keep].astype(np.int64) & 0xFFFFFFFF, 0)
+            completion["comm"][:m] = np.where(is_recv_done[keep], comm_refs[done_gid[keep]], 0)
+            completion["tag"][:m] = np.where(
+                is_recv_done[keep], done["tag"][info.done][keep].astype(np.int64) & 0xFFFFFFFF, 0
+            )
             completion["bytes"][:m] = np.where(is_recv_done[keep], np.maximum(done["bytes"][info.done][keep], 0), 0)
             ps = p_send | p_recv
             completion["call"][m:] = p_call[ps]
@@ -582,13 +686,16 @@ def _merge(directory: Path, out: Path, level: Optional[int], outputs: FrozenSet[
             r = np.flatnonzero(is_recv_done)
             endpoint = np.empty(len(r), ENDPOINT_DTYPE)
             sender_world = np.empty(len(r), np.int64)
-            for g in np.unique(gid[r]).tolist():
-                mine = gid[r] == g
+            for g in np.unique(done_gid[r]).tolist():
+                mine = done_gid[r] == g
                 sender_world[mine] = member_table[g][source[r][mine]]
-            endpoint["sender"], endpoint["receiver"], endpoint["comm"] = sender_world, rank, gid[r]
+            endpoint["sender"], endpoint["receiver"], endpoint["comm"] = sender_world, rank, done_gid[r]
             endpoint["tag"], endpoint["bytes"], endpoint["time"], endpoint["thread"] = (
-                done["tag"][info.done][r], done["bytes"][info.done][r],
-                leave[position[done["call"][info.done][r]]], thread)
+                done["tag"][info.done][r],
+                done["bytes"][info.done][r],
+                leave[position[done["call"][info.done][r]]],
+                thread,
+            )
             spill.add(1, endpoint)
             if archive is not None:
                 events = np.zeros(n, [(name, dtype) for name, dtype in CALL_FIELDS])
@@ -600,8 +707,9 @@ def _merge(directory: Path, out: Path, level: Optional[int], outputs: FrozenSet[
                 op = np.zeros(n, np.uint8)
                 op[is_send], op[is_recv], op[is_isend], op[is_irecv] = OP_SEND, OP_RECV, OP_ISEND, OP_IRECV_REQUEST
                 op[is_collective & ~(is_send | is_recv)] = OP_COLLECTIVE
-                events["peer"] = np.where(is_collective, np.where(root_local >= 0, root_local, 0xFFFFFFFF),
-                                          np.maximum(peer_local, 0))
+                events["peer"] = np.where(
+                    is_collective, np.where(root_local >= 0, root_local, 0xFFFFFFFF), np.maximum(peer_local, 0)
+                )
                 events["comm"] = np.where(has_comm, comm_refs[comm_gid], 0xFFFFFFFF)
                 collective_op = np.zeros(len(names), np.int64)
                 for name, value in COLLECTIVE_OPS.items():
@@ -611,8 +719,20 @@ def _merge(directory: Path, out: Path, level: Optional[int], outputs: FrozenSet[
                 events["bytes"] = np.maximum(calls["bytes"], 0)
                 events["request"] = request_id
                 if is_io.any():
-                    _io_events(archive, rank_file, rank, calls, func, timeline, events, op, is_io, comm_gid, comm_refs,
-                               io_handles)
+                    _io_events(
+                        archive,
+                        rank_file,
+                        rank,
+                        calls,
+                        func,
+                        timeline,
+                        events,
+                        op,
+                        is_io,
+                        comm_gid,
+                        comm_refs,
+                        io_handles,
+                    )
                 events["op"] = op
                 report.otf2_events += archive.write_events(rank, thread, events, completion)
             if json_out is not None:
@@ -633,7 +753,7 @@ def _merge(directory: Path, out: Path, level: Optional[int], outputs: FrozenSet[
                 json_out.messages(senders, receivers)
             timeline.add_messages(senders, receivers, spill.sizes[0])
         shutil.rmtree(staging / ".messages")
-        if json_out is not None:
+        if json_out is not None and stream is not None:
             json_out.close()
             stream.close()
             report.json_events = json_out.events
@@ -645,8 +765,10 @@ def _merge(directory: Path, out: Path, level: Optional[int], outputs: FrozenSet[
         (staging / "summary.txt").write_text(report.summary)
         if "timeline" in outputs:
             program = infos[0].head.program
-            timeline.plot(staging / "timeline.png",
-                          f"{program}: {world_size} ranks, {report.events} calls, {report.messages} messages")
+            timeline.plot(
+                staging / "timeline.png",
+                f"{program}: {world_size} ranks, {report.events} calls, {report.messages} messages",
+            )
         if out.exists():
             shutil.rmtree(out)
         staging.rename(out)
@@ -667,6 +789,8 @@ def run(directory: Path, out: Path, level: Optional[int], echo) -> int:
         return 1
     for note in report.notes:
         echo(f"qmpigen: {note}")
-    echo(f"qmpigen: merged {report.files} trace files, {report.events} calls, {report.messages} messages into "
-         f"{out}/ (traces.otf2, trace.json, timeline.png, summary.txt)")
+    echo(
+        f"qmpigen: merged {report.files} trace files, {report.events} calls, {report.messages} messages into "
+        f"{out}/ (traces.otf2, trace.json, timeline.png, summary.txt)"
+    )
     return 0

@@ -13,21 +13,33 @@ from __future__ import annotations
 
 import ctypes
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 import otf2
-from otf2.enums import (CollectiveOp, GroupType, IoParadigmClass, IoParadigmFlag, LocationGroupType, LocationType,
-                        Paradigm,
-                        RegionRole)
+from otf2.enums import (
+    CollectiveOp,
+    GroupType,
+    IoParadigmClass,
+    IoParadigmFlag,
+    LocationGroupType,
+    LocationType,
+    Paradigm,
+    RegionRole,
+)
 
+from . import loops
 from .layout import COLLECTIVES
 
 COLLECTIVE_OPS = {name: getattr(CollectiveOp, op) for name, op in COLLECTIVES.items()}
-ROLES = {"MPI_Send": RegionRole.POINT2POINT, "MPI_Recv": RegionRole.POINT2POINT, "MPI_Barrier": RegionRole.BARRIER,
-         "MPI_File_read_at": RegionRole.FILE_IO, "MPI_File_write_at": RegionRole.FILE_IO}
+ROLES = {
+    "MPI_Send": RegionRole.POINT2POINT,
+    "MPI_Recv": RegionRole.POINT2POINT,
+    "MPI_Barrier": RegionRole.BARRIER,
+    "MPI_File_read_at": RegionRole.FILE_IO,
+    "MPI_File_write_at": RegionRole.FILE_IO,
+}
 
-from . import loops
 
 # What a call adds between its Enter and Leave (the `op` array of _loops.c's qmpi_write_events).
 OP_NONE, OP_SEND, OP_RECV, OP_ISEND, OP_IRECV_REQUEST, OP_COLLECTIVE, OP_IO = range(7)
@@ -53,19 +65,62 @@ def definition_chunk_bytes(members: int) -> int:
     return size
 
 
-API_FUNCTIONS = ("Enter", "Leave", "MpiSend", "MpiRecv", "MpiIsend", "MpiIrecv", "MpiIsendComplete",
-                 "MpiIrecvRequest", "MpiCollectiveBegin", "MpiCollectiveEnd", "IoOperationBegin",
-                 "IoOperationComplete", "MpiRequestCancelled")
-CALL_FIELDS = (("enter", "<u8"), ("leave", "<u8"), ("region", "<u4"), ("op", "u1"), ("peer", "<u4"),
-               ("comm", "<u4"), ("tag", "<u4"), ("bytes", "<u8"), ("request", "<u8"))
-COMPLETION_FIELDS = (("call", "<i8"), ("kind", "u1"), ("request", "<u8"), ("sender", "<u4"), ("comm", "<u4"),
-                     ("tag", "<u4"), ("bytes", "<u8"))
+API_FUNCTIONS = (
+    "Enter",
+    "Leave",
+    "MpiSend",
+    "MpiRecv",
+    "MpiIsend",
+    "MpiIrecv",
+    "MpiIsendComplete",
+    "MpiIrecvRequest",
+    "MpiCollectiveBegin",
+    "MpiCollectiveEnd",
+    "IoOperationBegin",
+    "IoOperationComplete",
+    "MpiRequestCancelled",
+)
+CALL_FIELDS = (
+    ("enter", "<u8"),
+    ("leave", "<u8"),
+    ("region", "<u4"),
+    ("op", "u1"),
+    ("peer", "<u4"),
+    ("comm", "<u4"),
+    ("tag", "<u4"),
+    ("bytes", "<u8"),
+    ("request", "<u8"),
+)
+COMPLETION_FIELDS = (
+    ("call", "<i8"),
+    ("kind", "u1"),
+    ("request", "<u8"),
+    ("sender", "<u4"),
+    ("comm", "<u4"),
+    ("tag", "<u4"),
+    ("bytes", "<u8"),
+)
 
 
 class _Api(ctypes.Structure):
-    _fields_ = [(name, ctypes.c_void_p) for name in ("enter", "leave", "send", "recv", "isend", "irecv",
-                                                     "isend_complete", "irecv_request", "coll_begin", "coll_end",
-                                                     "io_begin", "io_complete", "request_cancelled")]
+    _fields_ = [
+        (name, ctypes.c_void_p)
+        for name in (
+            "enter",
+            "leave",
+            "send",
+            "recv",
+            "isend",
+            "irecv",
+            "isend_complete",
+            "irecv_request",
+            "coll_begin",
+            "coll_end",
+            "io_begin",
+            "io_complete",
+            "request_cancelled",
+        )
+    ]
 
 
 class _Calls(ctypes.Structure):
@@ -94,23 +149,34 @@ class Otf2Writer:
         """`ranks`: those with a file or a communicator naming them (not every rank of the
         world: a rank without a file has nothing to show, and a header's world size is
         only a claim)."""
-        self.writer = otf2.writer.Writer(str(path), timer_resolution=1_000_000_000, chunk_size_events=CHUNK_BYTES,
-                                         chunk_size_definitions=definition_chunk_bytes(len(ranks)))
+        self.writer = otf2.writer.Writer(
+            str(path),
+            timer_resolution=1_000_000_000,
+            chunk_size_events=CHUNK_BYTES,
+            chunk_size_definitions=definition_chunk_bytes(len(ranks)),
+        )
         defs = self.writer.definitions
         machine = defs.system_tree_node("machine")
         nodes = {host: defs.system_tree_node(host, parent=machine) for host in sorted(set(hosts.values()))}
         self.scope = {rank: nodes.get(hosts.get(rank, "unknown")) or machine for rank in ranks}
-        self.locations: Dict[Tuple[int, int], object] = {}
+        self.locations: Dict[Tuple[int, int], Any] = {}
         for rank in ranks:
-            group = defs.location_group(f"rank {rank}", location_group_type=LocationGroupType.PROCESS,
-                                        system_tree_parent=self.scope[rank])
+            group = defs.location_group(
+                f"rank {rank}", location_group_type=LocationGroupType.PROCESS, system_tree_parent=self.scope[rank]
+            )
             for thread in sorted(threads.get(rank, [0])):
-                self.locations[(rank, thread)] = defs.location(f"rank {rank} thread {thread}",
-                                                               type=LocationType.CPU_THREAD, group=group)
-        self.rank_locations = {rank: self.locations.get((rank, 0)) or self.locations[(rank, min(threads[rank]))]
-                               for rank in ranks}
-        defs.group("MPI_COMM_WORLD locations", group_type=GroupType.COMM_LOCATIONS, paradigm=Paradigm.MPI,
-                   members=[self.rank_locations[rank] for rank in ranks])
+                self.locations[(rank, thread)] = defs.location(
+                    f"rank {rank} thread {thread}", type=LocationType.CPU_THREAD, group=group
+                )
+        self.rank_locations = {
+            rank: self.locations.get((rank, 0)) or self.locations[(rank, min(threads[rank]))] for rank in ranks
+        }
+        defs.group(
+            "MPI_COMM_WORLD locations",
+            group_type=GroupType.COMM_LOCATIONS,
+            paradigm=Paradigm.MPI,
+            members=[self.rank_locations[rank] for rank in ranks],
+        )
         self.regions: Dict[str, object] = {}
         self.comms: Dict[int, object] = {}
         self.io_paradigm = None
@@ -119,31 +185,38 @@ class Otf2Writer:
         self.lib = _otf2_library()
         self.bulk = loops.load()
         self.bulk_mode = "C loop" if self.bulk is not None else "ctypes loop"
-        self.api = _Api(*(ctypes.cast(getattr(self.lib, f"OTF2_EvtWriter_{name}"), ctypes.c_void_p).value
-                          for name in API_FUNCTIONS))
+        self.api = _Api(
+            *(ctypes.cast(getattr(self.lib, f"OTF2_EvtWriter_{name}"), ctypes.c_void_p).value for name in API_FUNCTIONS)
+        )
         self.first: Optional[int] = None
         self.last: Optional[int] = None
         self.events_written = 0
 
     def comm(self, comm_id: int, members: Tuple[int, ...], name: str):
         if comm_id not in self.comms:
-            group = self.defs.group(f"{name} group", group_type=GroupType.COMM_GROUP, paradigm=Paradigm.MPI,
-                                    members=[self.rank_locations[r] for r in members])
+            group = self.defs.group(
+                f"{name} group",
+                group_type=GroupType.COMM_GROUP,
+                paradigm=Paradigm.MPI,
+                members=[self.rank_locations[r] for r in members],
+            )
             self.comms[comm_id] = self.defs.comm(name, group=group)
         return self.comms[comm_id]
 
     def region(self, func: str):
         if func not in self.regions:
-            self.regions[func] = self.defs.region(func, paradigm=Paradigm.MPI,
-                                                  region_role=ROLES.get(func, RegionRole.FUNCTION))
+            self.regions[func] = self.defs.region(
+                func, paradigm=Paradigm.MPI, region_role=ROLES.get(func, RegionRole.FUNCTION)
+            )
         return self.regions[func]
 
     def io_handle(self, rank: int, name: str, comm):
         """The I/O handle of the file `name` opened on `comm` (an IoRegularFile per name and
         host; the package gives every rank that opened it collectively the same handle)."""
         if self.io_paradigm is None:
-            self.io_paradigm = self.defs.io_paradigm("MPI-IO", "MPI I/O", io_paradigm_class=IoParadigmClass.PARALLEL,
-                                                    io_paradigm_flags=IoParadigmFlag.NONE)
+            self.io_paradigm = self.defs.io_paradigm(
+                "MPI-IO", "MPI I/O", io_paradigm_class=IoParadigmClass.PARALLEL, io_paradigm_flags=IoParadigmFlag.NONE
+            )
         scope = self.scope[rank]
         io_file = self.io_files.get((name, scope))
         if io_file is None:
@@ -157,7 +230,7 @@ class Otf2Writer:
             return 0
         location = self.locations[(rank, thread)]
         writer = self.writer.event_writer_from_location(location)
-        handle = ctypes.cast(writer._handle, ctypes.c_void_p).value
+        handle = ctypes.cast(writer._handle, ctypes.c_void_p).value or 0  # never NULL: the package checks
         columns = [np.ascontiguousarray(calls[name], dtype) for name, dtype in CALL_FIELDS]
         done = [np.ascontiguousarray(completions[name], dtype) for name, dtype in COMPLETION_FIELDS]
         if self.bulk is not None:
@@ -165,14 +238,19 @@ class Otf2Writer:
             k = _Completions(len(completions), *(col.ctypes.data for col in done))
             function = self.bulk.qmpi_write_events
             function.restype = ctypes.c_int64
-            function.argtypes = [ctypes.POINTER(_Api), ctypes.c_void_p, ctypes.POINTER(_Calls),
-                                 ctypes.POINTER(_Completions)]
+            function.argtypes = [
+                ctypes.POINTER(_Api),
+                ctypes.c_void_p,
+                ctypes.POINTER(_Calls),
+                ctypes.POINTER(_Completions),
+            ]
             written = function(ctypes.byref(self.api), handle, ctypes.byref(c), ctypes.byref(k))
         else:
             written = self._write_python(handle, columns, done)
         if written < 0:
-            raise RuntimeError(f"the OTF2 library refused the events of call {-1 - written} of rank {rank} "
-                               f"thread {thread}")
+            raise RuntimeError(
+                f"the OTF2 library refused the events of call {-1 - written} of rank {rank} thread {thread}"
+            )
         # the location's definition carries its event count (the package counts only the
         # events it writes itself)
         location._number_of_events_written = written
@@ -198,15 +276,21 @@ class Otf2Writer:
         """_loops.c's loop through ctypes, where the extension was not built."""
         lib = self.lib
         u32, u64, u8, vp = ctypes.c_uint32, ctypes.c_uint64, ctypes.c_uint8, ctypes.c_void_p
-        signatures = {"Enter": [vp, vp, u64, u32], "Leave": [vp, vp, u64, u32],
-                      "MpiSend": [vp, vp, u64, u32, u32, u32, u64], "MpiRecv": [vp, vp, u64, u32, u32, u32, u64],
-                      "MpiIsend": [vp, vp, u64, u32, u32, u32, u64, u64],
-                      "MpiIrecv": [vp, vp, u64, u32, u32, u32, u64, u64], "MpiIsendComplete": [vp, vp, u64, u64],
-                      "MpiIrecvRequest": [vp, vp, u64, u64], "MpiCollectiveBegin": [vp, vp, u64],
-                      "MpiCollectiveEnd": [vp, vp, u64, u8, u32, u32, u64, u64],
-                      "IoOperationBegin": [vp, vp, u64, u32, u8, u32, u64, u64],
-                      "IoOperationComplete": [vp, vp, u64, u32, u64, u64],
-                      "MpiRequestCancelled": [vp, vp, u64, u64]}
+        signatures = {
+            "Enter": [vp, vp, u64, u32],
+            "Leave": [vp, vp, u64, u32],
+            "MpiSend": [vp, vp, u64, u32, u32, u32, u64],
+            "MpiRecv": [vp, vp, u64, u32, u32, u32, u64],
+            "MpiIsend": [vp, vp, u64, u32, u32, u32, u64, u64],
+            "MpiIrecv": [vp, vp, u64, u32, u32, u32, u64, u64],
+            "MpiIsendComplete": [vp, vp, u64, u64],
+            "MpiIrecvRequest": [vp, vp, u64, u64],
+            "MpiCollectiveBegin": [vp, vp, u64],
+            "MpiCollectiveEnd": [vp, vp, u64, u8, u32, u32, u64, u64],
+            "IoOperationBegin": [vp, vp, u64, u32, u8, u32, u64, u64],
+            "IoOperationComplete": [vp, vp, u64, u32, u64, u64],
+            "MpiRequestCancelled": [vp, vp, u64, u64],
+        }
         f = {}
         for name, argtypes in signatures.items():
             function = getattr(lib, f"OTF2_EvtWriter_{name}")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import warnings
 from collections import defaultdict
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple, cast
 
 import numpy as np
 
@@ -84,9 +84,10 @@ class Timeline:
         for f in np.flatnonzero(counts).tolist():
             mine = func == f
             # +1 where a call's columns begin, -1 after they end (columns -1 .. COLUMNS, shifted by one)
-            cover = (np.bincount(first[mine] + 1, minlength=COLUMNS + 3)
-                     - np.bincount(last[mine] + 2, minlength=COLUMNS + 3))
-            used = np.cumsum(cover)[1:COLUMNS + 1] > 0
+            cover = np.bincount(first[mine] + 1, minlength=COLUMNS + 3) - np.bincount(
+                last[mine] + 2, minlength=COLUMNS + 3
+            )
+            used = np.cumsum(cover)[1 : COLUMNS + 1] > 0
             track[f] = track[f] | used if f in track else used
 
     def add_messages(self, senders: np.ndarray, receivers: np.ndarray, total_hint: int) -> None:
@@ -105,8 +106,10 @@ class Timeline:
         step = max(1, -(-total_hint // MAX_LINES))
         keep = slice(0, len(senders), step)
         s, r = senders[keep], receivers[keep]
-        line = np.empty(len(s), [("x0", "<f8"), ("rank0", "<i4"), ("thread0", "<i4"), ("x1", "<f8"),
-                                 ("rank1", "<i4"), ("thread1", "<i4")])
+        line = np.empty(
+            len(s),
+            [("x0", "<f8"), ("rank0", "<i4"), ("thread0", "<i4"), ("x1", "<f8"), ("rank1", "<i4"), ("thread1", "<i4")],
+        )
         line["x0"], line["rank0"], line["thread0"] = s["time"] / 1e6, s["sender"], s["thread"]
         line["x1"], line["rank1"], line["thread1"] = r["time"] / 1e6, r["receiver"], r["thread"]
         self.lines.append(line)
@@ -124,11 +127,14 @@ class Timeline:
                 lines.append(f"  {'from ' + str(s):<6}{cells}")
         else:  # a world_size x world_size matrix grows past any use: the busiest pairs by bytes
             busiest = sorted(self.pairs.items(), key=lambda item: (-item[1][1], -item[1][0], item[0]))[:BUSIEST_PAIRS]
-            lines.append(f"messages: {len(self.pairs)} sender -> receiver pairs among {len(ranks)} ranks; the "
-                         f"{len(busiest)} busiest by bytes (count / bytes):")
+            lines.append(
+                f"messages: {len(self.pairs)} sender -> receiver pairs among {len(ranks)} ranks; the "
+                f"{len(busiest)} busiest by bytes (count / bytes):"
+            )
             lines += [f"  {s:>8} -> {r:<8} {count:>10} / {nbytes}" for (s, r), (count, nbytes) in busiest]
-        lines.append(f"{self.matched} messages matched, {unmatched_sends} sends and {unmatched_receives} receives "
-                     "unmatched")
+        lines.append(
+            f"{self.matched} messages matched, {unmatched_sends} sends and {unmatched_receives} receives unmatched"
+        )
         return "\n".join(lines) + "\n"
 
     def plot(self, path: Path, title: str) -> None:
@@ -163,19 +169,26 @@ class Timeline:
             y1 = np.array([row.get(t, -1) for t in zip(line["rank1"].tolist(), line["thread1"].tolist())], float)
             keep = (y0 >= 0) & (y1 >= 0)
             if keep.any():
-                segments = np.stack([np.stack([line["x0"][keep], y0[keep]], axis=1),
-                                     np.stack([line["x1"][keep], y1[keep]], axis=1)], axis=1)
-                ax.add_collection(LineCollection(segments, colors="black", linewidths=0.6, alpha=0.7))
+                segments = np.stack(
+                    [np.stack([line["x0"][keep], y0[keep]], axis=1), np.stack([line["x1"][keep], y1[keep]], axis=1)],
+                    axis=1,
+                )
+                ax.add_collection(LineCollection(cast(Sequence, segments), colors="black", linewidths=0.6, alpha=0.7))
         ax.set_xlim(lo, hi)
         ax.set_yticks(range(len(tracks)))
         ax.set_yticklabels([f"rank {r}" + (f" t{t}" if t else "") for r, t in tracks])
         ax.set_ylim(len(tracks) - 0.5, -0.5)
         ax.set_xlabel(self.xlabel)
         ax.set_title(title)
-        used_functions = sorted({f for columns in self.columns.values() for f in columns}, key=colour_of.get)
+        used_functions = sorted({f for columns in self.columns.values() for f in columns}, key=lambda f: colour_of[f])
         handles = [plt.Rectangle((0, 0), 1, 1, color=colours(colour_of[f] % 20)) for f in used_functions]
-        ax.legend(handles, [self.functions[f] for f in used_functions], loc="upper left", bbox_to_anchor=(1.0, 1.0),
-                  fontsize=7)
+        ax.legend(
+            handles,
+            [self.functions[f] for f in used_functions],
+            loc="upper left",
+            bbox_to_anchor=(1.0, 1.0),
+            fontsize=7,
+        )
         with warnings.catch_warnings():  # a tall legend beside few tracks: no tight layout, no matter
             warnings.simplefilter("ignore", UserWarning)
             fig.tight_layout()
