@@ -31,10 +31,22 @@ def main() -> int:
     report = merge(directory, out, outputs=outputs)
     seconds = time.perf_counter() - start
     peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    print(json.dumps({"outputs": sorted(outputs), "seconds": seconds, "calls": report.events,
-                      "messages": report.messages, "otf2_events": report.otf2_events,
-                      "json_events": report.json_events, "otf2_mode": report.otf2_mode,
-                      "rss_before_kb": before_kb, "rss_peak_kb": peak_kb, "notes": report.notes}))
+    print(
+        json.dumps(
+            {
+                "outputs": sorted(outputs),
+                "seconds": seconds,
+                "calls": report.events,
+                "messages": report.messages,
+                "otf2_events": report.otf2_events,
+                "json_events": report.json_events,
+                "otf2_mode": report.otf2_mode,
+                "rss_before_kb": before_kb,
+                "rss_peak_kb": peak_kb,
+                "notes": report.notes,
+            }
+        )
+    )
     return 0
 
 

@@ -41,7 +41,9 @@ def _need_trace_tools() -> None:
 
 
 def _app_calls(stdout: str) -> Counter:
-    return Counter({(int(r), f): int(n) for r, f, n in re.findall(r"^calls (\d+) (\S+) (\d+)$", stdout, re.M) if int(n)})
+    return Counter(
+        {(int(r), f): int(n) for r, f, n in re.findall(r"^calls (\d+) (\S+) (\d+)$", stdout, re.M) if int(n)}
+    )
 
 
 def _otf2_io(archive: Path) -> tuple:
@@ -53,8 +55,10 @@ def _otf2_io(archive: Path) -> tuple:
     assert proc.returncode == 0, proc.stderr
     begins, completes = Counter(), Counter()
     for line in proc.stdout.splitlines():
-        m = re.match(r"IO_OPERATION_BEGIN\s+(\d+)\s+\d+\s+Handle: .*Mode: (\w+), .*Bytes Request: (\d+), Matching Id: (\d+)",
-                     line)
+        m = re.match(
+            r"IO_OPERATION_BEGIN\s+(\d+)\s+\d+\s+Handle: .*Mode: (\w+), .*Bytes Request: (\d+), Matching Id: (\d+)",
+            line,
+        )
         if m:
             begins[(int(m[1]), m[2], int(m[3]))] += 1
         m = re.match(r"IO_OPERATION_COMPLETE\s+(\d+)\s+\d+\s+Handle: .*Bytes Result: (\d+)", line)
@@ -72,7 +76,10 @@ def _otf2_enters(archive: Path) -> tuple:
     proc = subprocess.run(["otf2-print", str(archive)], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     definitions = subprocess.run(["otf2-print", "-G", str(archive)], capture_output=True, text=True, timeout=120)
-    rank_of = {int(m[1]): int(m[2]) for m in re.finditer(r'^LOCATION\s+(\d+)\s+Name: "rank (\d+) thread', definitions.stdout, re.M)}
+    rank_of = {
+        int(m[1]): int(m[2])
+        for m in re.finditer(r'^LOCATION\s+(\d+)\s+Name: "rank (\d+) thread', definitions.stdout, re.M)
+    }
     enters, sends, receives = Counter(), Counter(), Counter()
     for line in proc.stdout.splitlines():
         fields = line.split()
@@ -97,8 +104,9 @@ def traced_run(mpi, core, sample_tools, tmp_path_factory):
     work = tmp_path_factory.mktemp(f"trace-{mpi.name}")
     app = mpi.build_app(APPS / "trace_app.c", core, work / "trace_app")
     tools = f"{sample_tools}/libtrace.so:{sample_tools}/libtbcast.so:{sample_tools}/libtrace.so"
-    proc = mpi.run(4, [app, work / "data.bin"], env={"QMPI_TOOLS": tools, "QMPI_TRACE_DIR": str(work / "run")},
-                   cwd=work)
+    proc = mpi.run(
+        4, [app, work / "data.bin"], env={"QMPI_TOOLS": tools, "QMPI_TRACE_DIR": str(work / "run")}, cwd=work
+    )
     assert proc.returncode == 0, proc.stderr
     assert sorted(re.findall(r"^check (\d+) 1 1$", proc.stdout, re.M)) == ["0", "1", "2", "3"], proc.stdout
     return work, _app_calls(proc.stdout)
@@ -168,8 +176,12 @@ def test_merge_is_deterministic_with_and_without_the_c_loops(traced_run):
         for name in ("trace.json", "summary.txt", "timeline.png"):
             assert (out / name).read_bytes() == (outs[0] / name).read_bytes(), (out, name)
         for flags in ([], ["-G"]):
-            shown = [subprocess.run(["otf2-print", *flags, str(o / "traces.otf2")], capture_output=True, text=True,
-                                    timeout=120).stdout for o in (outs[0], out)]
+            shown = [
+                subprocess.run(
+                    ["otf2-print", *flags, str(o / "traces.otf2")], capture_output=True, text=True, timeout=120
+                ).stdout
+                for o in (outs[0], out)
+            ]
             assert shown[0] == shown[1] and shown[0].count("\n") > 50
 
 
@@ -201,8 +213,16 @@ def test_truncated_and_corrupt_rank_files(traced_run):
 def test_thread_multiple_counts_exact(mpi, core, sample_tools, tmp_path):
     _need_trace_tools()
     app = mpi.build_app(APPS / "trace_threads.c", core, tmp_path / "trace_threads", ["-lpthread"])
-    proc = mpi.run(2, [app], env={"QMPI_TOOLS": f"{sample_tools}/libtrace.so", "QMPI_TRACE_DIR": str(tmp_path / "run"),
-                                  "QMPI_TRACE_BUFFER": "4096"}, cwd=tmp_path)
+    proc = mpi.run(
+        2,
+        [app],
+        env={
+            "QMPI_TOOLS": f"{sample_tools}/libtrace.so",
+            "QMPI_TRACE_DIR": str(tmp_path / "run"),
+            "QMPI_TRACE_BUFFER": "4096",
+        },
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr
     calls = _app_calls(proc.stdout)
     out = tmp_path / "merged"
@@ -227,8 +247,12 @@ def test_nested_off_leaves_out_calls_inside_an_outer_call(mpi, core, sample_tool
     _need_trace_tools()
     app = mpi.build_app(APPS / "trace_app.c", core, tmp_path / "trace_app")
     tools = f"{sample_tools}/libtrace.so:{sample_tools}/libtbcast.so:{sample_tools}/libtrace.so"
-    proc = mpi.run(4, [app, tmp_path / "data.bin"], env={"QMPI_TOOLS": tools, "QMPI_TRACE_DIR": str(tmp_path / "run"),
-                                                         "QMPI_TRACE_NESTED": "0"}, cwd=tmp_path)
+    proc = mpi.run(
+        4,
+        [app, tmp_path / "data.bin"],
+        env={"QMPI_TOOLS": tools, "QMPI_TRACE_DIR": str(tmp_path / "run"), "QMPI_TRACE_NESTED": "0"},
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr
     calls = _app_calls(proc.stdout)
     for level in (1, 3):
@@ -247,9 +271,16 @@ def test_flush_record_keeps_every_call_of_a_killed_rank(mpi, core, sample_tools,
     all its calls; with the default (a full buffer) the same run leaves none of them."""
     _need_trace_tools()
     app = mpi.build_app(APPS / "trace_crash.c", core, tmp_path / "trace_crash")
-    proc = mpi.run(1, [app, "100"], env={"QMPI_TOOLS": f"{sample_tools}/libtrace.so",
-                                         "QMPI_TRACE_DIR": str(tmp_path / "run"), "QMPI_TRACE_FLUSH": flush},
-                   cwd=tmp_path)
+    proc = mpi.run(
+        1,
+        [app, "100"],
+        env={
+            "QMPI_TOOLS": f"{sample_tools}/libtrace.so",
+            "QMPI_TRACE_DIR": str(tmp_path / "run"),
+            "QMPI_TRACE_FLUSH": flush,
+        },
+        cwd=tmp_path,
+    )
     assert "barriers 100" in proc.stdout, proc.stdout + proc.stderr
     assert proc.returncode != 0  # killed
     out = tmp_path / "merged"
@@ -269,8 +300,10 @@ def _otf2_enters_per_rank(archive: Path) -> Counter:
 
     enters, _, _ = _otf2_enters(archive)
     definitions = subprocess.run(["otf2-print", "-G", str(archive)], capture_output=True, text=True, timeout=120)
-    rank_of = {int(m[1]): int(m[2]) for m in re.finditer(r'^LOCATION\s+(\d+)\s+Name: "rank (\d+) thread', definitions.stdout,
-                                                       re.M)}
+    rank_of = {
+        int(m[1]): int(m[2])
+        for m in re.finditer(r'^LOCATION\s+(\d+)\s+Name: "rank (\d+) thread', definitions.stdout, re.M)
+    }
     per_rank = Counter()
     for (location, region), n in enters.items():
         per_rank[(rank_of[location], region)] += n
@@ -293,7 +326,7 @@ def _raw_calls(run: Path, level: int) -> tuple:
             assert size >= 8 and size % 8 == 0 and pos + size <= len(data), (path, pos)
             if kind == 1:  # FUNCTION: i32 code, name
                 (code,) = struct.unpack_from("<i", data, pos + 4)
-                names[code] = data[pos + 8:pos + size].split(b"\0", 1)[0].decode()
+                names[code] = data[pos + 8 : pos + size].split(b"\0", 1)[0].decode()
             elif kind in (6, 10):  # CALL, SHORT CALL: u16 function, u8 depth, u8 flags
                 func, depth, flags = struct.unpack_from("<HBB", data, pos + 4)
                 assert func in names, (path, pos, func)
@@ -303,7 +336,9 @@ def _raw_calls(run: Path, level: int) -> tuple:
     return calls, codes
 
 
-TABLE_CODES = 24  # the functions of trace.c's own table: codes 0..23, the same in every file
+TABLE_CODES = len(
+    __import__("qmpigen.trace.layout", fromlist=["FUNCTIONS"]).FUNCTIONS
+)  # trace.c's own table: the same codes in every file
 
 
 def _run_all_app(mpi, core, tools: str, work: Path, **env: str):
@@ -326,8 +361,9 @@ def test_all_functions_records_every_call(mpi, core, sample_tools, tmp_path, nes
     MPI_Type_size has the failed flag (MPI_Wtime's double result is no error code)."""
     _need_trace_tools()
     tools = f"{sample_tools}/libtrace.so:{sample_tools}/libtrace.so"
-    calls = _run_all_app(mpi, core, tools, tmp_path, QMPI_TRACE_FUNCTIONS="all", QMPI_TRACE_BUFFER="4096",
-                         QMPI_TRACE_NESTED=nested)
+    calls = _run_all_app(
+        mpi, core, tools, tmp_path, QMPI_TRACE_FUNCTIONS="all", QMPI_TRACE_BUFFER="4096", QMPI_TRACE_NESTED=nested
+    )
     assert calls[(0, "MPI_Wtime")] == 3 * 20 and calls[(1, "MPI_Type_size")] == 3 * 27 + 1
     expected = Counter(calls)
     for rank in range(2):
@@ -343,7 +379,8 @@ def test_all_functions_records_every_call(mpi, core, sample_tools, tmp_path, nes
             per_function[(rank, name)] += n
         assert per_function == expected
         assert {key for key in raw if key[2] != 0} == (
-            {(rank, "MPI_Error_class", 1, False) for rank in range(2)} if nested == "1" else set())
+            {(rank, "MPI_Error_class", 1, False) for rank in range(2)} if nested == "1" else set()
+        )
         assert {key for key in raw if key[3]} == {(rank, "MPI_Type_size", 0, True) for rank in range(2)}
         assert raw[(0, "MPI_Type_size", 0, True)] == raw[(1, "MPI_Type_size", 0, True)] == 1
         # the table's codes in every file; the others after them, named in the files that use them
@@ -376,5 +413,10 @@ def test_trace_c_alone_keeps_the_table(mpi, core, tmp_path):
     tool = mpi.build_tool(SAMPLE_TOOLS / "trace.c", core, tmp_path / "libtrace.so", ["-lpthread"])
     _run_all_app(mpi, core, str(tool), tmp_path, QMPI_TRACE_FUNCTIONS="all")
     enters = _otf2_enters_per_rank(_merge(tmp_path, 1) / "traces.otf2")
-    assert enters == Counter({(rank, f): 1 for rank in range(2)
-                              for f in ("MPI_Init_thread", "MPI_Finalize", "MPI_Comm_rank", "MPI_Comm_size")})
+    assert enters == Counter(
+        {
+            (rank, f): 1
+            for rank in range(2)
+            for f in ("MPI_Init_thread", "MPI_Finalize", "MPI_Comm_rank", "MPI_Comm_size")
+        }
+    )

@@ -14,8 +14,9 @@ import sys
 
 import pytest
 
-from conftest import REPO
 from qmpigen.trace import layout
+
+from conftest import REPO
 
 
 def test_generated_parts_are_up_to_date():
@@ -32,10 +33,14 @@ def test_the_c_structs_compile_with_the_layouts_offsets(tmp_path):
     text = layout.TRACE_C.read_text()
     block = text.split(layout.C_BEGIN)[1].split(layout.C_END)[0]
     source = tmp_path / "layout.c"
-    source.write_text(block + "int main(void) { struct call_record r = {CALL_RECORD_DEFAULTS};"
-                      " return !CALL_RECORD_IS_SHORT(r); }\n")
-    proc = subprocess.run([compiler, "-std=c11", "-Wall", "-Wextra", "-Werror", str(source), "-o",
-                           str(tmp_path / "layout")], capture_output=True, text=True)
+    source.write_text(
+        block + "int main(void) { struct call_record r = {CALL_RECORD_DEFAULTS}; return !CALL_RECORD_IS_SHORT(r); }\n"
+    )
+    proc = subprocess.run(
+        [compiler, "-std=c11", "-Wall", "-Wextra", "-Werror", str(source), "-o", str(tmp_path / "layout")],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stderr
     # a call record at its defaults is one a SHORT_CALL stands for
     assert subprocess.run([str(tmp_path / "layout")]).returncode == 0
@@ -74,9 +79,11 @@ def test_the_collectives_have_one_home():
 def test_qmpigen_trace_without_its_extra_is_one_line(tmp_path):
     """numpy (or otf2) missing: the modules made unimportable in a fresh interpreter."""
     for module in ("numpy", "otf2"):
-        code = (f"import sys; sys.modules[{module!r}] = None\n"
-                "from qmpigen.cli import main\n"
-                f"main(['trace', {str(tmp_path)!r}, '-o', {str(tmp_path / 'out')!r}])\n")
+        code = (
+            f"import sys; sys.modules[{module!r}] = None\n"
+            "from qmpigen.cli import main\n"
+            f"main(['trace', {str(tmp_path)!r}, '-o', {str(tmp_path / 'out')!r}])\n"
+        )
         proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=str(REPO))
         assert proc.returncode == 2, (module, proc.stderr)
         assert proc.stderr == "qmpigen: error: qmpigen trace needs its extra: pip install 'qmpigen[trace]'\n", module
@@ -88,5 +95,5 @@ def test_the_c_loops_use_otf2_outs_codes():
     text = (REPO / "qmpigen" / "trace" / "_loops.c").read_text()
     names = re.search(r"enum \{ (OP_NONE[^}]*)\}", text)[1].replace(" ", "").split(",")
     assert {name: getattr(otf2_out, name) for name in names} == {name: i for i, name in enumerate(names)}
-    for name, value in re.findall(r"(COMPLETE_\w+) = (\d+)", text):
+    for name, value in re.findall(r"((?:COMPLETE|START)_\w+|CANCELLED) = (\d+)", text):
         assert getattr(otf2_out, name) == int(value)

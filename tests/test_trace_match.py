@@ -40,7 +40,7 @@ NARROW = {"sender": [0, 1], "receiver": [0, 1, 2], "comm": [0, 1], "tag": [-1, 0
 # 61 bits of channel: no room for the places beside it
 LONG = {"sender": [0, 1], "receiver": [0, 2**22], "comm": [0, 2**20], "tag": [0, 2**15]}
 # over 62 bits: the fields cannot be packed
-WIDE = {"sender": [0, 3], "receiver": [0, 2**31 - 1], "comm": [-2**31, 2**31 - 1], "tag": [-2**31, 7]}
+WIDE = {"sender": [0, 3], "receiver": [0, 2**31 - 1], "comm": [-(2**31), 2**31 - 1], "tag": [-(2**31), 7]}
 
 
 @pytest.mark.parametrize("values", [NARROW, LONG, WIDE], ids=["narrow", "long", "wide"])

@@ -39,8 +39,9 @@ def completion(request: int) -> bytes:
 
 def rank_file(tail: bytes = b"") -> bytes:
     header = read.HEADER.pack(read.MAGIC, 2, read.HEADER.size, 0, 0, 0, 1, 2, 1, 0, 0, 0, 0)
-    body = b"".join(record(read.R_FUNCTION, struct.pack("<i", code) + name.encode() + b"\0")
-                    for code, name in FUNCS.items())
+    body = b"".join(
+        record(read.R_FUNCTION, struct.pack("<i", code) + name.encode() + b"\0") for code, name in FUNCS.items()
+    )
     body += record(read.R_COMM, struct.pack("<iii", 0, 2, 0) + struct.pack("<i", 1))
     body += read.TIMER.pack(read.R_TIMER, read.TIMER.size, 0, 100, 1000)
     calls = []
@@ -86,7 +87,7 @@ def test_a_whole_file_reads_the_same_both_ways(tmp_path, monkeypatch):
 @pytest.mark.parametrize("cut", [3, 12, 40, 81])
 def test_a_cut_file_keeps_the_records_before_the_cut(tmp_path, monkeypatch, cut):
     data = rank_file()
-    got = read_both(tmp_path, data[:len(data) - cut], monkeypatch)
+    got = read_both(tmp_path, data[: len(data) - cut], monkeypatch)
     # the file ends with a call and its completion: a cut of up to 32 bytes loses the
     # completion, a longer one the call too
     assert got.problem.startswith("truncated at byte")

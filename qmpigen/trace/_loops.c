@@ -13,7 +13,7 @@
 /* What a call adds between its Enter and Leave, and what a completion is: the values of
  * otf2_out.py's OP_* and COMPLETE_* (tests/test_trace_layout.py compares them). */
 enum { OP_NONE, OP_SEND, OP_RECV, OP_ISEND, OP_IRECV_REQUEST, OP_COLLECTIVE, OP_IO };
-enum { COMPLETE_ISEND = 1, COMPLETE_IRECV = 2 };
+enum { COMPLETE_ISEND = 1, COMPLETE_IRECV = 2, START_ISEND = 3, START_IRECV = 4, CANCELLED = 5 };
 typedef int (*time_region_fn)(void *, void *, uint64_t, uint32_t);
 typedef int (*p2p_fn)(void *, void *, uint64_t, uint32_t, uint32_t, uint32_t, uint64_t);
 typedef int (*ip2p_fn)(void *, void *, uint64_t, uint32_t, uint32_t, uint32_t, uint64_t, uint64_t);
@@ -31,6 +31,7 @@ struct api {
     coll_end_fn coll_end;
     io_begin_fn io_begin;
     io_complete_fn io_complete;
+    request_fn request_cancelled;
 };
 struct calls {
     int64_t n;
@@ -56,10 +57,22 @@ int64_t qmpi_write_events(const struct api *f, void *w, const struct calls *c, c
         uint64_t t0 = c->enter[i], t1 = c->leave[i];
         int rc = f->enter(w, 0, t0, c->region[i]);
         switch (c->op[i]) {
-        case OP_SEND: rc |= f->send(w, 0, t0, c->peer[i], c->comm[i], c->tag[i], c->bytes[i]); events++; break;
-        case OP_RECV: rc |= f->recv(w, 0, t1, c->peer[i], c->comm[i], c->tag[i], c->bytes[i]); events++; break;
-        case OP_ISEND: rc |= f->isend(w, 0, t0, c->peer[i], c->comm[i], c->tag[i], c->bytes[i], c->request[i]); events++; break;
-        case OP_IRECV_REQUEST: rc |= f->irecv_request(w, 0, t0, c->request[i]); events++; break;
+        case OP_SEND:
+            rc |= f->send(w, 0, t0, c->peer[i], c->comm[i], c->tag[i], c->bytes[i]);
+            events++;
+            break;
+        case OP_RECV:
+            rc |= f->recv(w, 0, t1, c->peer[i], c->comm[i], c->tag[i], c->bytes[i]);
+            events++;
+            break;
+        case OP_ISEND:
+            rc |= f->isend(w, 0, t0, c->peer[i], c->comm[i], c->tag[i], c->bytes[i], c->request[i]);
+            events++;
+            break;
+        case OP_IRECV_REQUEST:
+            rc |= f->irecv_request(w, 0, t0, c->request[i]);
+            events++;
+            break;
         case OP_COLLECTIVE:
             rc |= f->coll_begin(w, 0, t0);
             rc |= f->coll_end(w, 0, t1, (uint8_t)c->tag[i], c->comm[i], c->peer[i], c->bytes[i], c->bytes[i]);
@@ -72,10 +85,24 @@ int64_t qmpi_write_events(const struct api *f, void *w, const struct calls *c, c
             break;
         }
         for (; j < k->n && k->call[j] == i; j++) {
-            if (k->kind[j] == COMPLETE_ISEND)
+            switch (k->kind[j]) {
+            case COMPLETE_ISEND:
                 rc |= f->isend_complete(w, 0, t1, k->request[j]);
-            else
+                break;
+            case COMPLETE_IRECV:
                 rc |= f->irecv(w, 0, t1, k->sender[j], k->comm[j], k->tag[j], k->bytes[j], k->request[j]);
+                break;
+            /* a persistent request's start: its send or receive request, as Isend/Irecv have */
+            case START_ISEND:
+                rc |= f->isend(w, 0, t1, k->sender[j], k->comm[j], k->tag[j], k->bytes[j], k->request[j]);
+                break;
+            case START_IRECV:
+                rc |= f->irecv_request(w, 0, t1, k->request[j]);
+                break;
+            default:
+                rc |= f->request_cancelled(w, 0, t1, k->request[j]);
+                break;
+            }
             events++;
         }
         rc |= f->leave(w, 0, t1, c->region[i]);
@@ -111,11 +138,15 @@ static char *put_int(char *p, int64_t value)
     return p;
 }
 
-/* ns >= 0 as microseconds with three decimals */
+/* ns as microseconds with three decimals (a negative time keeps one sign in front: C's
+ * % and / round towards zero) */
 static char *put_us(char *p, int64_t ns)
 {
-    int64_t frac = ns % 1000;
-    p = put_int(p, ns / 1000);
+    uint64_t v = ns < 0 ? (uint64_t)0 - (uint64_t)ns : (uint64_t)ns;
+    int64_t frac = (int64_t)(v % 1000);
+    if (ns < 0)
+        *p++ = '-';
+    p = put_int(p, (int64_t)(v / 1000));
     *p++ = '.';
     *p++ = (char)('0' + frac / 100);
     *p++ = (char)('0' + frac / 10 % 10);
@@ -172,9 +203,9 @@ int64_t qmpi_json_slices(char *out, int64_t cap, int64_t n, const char *const *n
 }
 
 /* A flow arrow per matched message: "s" at the send, "f" at the receive's completion. */
-int64_t qmpi_json_flows(char *out, int64_t cap, int64_t n, int64_t first_id, const int64_t *tag,
-                        const int64_t *s_rank, const int64_t *s_thread, const int64_t *s_time,
-                        const int64_t *r_rank, const int64_t *r_thread, const int64_t *r_time)
+int64_t qmpi_json_flows(char *out, int64_t cap, int64_t n, int64_t first_id, const int64_t *tag, const int64_t *s_rank,
+                        const int64_t *s_thread, const int64_t *s_time, const int64_t *r_rank, const int64_t *r_thread,
+                        const int64_t *r_time)
 {
     char *p = out;
     int64_t i;
@@ -216,14 +247,14 @@ struct kinds {
 };
 
 struct scan {
-    uint8_t *calls;          /* full call records, in file order (short ones: a row left for Python) */
-    int64_t *call_offset;    /* where each call starts in the file */
-    uint8_t *shorts;         /* short call records */
-    int64_t *short_row;      /* the row of each in `calls` */
-    uint8_t *completions;    /* completion records */
-    int64_t *completion_at;  /* 2 per completion: its offset, the index of the call before it */
-    int64_t *other_at;       /* 2 per other record: its offset, the number of calls before it */
-    int64_t counts[4];       /* calls, shorts, completions, others */
+    uint8_t *calls;         /* full call records, in file order (short ones: a row left for Python) */
+    int64_t *call_offset;   /* where each call starts in the file */
+    uint8_t *shorts;        /* short call records */
+    int64_t *short_row;     /* the row of each in `calls` */
+    uint8_t *completions;   /* completion records */
+    int64_t *completion_at; /* 2 per completion: its offset, the index of the call before it */
+    int64_t *other_at;      /* 2 per other record: its offset, the number of calls before it */
+    int64_t counts[4];      /* calls, shorts, completions, others */
 };
 
 struct record_head {

@@ -22,7 +22,12 @@ def ticks_to_ns(files: List[FileInfo]) -> Callable[[np.ndarray], np.ndarray]:
         return lambda t: t.astype(np.int64)
     (t0, n0), (t1, n1) = points[0], points[-1]
     slope = (n1 - n0) / (t1 - t0) if t1 > t0 else 1.0
-    return lambda t: n0 + np.rint((t.astype(np.int64) - t0) * slope).astype(np.int64)
+    if not 0 < slope < 1e6:  # timer records that make no sense (a corrupt file): ticks taken as ns
+        slope = 1.0
+    # in wrapping 64-bit arithmetic: a corrupt value gives a wrong time, never an error
+    base, start = _i64(n0), np.uint64(t0)
+    with np.errstate(all="ignore"):
+        return lambda t: base + np.rint((t.astype(np.uint64) - start).astype(np.int64) * slope).astype(np.int64)
 
 
 def clock_alignment(rank_file: RankFile) -> Callable[[np.ndarray], np.ndarray]:
@@ -31,10 +36,19 @@ def clock_alignment(rank_file: RankFile) -> Callable[[np.ndarray], np.ndarray]:
         return lambda t: t
     local0, offset0 = rank_file.clocks[0]
     local1, offset1 = rank_file.clocks.get(1, rank_file.clocks[0])
+    start, offset = _i64(local0), _i64(offset0)
     if local1 == local0:
-        return lambda t: t + offset0
+        return lambda t: t + offset
     slope = (offset1 - offset0) / (local1 - local0)
-    return lambda t: t + offset0 + np.rint(slope * (t - local0)).astype(np.int64)
+    if not abs(slope) < 1e-2:  # a drift of more than 1 %: a corrupt record, not a clock
+        slope = 0.0
+    with np.errstate(all="ignore"):
+        return lambda t: t + offset + np.rint(slope * (t - start)).astype(np.int64)
+
+
+def _i64(value: int) -> np.ndarray:
+    """A u64 or i64 from a file as int64, wrapping."""
+    return np.array(value & 0xFFFFFFFFFFFFFFFF, np.uint64).astype(np.int64)
 
 
 def aligned_ns(ticks: int, aligned: Callable, to_ns: Callable) -> int:
@@ -42,11 +56,14 @@ def aligned_ns(ticks: int, aligned: Callable, to_ns: Callable) -> int:
     return int(aligned(to_ns(np.array([ticks], np.uint64)))[0])
 
 
-def axis_span(info: FileInfo, aligned: Callable, to_ns: Callable, origin: int) -> Tuple[int, int, Optional[int],
-                                                                                      Optional[int]]:
+def axis_span(
+    info: FileInfo, aligned: Callable, to_ns: Callable, origin: int
+) -> Tuple[int, int, Optional[int], Optional[int]]:
     """A file's first enter, last leave, end of MPI_Init and start of MPI_Finalize as
     aligned ns from `origin` (the timeline's axis)."""
+
     def ns(ticks: Optional[int]) -> Optional[int]:
         return None if ticks is None else aligned_ns(ticks, aligned, to_ns) - origin
 
-    return ns(info.first_enter), ns(info.last_leave), ns(info.init_leave), ns(info.finalize_enter)
+    first, last = (aligned_ns(t, aligned, to_ns) - origin for t in (info.first_enter, info.last_leave))
+    return first, last, ns(info.init_leave), ns(info.finalize_enter)

@@ -24,14 +24,18 @@ from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 MAGIC = b"QMPITRC\0"
-VERSION = 2  # written by trace.c; the reader also takes 1 (call times in ns)
-READ_VERSIONS = (1, 2)
+VERSION = 3  # written by trace.c; the reader also takes 1 (call times in ns) and 2 (no run id, no END record)
+READ_VERSIONS = (1, 2, 3)
 RECORD_ALIGNMENT = 8  # every record's size is a multiple of it
 
 # C type -> (numpy type, struct code, size)
 C_TYPES: Dict[str, Tuple[str, str, int]] = {
-    "uint8_t": ("u1", "B", 1), "uint16_t": ("<u2", "H", 2), "uint32_t": ("<u4", "I", 4),
-    "uint64_t": ("<u8", "Q", 8), "int32_t": ("<i4", "i", 4), "int64_t": ("<i8", "q", 8),
+    "uint8_t": ("u1", "B", 1),
+    "uint16_t": ("<u2", "H", 2),
+    "uint32_t": ("<u4", "I", 4),
+    "uint64_t": ("<u8", "Q", 8),
+    "int32_t": ("<i4", "i", 4),
+    "int64_t": ("<i8", "q", 8),
     "char[8]": ("S8", "8s", 8),
 }
 
@@ -91,22 +95,31 @@ class Record:
 
 
 HEAD = (Field("kind", "uint16_t"), Field("size", "uint16_t", "total bytes"))
+COMM_CHUNK = 1000  # members per COMM record: with its head, at most 4,020 bytes (trace.c's records are <= 4096)
+COMM_V2 = struct.Struct("<ii")  # a version 2 COMM record's fixed part: id, comm_size
 
-HEADER = Struct("file_header", (
-    Field("magic", "char[8]", "`QMPITRC\\0`"),
-    Field("version", "uint16_t", "format version"),
-    Field("header_size", "uint16_t", "64"),
-    Field("record_alignment", "uint32_t", "8"),
-    Field("rank", "int32_t", "rank in `MPI_COMM_WORLD`"),
-    Field("thread", "int32_t", "order of the first traced call on this instance"),
-    Field("level", "int32_t", "chain level of the instance"),
-    Field("world_size", "int32_t", "world size"),
-    Field("pid", "uint32_t", "pid"),
-    Field("reserved", "uint32_t"),
-    Field("clock_origin_ns", "uint64_t", "`CLOCK_MONOTONIC` ns at `MPI_Init`"),
-    Field("realtime_origin_ns", "uint64_t", "`CLOCK_REALTIME` ns at the same moment"),
-    Field("reserved2", "uint64_t"),
-))
+HEADER = Struct(
+    "file_header",
+    (
+        Field("magic", "char[8]", "`QMPITRC\\0`"),
+        Field("version", "uint16_t", "format version"),
+        Field("header_size", "uint16_t", "64"),
+        Field("record_alignment", "uint32_t", "8"),
+        Field("rank", "int32_t", "rank in `MPI_COMM_WORLD`"),
+        Field("thread", "int32_t", "order of the first traced call on this instance"),
+        Field("level", "int32_t", "chain level of the instance"),
+        Field("world_size", "int32_t", "world size"),
+        Field("pid", "uint32_t", "pid"),
+        Field("reserved", "uint32_t"),
+        Field("clock_origin_ns", "uint64_t", "`CLOCK_MONOTONIC` ns at `MPI_Init`"),
+        Field("realtime_origin_ns", "uint64_t", "`CLOCK_REALTIME` ns at the same moment"),
+        Field(
+            "run_id",
+            "uint64_t",
+            "the run's identity: world rank 0's random value, sent to every rank at `MPI_Init` (version 3; 0 before)",
+        ),
+    ),
+)
 
 _CALL_HEAD = HEAD + (
     Field("func", "uint16_t", "function code"),
@@ -118,63 +131,161 @@ _CALL_HEAD = HEAD + (
 )
 
 RECORDS: Tuple[Record, ...] = (
-    Record(1, "FUNCTION", Struct("function_fixed", (Field("code", "int32_t"),)), True,
-           "NUL-terminated name (`MPI_Send`)",
-           "the table's codes at the start of every file, any other code before its first call in the file "
-           "(see Function codes)"),
-    Record(2, "PROCESS", Struct("process_fixed", (Field("reserved", "int32_t"),)), True,
-           "program NUL host NUL"),
-    Record(3, "COMM", Struct("comm_fixed", (Field("id", "int32_t"), Field("comm_size", "int32_t"))), True,
-           "i32 world rank of each local rank"),
-    Record(4, "TYPE", Struct("type_fixed", (
-        Field("id", "int32_t"), Field("type_size", "int32_t", "`MPI_Type_size`"),
-        Field("named", "int32_t"), Field("nints", "int32_t"), Field("naddrs", "int32_t"),
-        Field("ntypes", "int32_t", "nints, naddrs, ntypes: `MPI_Type_get_envelope`"))), True,
-           "NUL-terminated name"),
-    Record(5, "FILE", Struct("file_fixed", (
-        Field("id", "int32_t"), Field("reserved", "int32_t"), Field("initial_size", "int64_t", "size at open"))),
-           True, "NUL-terminated name"),
-    Record(6, "CALL", Struct("call_record", _CALL_HEAD + (
-        Field("peer", "int32_t", "world rank; -1 none, -2 any", -1),
-        Field("tag", "int32_t", "Comm_split: color"),
-        Field("root", "int32_t", "world rank", -1),
-        Field("datatype", "int32_t", "datatype id", -1),
-        Field("file", "int32_t", "file id", -1),
-        Field("count", "int64_t"),
-        Field("bytes", "int64_t"),
-        Field("offset", "int64_t", "Comm_split/dup: new comm id"),
-        Field("request", "uint64_t", "request handle"),
-    )), doc="one traced call"),
-    Record(7, "COMPLETION", Struct("completion_record", HEAD + (
-        Field("source", "int32_t", "status source: rank in the request's communicator"),
-        Field("request", "uint64_t", "request handle"),
-        Field("tag", "int32_t", "status tag"),
-        Field("reserved", "int32_t"),
-        Field("bytes", "int64_t", "bytes received"),
-    )), doc="one completed request; follows the Wait/Waitall/Test call it belongs to"),
-    Record(8, "CLOCK", Struct("clock_record", HEAD + (
-        Field("phase", "uint32_t", "0 init, 1 finalize"),
-        Field("local_ns", "uint64_t"),
-        Field("offset_ns", "int64_t", "world rank 0's clock minus ours"),
-        Field("round_trip_ns", "uint64_t", "best round trip (PMPI ping-pong, 8 pings)"),
-    ))),
-    Record(9, "TIMER", Struct("timer_record", HEAD + (
-        Field("reserved", "uint32_t"),
-        Field("ticks", "uint64_t"),
-        Field("ns", "uint64_t", "`CLOCK_MONOTONIC` read at the same moment"),
-    )), doc="after the thread's preamble, before a flush when the last one is at least 1 ms old, and at "
-            "finalize"),
-    Record(10, "SHORT_CALL", Struct("short_call_record", _CALL_HEAD + (Field("reserved", "int32_t"),)),
-           doc="a CALL whose other fields would all be at their defaults (every call of a function outside "
-               "the table, with comm -1)"),
+    Record(
+        1,
+        "FUNCTION",
+        Struct("function_fixed", (Field("code", "int32_t"),)),
+        True,
+        "NUL-terminated name (`MPI_Send`)",
+        "the table's codes at the start of every file, any other code before its first call in the file "
+        "(see Function codes)",
+    ),
+    Record(2, "PROCESS", Struct("process_fixed", (Field("reserved", "int32_t"),)), True, "program NUL host NUL"),
+    Record(
+        3,
+        "COMM",
+        Struct(
+            "comm_fixed",
+            (
+                Field("id", "int32_t"),
+                Field("comm_size", "int32_t"),
+                Field("first", "int32_t", "local rank of the first member listed"),
+                Field("count", "int32_t", "members listed"),
+            ),
+        ),
+        True,
+        "i32 world rank of each member listed, in local rank order",
+        f"a communicator of more than {COMM_CHUNK} members spans several records (version 3; version 2: "
+        "id and comm_size, then every member)",
+    ),
+    Record(
+        4,
+        "TYPE",
+        Struct(
+            "type_fixed",
+            (
+                Field("id", "int32_t"),
+                Field("type_size", "int32_t", "`MPI_Type_size`"),
+                Field("named", "int32_t"),
+                Field("nints", "int32_t"),
+                Field("naddrs", "int32_t"),
+                Field("ntypes", "int32_t", "nints, naddrs, ntypes: `MPI_Type_get_envelope`"),
+            ),
+        ),
+        True,
+        "NUL-terminated name",
+    ),
+    Record(
+        5,
+        "FILE",
+        Struct(
+            "file_fixed",
+            (Field("id", "int32_t"), Field("reserved", "int32_t"), Field("initial_size", "int64_t", "size at open")),
+        ),
+        True,
+        "NUL-terminated name",
+    ),
+    Record(
+        6,
+        "CALL",
+        Struct(
+            "call_record",
+            _CALL_HEAD
+            + (
+                Field("peer", "int32_t", "world rank; -1 none, -2 any", -1),
+                Field("tag", "int32_t", "Comm_split: color"),
+                Field("root", "int32_t", "world rank", -1),
+                Field("datatype", "int32_t", "datatype id", -1),
+                Field("file", "int32_t", "file id", -1),
+                Field("count", "int64_t"),
+                Field("bytes", "int64_t"),
+                Field("offset", "int64_t", "Comm_split/dup: new comm id"),
+                Field("request", "uint64_t", "request handle"),
+            ),
+        ),
+        doc="one traced call",
+    ),
+    Record(
+        7,
+        "COMPLETION",
+        Struct(
+            "completion_record",
+            HEAD
+            + (
+                Field("source", "int32_t", "status source: rank in the request's communicator"),
+                Field("request", "uint64_t", "request handle"),
+                Field("tag", "int32_t", "status tag"),
+                Field("flags", "int32_t", "REQUEST_* flags"),
+                Field("bytes", "int64_t", "bytes received"),
+            ),
+        ),
+        doc="one request completed (or, with REQUEST_STARTED, started) by the call it follows: a "
+        "Wait/Test function, MPI_Request_free, MPI_Start/Startall",
+    ),
+    Record(
+        8,
+        "CLOCK",
+        Struct(
+            "clock_record",
+            HEAD
+            + (
+                Field("phase", "uint32_t", "0 init, 1 finalize"),
+                Field("local_ns", "uint64_t"),
+                Field("offset_ns", "int64_t", "world rank 0's clock minus ours"),
+                Field("round_trip_ns", "uint64_t", "best round trip (PMPI ping-pong, 8 pings)"),
+            ),
+        ),
+    ),
+    Record(
+        9,
+        "TIMER",
+        Struct(
+            "timer_record",
+            HEAD
+            + (
+                Field("reserved", "uint32_t"),
+                Field("ticks", "uint64_t"),
+                Field("ns", "uint64_t", "`CLOCK_MONOTONIC` read at the same moment"),
+            ),
+        ),
+        doc="after the thread's preamble, before a flush when the last one is at least 1 ms old, and at finalize",
+    ),
+    Record(
+        10,
+        "SHORT_CALL",
+        Struct("short_call_record", _CALL_HEAD + (Field("reserved", "int32_t"),)),
+        doc="a CALL whose other fields would all be at their defaults (every call of a function outside "
+        "the table, with comm -1)",
+    ),
+    Record(
+        11,
+        "END",
+        Struct(
+            "end_record",
+            HEAD
+            + (
+                Field("reserved", "uint32_t"),
+                Field("calls", "uint64_t", "call records in the file"),
+            ),
+        ),
+        doc="the file's last record, written at `MPI_Finalize` (version 3): a file without it was cut short",
+    ),
 )
 BY_NAME = {r.name: r for r in RECORDS}
-CALL, SHORT_CALL, COMPLETION, CLOCK, TIMER = (BY_NAME[n] for n in ("CALL", "SHORT_CALL", "COMPLETION", "CLOCK",
-                                                                    "TIMER"))
+CALL, SHORT_CALL, COMPLETION, CLOCK, TIMER, END = (
+    BY_NAME[n] for n in ("CALL", "SHORT_CALL", "COMPLETION", "CLOCK", "TIMER", "END")
+)
 
-FLAGS = (("CALL_HAS_REQUEST", 1, "the call carries a request handle"),
-         ("CALL_FAILED", 2, "the function returned an MPI error code"))
+FLAGS = (
+    ("CALL_HAS_REQUEST", 1, "the call carries a request handle"),
+    ("CALL_FAILED", 2, "the function returned an MPI error code"),
+)
 PEERS = (("PEER_NONE", -1), ("PEER_ANY", -2))
+REQUEST_FLAGS = (
+    ("REQUEST_CANCELLED", 1, "the request was cancelled (`MPI_Test_cancelled`)"),
+    ("REQUEST_FREED", 2, "`MPI_Request_free`: the application let go of the request"),
+    ("REQUEST_STARTED", 4, "a persistent request started (`MPI_Start`, `MPI_Startall`)"),
+)
 
 
 @dataclass(frozen=True)
@@ -189,16 +300,49 @@ class Function:
         return "MPI_" + self.name
 
 
-_TABLE = (("Init", 1, None), ("Init_thread", 1, None), ("Finalize", 1, None), ("Send", 1, None),
-          ("Ssend", 1, None), ("Recv", 1, None), ("Isend", 1, None), ("Irecv", 1, None), ("Wait", 1, None),
-          ("Waitall", 1, None), ("Test", 1, None), ("Barrier", 1, "BARRIER"), ("Bcast", 1, "BCAST"),
-          ("Reduce", 1, "REDUCE"), ("Allreduce", 1, "ALLREDUCE"), ("Comm_split", 1, "CREATE_HANDLE"),
-          ("Comm_dup", 1, "CREATE_HANDLE"), ("Comm_free", 1, "DESTROY_HANDLE"),
-          ("File_open", 1, "CREATE_HANDLE"), ("File_close", 1, "DESTROY_HANDLE"), ("File_write_at", 1, None),
-          ("File_read_at", 1, None), ("Comm_rank", 0, None), ("Comm_size", 0, None))
+_TABLE = (
+    ("Init", 1, None),
+    ("Init_thread", 1, None),
+    ("Finalize", 1, None),
+    ("Send", 1, None),
+    ("Ssend", 1, None),
+    ("Recv", 1, None),
+    ("Isend", 1, None),
+    ("Irecv", 1, None),
+    ("Wait", 1, None),
+    ("Waitall", 1, None),
+    ("Test", 1, None),
+    ("Barrier", 1, "BARRIER"),
+    ("Bcast", 1, "BCAST"),
+    ("Reduce", 1, "REDUCE"),
+    ("Allreduce", 1, "ALLREDUCE"),
+    ("Comm_split", 1, "CREATE_HANDLE"),
+    ("Comm_dup", 1, "CREATE_HANDLE"),
+    ("Comm_free", 1, "DESTROY_HANDLE"),
+    ("File_open", 1, "CREATE_HANDLE"),
+    ("File_close", 1, "DESTROY_HANDLE"),
+    ("File_write_at", 1, None),
+    ("File_read_at", 1, None),
+    ("Comm_rank", 0, None),
+    ("Comm_size", 0, None),
+    # appended (codes are stable): every other way a request is created, started or completed
+    ("Waitany", 1, None),
+    ("Waitsome", 1, None),
+    ("Testany", 1, None),
+    ("Testsome", 1, None),
+    ("Testall", 1, None),
+    ("Send_init", 1, None),
+    ("Ssend_init", 1, None),
+    ("Recv_init", 1, None),
+    ("Start", 1, None),
+    ("Startall", 1, None),
+    ("Request_free", 1, None),
+    ("Cancel", 1, None),
+)
 # trace.c's own functions: stable codes, the same for every MPI (others: len + core index)
-FUNCTIONS: Tuple[Function, ...] = tuple(Function(code, name, bool(interesting), collective)
-                                        for code, (name, interesting, collective) in enumerate(_TABLE))
+FUNCTIONS: Tuple[Function, ...] = tuple(
+    Function(code, name, bool(interesting), collective) for code, (name, interesting, collective) in enumerate(_TABLE)
+)
 # MPI name -> OTF2 CollectiveOp member name
 COLLECTIVES: Dict[str, str] = {f.mpi_name: f.collective for f in FUNCTIONS if f.collective}
 
@@ -210,7 +354,7 @@ def _check() -> None:
     for r in RECORDS:
         if not r.variable:
             assert r.size % RECORD_ALIGNMENT == 0 and r.layout.fields[:2] == HEAD, r.name
-    assert HEADER.size == 64 and CALL.size == 80 and SHORT_CALL.size == 32
+    assert HEADER.size == 64 and CALL.size == 80 and SHORT_CALL.size == 32 and END.size == 16
 
 
 _check()
@@ -229,32 +373,46 @@ def _c_struct(s: Struct, comment: str) -> List[str]:
         decl = f"char {f.name}[8]" if f.ctype == "char[8]" else f"{f.ctype} {f.name}"
         lines.append(f"    {decl};" + (f" /* {f.doc} */" if f.doc else ""))
     lines.append("};")
-    lines += [f"_Static_assert(offsetof(struct {s.c_name}, {f.name}) == {at}, \"layout.py\");"
-              for f, at in zip(s.fields, s.offsets())]
-    lines.append(f"_Static_assert(sizeof(struct {s.c_name}) == {s.size}, \"layout.py\");")
+    lines += [
+        f'_Static_assert(offsetof(struct {s.c_name}, {f.name}) == {at}, "layout.py");'
+        for f, at in zip(s.fields, s.offsets())
+    ]
+    lines.append(f'_Static_assert(sizeof(struct {s.c_name}) == {s.size}, "layout.py");')
     return lines
 
 
 def c_text() -> str:
     """The generated part of trace.c."""
-    out = ["#include <stddef.h>", "#include <stdint.h>", "",
-           f"#define TRACE_VERSION {VERSION}", f"#define TRACE_MAGIC \"{MAGIC.rstrip(bytes(1)).decode()}\"",
-           f"#define RECORD_ALIGNMENT {RECORD_ALIGNMENT}", "",
-           "/* Stable function codes written in the files (the core's indices differ per MPI); the names",
-           " * reach the merger in FUNCTION records. The third column: 1 = interesting (always traced),",
-           " * 0 = ordinary (QMPI_TRACE_FUNCTIONS=all). Every other function traced under `all` has",
-           " * code TF_COUNT + its core index. */",
-           "#define TRACE_FUNCTIONS(X) \\"]
+    out = [
+        "#include <stddef.h>",
+        "#include <stdint.h>",
+        "",
+        f"#define TRACE_VERSION {VERSION}",
+        f'#define TRACE_MAGIC "{MAGIC.rstrip(bytes(1)).decode()}"',
+        f"#define RECORD_ALIGNMENT {RECORD_ALIGNMENT}",
+        f"#define COMM_CHUNK {COMM_CHUNK}",
+        "",
+        "/* Stable function codes written in the files (the core's indices differ per MPI); the names",
+        " * reach the merger in FUNCTION records. The third column: 1 = interesting (always traced),",
+        " * 0 = ordinary (QMPI_TRACE_FUNCTIONS=all). Every other function traced under `all` has",
+        " * code TF_COUNT + its core index. */",
+        "#define TRACE_FUNCTIONS(X) \\",
+    ]
     body = [f"X({f.name.upper()}, {f.name}, {int(f.interesting)})" for f in FUNCTIONS]
     out += [f"    {item} \\" for item in body[:-1]] + [f"    {body[-1]}", ""]
     out.append("/* Record kinds; every record starts with kind and total size (a multiple of RECORD_ALIGNMENT). */")
     out.append("enum {")
     out += [f"    R_{r.name} = {r.kind}," for r in RECORDS]
-    out += ["};", "enum { " + ", ".join(f"{name} = {value}" for name, value, _ in FLAGS) + " };",
-            "enum { " + ", ".join(f"{name} = {value}" for name, value in PEERS) + " };", ""]
+    out += [
+        "};",
+        "enum { " + ", ".join(f"{name} = {value}" for name, value, _ in FLAGS) + " };",
+        "enum { " + ", ".join(f"{name} = {value}" for name, value in PEERS) + " };",
+        "enum { " + ", ".join(f"{name} = {value}" for name, value, _ in REQUEST_FLAGS) + " };",
+        "",
+    ]
     out += _c_struct(HEADER, f"{HEADER.size} bytes") + [""]
     for r in RECORDS:
-        what = (f"R_{r.name}: after kind and size, then {r.tail}" if r.variable else f"R_{r.name}, {r.size} bytes")
+        what = f"R_{r.name}: after kind and size, then {r.tail}" if r.variable else f"R_{r.name}, {r.size} bytes"
         out += _c_struct(r.layout, what) + [""]
     defaults = ", ".join(f".{f.name} = {f.default}" for f in CALL.layout.fields if f.default)
     out.append(f"#define CALL_RECORD_DEFAULTS {defaults}")
@@ -264,8 +422,9 @@ def c_text() -> str:
     extra = [f for f in CALL.layout.fields if f.name not in short]
     assert all(f.default in (0, -1) for f in extra)
     ones = " & ".join(f"(r).{f.name}" for f in extra if f.default == -1)
-    zeros = " | ".join(f"(int64_t)(r).{f.name}" if f.ctype == "uint64_t" else f"(r).{f.name}"
-                       for f in extra if f.default == 0)
+    zeros = " | ".join(
+        f"(int64_t)(r).{f.name}" if f.ctype == "uint64_t" else f"(r).{f.name}" for f in extra if f.default == 0
+    )
     out.append(f"#define CALL_RECORD_IS_SHORT(r) (({ones}) == -1 && \\\n    ({zeros}) == 0)")
     return "\n".join(out) + "\n"
 
@@ -280,11 +439,19 @@ def doc_text() -> str:
     out = [f"### Header ({HEADER.size} bytes, version {VERSION})", "", "| offset | type | field |", "|---|---|---|"]
     for f, at in zip(HEADER.fields, HEADER.offsets()):
         if not f.name.startswith("reserved"):
-            out.append(f"| {at} | {_field_text(f).split(' ', 1)[0]} | {f.name}" + (f": {f.doc}" if f.doc else "")
-                       + " |")
-    out += ["", "### Records", "", "Each record starts with `u16 kind, u16 size`. Fields in order (types: "
-            "`u`/`i` and bits, little-endian; `reserved` fields are 0).", "",
-            "| kind | name | size | fields after kind and size |", "|---|---|---|---|"]
+            out.append(
+                f"| {at} | {_field_text(f).split(' ', 1)[0]} | {f.name}" + (f": {f.doc}" if f.doc else "") + " |"
+            )
+    out += [
+        "",
+        "### Records",
+        "",
+        "Each record starts with `u16 kind, u16 size`. Fields in order (types: "
+        "`u`/`i` and bits, little-endian; `reserved` fields are 0).",
+        "",
+        "| kind | name | size | fields after kind and size |",
+        "|---|---|---|---|",
+    ]
     for r in sorted(RECORDS, key=lambda r: r.kind):
         fields = r.layout.fields if r.variable else r.layout.fields[2:]
         text = ", ".join(_field_text(f) for f in fields)
@@ -294,11 +461,23 @@ def doc_text() -> str:
             text += f"; {r.doc}"
         out.append(f"| {r.kind} | {r.name} | {'variable' if r.variable else r.size} | {text} |")
     flags = ", ".join(f"{value} {name}" for name, value, _ in FLAGS)
-    out += ["", f"Call flags: {flags}. A CALL field's value when the call has none (and so in a SHORT_CALL): "
-            + ", ".join(f"{f.name} {f.default}" for f in CALL.layout.fields if f.default) + ", the rest 0.", "",
-            "### trace.c's function codes", "", "| code | function | traced | OTF2 collective |", "|---|---|---|---|"]
-    out += [f"| {f.code} | `{f.mpi_name}` | {'always' if f.interesting else '`all`'} | {f.collective or ''} |"
-            for f in FUNCTIONS]
+    out += [
+        "",
+        f"Call flags: {flags}. A CALL field's value when the call has none (and so in a SHORT_CALL): "
+        + ", ".join(f"{f.name} {f.default}" for f in CALL.layout.fields if f.default)
+        + ", the rest 0.",
+        "",
+        "COMPLETION flags: " + "; ".join(f"{value} {name}: {doc}" for name, value, doc in REQUEST_FLAGS) + ".",
+        "",
+        "### trace.c's function codes",
+        "",
+        "| code | function | traced | OTF2 collective |",
+        "|---|---|---|---|",
+    ]
+    out += [
+        f"| {f.code} | `{f.mpi_name}` | {'always' if f.interesting else '`all`'} | {f.collective or ''} |"
+        for f in FUNCTIONS
+    ]
     return "\n".join(out) + "\n"
 
 
@@ -318,8 +497,10 @@ def _replace(text: str, begin: str, end: str, body: str, path: Path) -> str:
 
 def generated() -> Dict[Path, str]:
     """Each generated file's text as this layout makes it."""
-    return {TRACE_C: _replace(TRACE_C.read_text(), C_BEGIN, C_END, c_text(), TRACE_C),
-            DOC: _replace(DOC.read_text(), DOC_BEGIN, DOC_END, doc_text(), DOC)}
+    return {
+        TRACE_C: _replace(TRACE_C.read_text(), C_BEGIN, C_END, c_text(), TRACE_C),
+        DOC: _replace(DOC.read_text(), DOC_BEGIN, DOC_END, doc_text(), DOC),
+    }
 
 
 def main(argv: Optional[List[str]] = None) -> int:

@@ -15,33 +15,70 @@ from . import layout
 SENDS = {"MPI_Send", "MPI_Ssend"}
 COLLECTIVES = set(layout.COLLECTIVES)  # the calls written as OTF2 collective operations
 REQUEST_STARTS = {"MPI_Isend", "MPI_Irecv"}
+PERSISTENT_INITS = {"MPI_Send_init": True, "MPI_Ssend_init": True, "MPI_Recv_init": False}  # name -> a send
 
 # One side of a message: world ranks, the merged communicator, where and when (aligned
 # ns: the send call's enter, the receive's completion).
-ENDPOINT_DTYPE = np.dtype([("sender", "<i4"), ("receiver", "<i4"), ("comm", "<i4"), ("tag", "<i4"),
-                           ("bytes", "<i8"), ("time", "<i8"), ("thread", "<i4")])
+ENDPOINT_DTYPE = np.dtype(
+    [
+        ("sender", "<i4"),
+        ("receiver", "<i4"),
+        ("comm", "<i4"),
+        ("tag", "<i4"),
+        ("bytes", "<i8"),
+        ("time", "<i8"),
+        ("thread", "<i4"),
+    ]
+)
 
 
-def match_requests(start_handle: np.ndarray, start_time: np.ndarray, done_handle: np.ndarray,
-                   done_time: np.ndarray) -> np.ndarray:
-    """For each completion of one rank, the index of its start, or -1: the latest start
-    with the same handle before it, not already completed (MPI reuses a handle only after
-    it completes). Times order the rank's threads (one clock per rank)."""
-    n_start = len(start_handle)
-    handle = np.concatenate([start_handle, done_handle])
-    time = np.concatenate([start_time, done_time])
-    is_done = np.concatenate([np.zeros(n_start, bool), np.ones(len(done_handle), bool)])
-    order = np.lexsort((is_done, time, handle))  # a start before a completion at the same time
-    previous = np.empty_like(order)
-    previous[0:1] = -1
-    previous[1:] = order[:-1]
-    result = np.full(len(done_handle), -1, np.int64)
-    positions = np.flatnonzero(is_done[order])
-    for_done = order[positions] - n_start
-    prev = previous[positions]
-    ok = (prev >= 0) & (prev < n_start)
-    ok[ok] &= handle[prev[ok]] == handle[order[positions][ok]]
-    result[for_done[ok]] = prev[ok]
+def match_requests(
+    start_handle: np.ndarray, start_time: np.ndarray, done_handle: np.ndarray, done_time: np.ndarray
+) -> np.ndarray:
+    """For each completion of one rank, the index of its start, or -1: per handle, the
+    latest start before it not already completed (a stack per handle). MPI reuses a
+    handle only after it completes, but an MPI may give many requests completed at once
+    the same handle (MPICH's eager Isends): a Waitall over them completes each start of
+    that handle, latest first. A completion with nothing open (its request came from a
+    call that is not traced) ties to none. Times order the rank's threads (one clock per
+    rank); a start sorts before a completion at the same time. Vectorised: the stack
+    depth is a running sum of +1 (start) and -1 (completion) per handle, held at 0 from
+    below (a completion of nothing), and a completion ties to the latest earlier start
+    of its handle at the depth the completion leaves."""
+    n_start, n_done = len(start_handle), len(done_handle)
+    result = np.full(n_done, -1, np.int64)
+    if n_start == 0 or n_done == 0:
+        return result
+    handle = np.concatenate([start_handle, done_handle]).astype(np.uint64)
+    time = np.concatenate([start_time, done_time]).astype(np.int64)
+    is_done = np.concatenate([np.zeros(n_start, bool), np.ones(n_done, bool)])
+    order = np.lexsort((is_done, time, handle))
+    h, done = handle[order], is_done[order]
+    n = len(order)
+    first = np.ones(n, bool)
+    first[1:] = h[1:] != h[:-1]
+    group = np.cumsum(first) - 1
+    step = np.where(done, -1, 1).astype(np.int64)
+    total = np.cumsum(step)
+    base = (total - step)[first][group]  # the running sum before each handle's first event
+    walk = total - base
+    big = 2 * n + 2  # keeps each handle's running minimum to itself
+    low = np.minimum(np.minimum.accumulate(walk - group * big) + group * big, 0)
+    depth = walk - low  # the stack depth after each event (held at 0)
+    before = np.empty(n, np.int64)
+    before[0] = 0
+    before[1:] = depth[:-1]
+    before[first] = 0
+    level = np.where(done, before, depth)  # a start's depth after it, a completion's before it
+    by_level = np.lexsort((np.arange(n), level, group))
+    prev = np.empty(n, np.int64)
+    prev[by_level[0]] = -1
+    prev[by_level[1:]] = by_level[:-1]
+    closes = np.flatnonzero(done & (before >= 1))
+    opener = prev[closes]
+    ok = opener >= 0
+    ok[ok] &= ~done[opener[ok]] & (group[opener[ok]] == group[closes[ok]]) & (level[opener[ok]] == level[closes[ok]])
+    result[order[closes[ok]] - n_start] = order[opener[ok]]
     return result
 
 
@@ -58,8 +95,9 @@ def match(sends: np.ndarray, receives: np.ndarray) -> Tuple[np.ndarray, np.ndarr
         key = np.unique(key, return_inverse=True)[1].astype(np.int64).reshape(-1)
     # (key, place) is unique on each side: the pairs are the values both sides have
     paired = key << bits | place
-    _, send_index, receive_index = np.intersect1d(paired[:n_sends], paired[n_sends:], assume_unique=True,
-                                                  return_indices=True)
+    _, send_index, receive_index = np.intersect1d(
+        paired[:n_sends], paired[n_sends:], assume_unique=True, return_indices=True
+    )
     by_time = np.argsort(sends["time"][send_index], kind="stable")
     send_index, receive_index = send_index[by_time], receive_index[by_time]
     return send_index, receive_index, n_sends - len(send_index), len(receives) - len(receive_index)
@@ -87,6 +125,8 @@ def _channel_key(e: np.ndarray) -> Tuple[np.ndarray, int]:
             return dense, int(dense.max(initial=0)).bit_length()
         key = key << width | (column - low)
     return key, used
+
+
 def _nth(key: np.ndarray, time: np.ndarray) -> np.ndarray:
     """Each endpoint's place among those of its key, in time order."""
     order = np.lexsort((time, key))
@@ -133,6 +173,8 @@ class EndpointSpill:
         for sender in sorted(self.runs):
             parts: Tuple[List[np.ndarray], List[np.ndarray]] = ([], [])
             for side, first, count in self.runs[sender]:
-                parts[side].append(np.fromfile(self.paths[side], ENDPOINT_DTYPE, count,
-                                               offset=first * ENDPOINT_DTYPE.itemsize))
-            yield sender, *(np.concatenate(p) if p else np.empty(0, ENDPOINT_DTYPE) for p in parts)
+                parts[side].append(
+                    np.fromfile(self.paths[side], ENDPOINT_DTYPE, count, offset=first * ENDPOINT_DTYPE.itemsize)
+                )
+            sends, receives = (np.concatenate(p) if p else np.empty(0, ENDPOINT_DTYPE) for p in parts)
+            yield sender, sends, receives

@@ -13,45 +13,114 @@ from __future__ import annotations
 
 import ctypes
 from pathlib import Path
-from typing import Dict, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 import otf2
-from otf2.enums import (CollectiveOp, GroupType, IoParadigmClass, IoParadigmFlag, LocationGroupType, LocationType,
-                        Paradigm,
-                        RegionRole)
+from otf2.enums import (
+    CollectiveOp,
+    GroupType,
+    IoParadigmClass,
+    IoParadigmFlag,
+    LocationGroupType,
+    LocationType,
+    Paradigm,
+    RegionRole,
+)
 
+from . import loops
 from .layout import COLLECTIVES
 
 COLLECTIVE_OPS = {name: getattr(CollectiveOp, op) for name, op in COLLECTIVES.items()}
-ROLES = {"MPI_Send": RegionRole.POINT2POINT, "MPI_Recv": RegionRole.POINT2POINT, "MPI_Barrier": RegionRole.BARRIER,
-         "MPI_File_read_at": RegionRole.FILE_IO, "MPI_File_write_at": RegionRole.FILE_IO}
+ROLES = {
+    "MPI_Send": RegionRole.POINT2POINT,
+    "MPI_Recv": RegionRole.POINT2POINT,
+    "MPI_Barrier": RegionRole.BARRIER,
+    "MPI_File_read_at": RegionRole.FILE_IO,
+    "MPI_File_write_at": RegionRole.FILE_IO,
+}
 
-from . import loops
 
 # What a call adds between its Enter and Leave (the `op` array of _loops.c's qmpi_write_events).
 OP_NONE, OP_SEND, OP_RECV, OP_ISEND, OP_IRECV_REQUEST, OP_COLLECTIVE, OP_IO = range(7)
-COMPLETE_ISEND, COMPLETE_IRECV = 1, 2
-# OTF2 keeps one event chunk per location in memory until the archive closes (a
-# location's writer cannot be closed early: the package closes them all at the end):
-# 256 KiB instead of the default 1 MiB keeps that small beside one rank file.
+# what a completion-side event is: a completed Isend or Irecv, a persistent request's
+# start (written like Isend and Irecv), a cancelled request
+COMPLETE_ISEND, COMPLETE_IRECV, START_ISEND, START_IRECV, CANCELLED = 1, 2, 3, 4, 5
+# The OTF2 library's event chunk: a location's writer holds one until it is closed,
+# which write_events does as soon as the location's events are written (one rank file
+# each), so memory does not grow with the number of locations.
 CHUNK_BYTES = 256 * 1024
 IO_MODE_READ, IO_MODE_WRITE = 0, 1  # OTF2_IO_OPERATION_MODE_*
 
 
-API_FUNCTIONS = ("Enter", "Leave", "MpiSend", "MpiRecv", "MpiIsend", "MpiIrecv", "MpiIsendComplete",
-                 "MpiIrecvRequest", "MpiCollectiveBegin", "MpiCollectiveEnd", "IoOperationBegin",
-                 "IoOperationComplete")
-CALL_FIELDS = (("enter", "<u8"), ("leave", "<u8"), ("region", "<u4"), ("op", "u1"), ("peer", "<u4"),
-               ("comm", "<u4"), ("tag", "<u4"), ("bytes", "<u8"), ("request", "<u8"))
-COMPLETION_FIELDS = (("call", "<i8"), ("kind", "u1"), ("request", "<u8"), ("sender", "<u4"), ("comm", "<u4"),
-                     ("tag", "<u4"), ("bytes", "<u8"))
+def definition_chunk_bytes(members: int) -> int:
+    """The OTF2 library's definition chunk: the largest definition (a group of every
+    rank's location, at most 9 bytes a member) must fit in one, and every location's
+    local definition writer holds one while open: the default 4 MiB cost 7 ms a
+    location to allocate and clear (a minute at 8,192 ranks). A power of two from the
+    library's 256 KiB minimum to its 16 MiB maximum."""
+    size = 256 * 1024
+    while size < 64 * 1024 + 9 * members and size < 16 * 1024 * 1024:
+        size *= 2
+    return size
+
+
+API_FUNCTIONS = (
+    "Enter",
+    "Leave",
+    "MpiSend",
+    "MpiRecv",
+    "MpiIsend",
+    "MpiIrecv",
+    "MpiIsendComplete",
+    "MpiIrecvRequest",
+    "MpiCollectiveBegin",
+    "MpiCollectiveEnd",
+    "IoOperationBegin",
+    "IoOperationComplete",
+    "MpiRequestCancelled",
+)
+CALL_FIELDS = (
+    ("enter", "<u8"),
+    ("leave", "<u8"),
+    ("region", "<u4"),
+    ("op", "u1"),
+    ("peer", "<u4"),
+    ("comm", "<u4"),
+    ("tag", "<u4"),
+    ("bytes", "<u8"),
+    ("request", "<u8"),
+)
+COMPLETION_FIELDS = (
+    ("call", "<i8"),
+    ("kind", "u1"),
+    ("request", "<u8"),
+    ("sender", "<u4"),
+    ("comm", "<u4"),
+    ("tag", "<u4"),
+    ("bytes", "<u8"),
+)
 
 
 class _Api(ctypes.Structure):
-    _fields_ = [(name, ctypes.c_void_p) for name in ("enter", "leave", "send", "recv", "isend", "irecv",
-                                                     "isend_complete", "irecv_request", "coll_begin", "coll_end",
-                                                     "io_begin", "io_complete")]
+    _fields_ = [
+        (name, ctypes.c_void_p)
+        for name in (
+            "enter",
+            "leave",
+            "send",
+            "recv",
+            "isend",
+            "irecv",
+            "isend_complete",
+            "irecv_request",
+            "coll_begin",
+            "coll_end",
+            "io_begin",
+            "io_complete",
+            "request_cancelled",
+        )
+    ]
 
 
 class _Calls(ctypes.Structure):
@@ -68,24 +137,46 @@ def _otf2_library() -> ctypes.CDLL:
     return ctypes.CDLL(conf.lib._name)
 
 
+class _ClosedWriter:
+    """A location's event writer after Otf2Writer._close_location."""
+
+    def close(self) -> None:
+        pass
+
+
 class Otf2Writer:
-    def __init__(self, path: Path, world_size: int, hosts: Dict[int, str], threads: Dict[int, list]):
-        self.writer = otf2.writer.Writer(str(path), timer_resolution=1_000_000_000, chunk_size_events=CHUNK_BYTES)
+    def __init__(self, path: Path, ranks: List[int], hosts: Dict[int, str], threads: Dict[int, list]):
+        """`ranks`: those with a file or a communicator naming them (not every rank of the
+        world: a rank without a file has nothing to show, and a header's world size is
+        only a claim)."""
+        self.writer = otf2.writer.Writer(
+            str(path),
+            timer_resolution=1_000_000_000,
+            chunk_size_events=CHUNK_BYTES,
+            chunk_size_definitions=definition_chunk_bytes(len(ranks)),
+        )
         defs = self.writer.definitions
         machine = defs.system_tree_node("machine")
         nodes = {host: defs.system_tree_node(host, parent=machine) for host in sorted(set(hosts.values()))}
-        self.scope = {rank: nodes.get(hosts.get(rank, "unknown")) or machine for rank in range(world_size)}
-        self.locations: Dict[Tuple[int, int], object] = {}
-        for rank in range(world_size):
-            group = defs.location_group(f"rank {rank}", location_group_type=LocationGroupType.PROCESS,
-                                        system_tree_parent=self.scope[rank])
+        self.scope = {rank: nodes.get(hosts.get(rank, "unknown")) or machine for rank in ranks}
+        self.locations: Dict[Tuple[int, int], Any] = {}
+        for rank in ranks:
+            group = defs.location_group(
+                f"rank {rank}", location_group_type=LocationGroupType.PROCESS, system_tree_parent=self.scope[rank]
+            )
             for thread in sorted(threads.get(rank, [0])):
-                self.locations[(rank, thread)] = defs.location(f"rank {rank} thread {thread}",
-                                                               type=LocationType.CPU_THREAD, group=group)
-        self.rank_locations = [self.locations.get((rank, 0)) or self.locations[(rank, min(threads[rank]))]
-                               for rank in range(world_size)]
-        defs.group("MPI_COMM_WORLD locations", group_type=GroupType.COMM_LOCATIONS, paradigm=Paradigm.MPI,
-                   members=self.rank_locations)
+                self.locations[(rank, thread)] = defs.location(
+                    f"rank {rank} thread {thread}", type=LocationType.CPU_THREAD, group=group
+                )
+        self.rank_locations = {
+            rank: self.locations.get((rank, 0)) or self.locations[(rank, min(threads[rank]))] for rank in ranks
+        }
+        defs.group(
+            "MPI_COMM_WORLD locations",
+            group_type=GroupType.COMM_LOCATIONS,
+            paradigm=Paradigm.MPI,
+            members=[self.rank_locations[rank] for rank in ranks],
+        )
         self.regions: Dict[str, object] = {}
         self.comms: Dict[int, object] = {}
         self.io_paradigm = None
@@ -94,31 +185,38 @@ class Otf2Writer:
         self.lib = _otf2_library()
         self.bulk = loops.load()
         self.bulk_mode = "C loop" if self.bulk is not None else "ctypes loop"
-        self.api = _Api(*(ctypes.cast(getattr(self.lib, f"OTF2_EvtWriter_{name}"), ctypes.c_void_p).value
-                          for name in API_FUNCTIONS))
+        self.api = _Api(
+            *(ctypes.cast(getattr(self.lib, f"OTF2_EvtWriter_{name}"), ctypes.c_void_p).value for name in API_FUNCTIONS)
+        )
         self.first: Optional[int] = None
         self.last: Optional[int] = None
         self.events_written = 0
 
     def comm(self, comm_id: int, members: Tuple[int, ...], name: str):
         if comm_id not in self.comms:
-            group = self.defs.group(f"{name} group", group_type=GroupType.COMM_GROUP, paradigm=Paradigm.MPI,
-                                    members=[self.rank_locations[r] for r in members])
+            group = self.defs.group(
+                f"{name} group",
+                group_type=GroupType.COMM_GROUP,
+                paradigm=Paradigm.MPI,
+                members=[self.rank_locations[r] for r in members],
+            )
             self.comms[comm_id] = self.defs.comm(name, group=group)
         return self.comms[comm_id]
 
     def region(self, func: str):
         if func not in self.regions:
-            self.regions[func] = self.defs.region(func, paradigm=Paradigm.MPI,
-                                                  region_role=ROLES.get(func, RegionRole.FUNCTION))
+            self.regions[func] = self.defs.region(
+                func, paradigm=Paradigm.MPI, region_role=ROLES.get(func, RegionRole.FUNCTION)
+            )
         return self.regions[func]
 
     def io_handle(self, rank: int, name: str, comm):
         """The I/O handle of the file `name` opened on `comm` (an IoRegularFile per name and
         host; the package gives every rank that opened it collectively the same handle)."""
         if self.io_paradigm is None:
-            self.io_paradigm = self.defs.io_paradigm("MPI-IO", "MPI I/O", io_paradigm_class=IoParadigmClass.PARALLEL,
-                                                    io_paradigm_flags=IoParadigmFlag.NONE)
+            self.io_paradigm = self.defs.io_paradigm(
+                "MPI-IO", "MPI I/O", io_paradigm_class=IoParadigmClass.PARALLEL, io_paradigm_flags=IoParadigmFlag.NONE
+            )
         scope = self.scope[rank]
         io_file = self.io_files.get((name, scope))
         if io_file is None:
@@ -132,7 +230,7 @@ class Otf2Writer:
             return 0
         location = self.locations[(rank, thread)]
         writer = self.writer.event_writer_from_location(location)
-        handle = ctypes.cast(writer._handle, ctypes.c_void_p).value
+        handle = ctypes.cast(writer._handle, ctypes.c_void_p).value or 0  # never NULL: the package checks
         columns = [np.ascontiguousarray(calls[name], dtype) for name, dtype in CALL_FIELDS]
         done = [np.ascontiguousarray(completions[name], dtype) for name, dtype in COMPLETION_FIELDS]
         if self.bulk is not None:
@@ -140,35 +238,59 @@ class Otf2Writer:
             k = _Completions(len(completions), *(col.ctypes.data for col in done))
             function = self.bulk.qmpi_write_events
             function.restype = ctypes.c_int64
-            function.argtypes = [ctypes.POINTER(_Api), ctypes.c_void_p, ctypes.POINTER(_Calls),
-                                 ctypes.POINTER(_Completions)]
+            function.argtypes = [
+                ctypes.POINTER(_Api),
+                ctypes.c_void_p,
+                ctypes.POINTER(_Calls),
+                ctypes.POINTER(_Completions),
+            ]
             written = function(ctypes.byref(self.api), handle, ctypes.byref(c), ctypes.byref(k))
         else:
             written = self._write_python(handle, columns, done)
         if written < 0:
-            raise RuntimeError(f"the OTF2 library refused the events of call {-1 - written} of rank {rank} "
-                               f"thread {thread}")
+            raise RuntimeError(
+                f"the OTF2 library refused the events of call {-1 - written} of rank {rank} thread {thread}"
+            )
         # the location's definition carries its event count (the package counts only the
         # events it writes itself)
         location._number_of_events_written = written
+        self._close_location(location)
         first, last = int(columns[0].min()), int(columns[1].max())
         self.first = first if self.first is None else min(self.first, first)
         self.last = last if self.last is None else max(self.last, last)
         self.events_written += written
         return written
 
+    def _close_location(self, location) -> None:
+        """The location's event writer closed now, not when the archive closes: an open
+        writer keeps its chunk (about 230 KiB resident per location, 1.9 GB at 8,192
+        ranks). A location is written once (one rank file per rank and thread). The
+        package's list keeps a closed stand-in: at the end it closes every writer in it
+        and opens one for each location missing there, which would overwrite the file."""
+        writers = self.writer._event_writers
+        writer = writers.get(location._ref) or self.writer.event_writer_from_location(location)
+        writer.close()
+        writers[location._ref] = _ClosedWriter()
+
     def _write_python(self, handle: int, columns, done) -> int:
         """_loops.c's loop through ctypes, where the extension was not built."""
         lib = self.lib
         u32, u64, u8, vp = ctypes.c_uint32, ctypes.c_uint64, ctypes.c_uint8, ctypes.c_void_p
-        signatures = {"Enter": [vp, vp, u64, u32], "Leave": [vp, vp, u64, u32],
-                      "MpiSend": [vp, vp, u64, u32, u32, u32, u64], "MpiRecv": [vp, vp, u64, u32, u32, u32, u64],
-                      "MpiIsend": [vp, vp, u64, u32, u32, u32, u64, u64],
-                      "MpiIrecv": [vp, vp, u64, u32, u32, u32, u64, u64], "MpiIsendComplete": [vp, vp, u64, u64],
-                      "MpiIrecvRequest": [vp, vp, u64, u64], "MpiCollectiveBegin": [vp, vp, u64],
-                      "MpiCollectiveEnd": [vp, vp, u64, u8, u32, u32, u64, u64],
-                      "IoOperationBegin": [vp, vp, u64, u32, u8, u32, u64, u64],
-                      "IoOperationComplete": [vp, vp, u64, u32, u64, u64]}
+        signatures = {
+            "Enter": [vp, vp, u64, u32],
+            "Leave": [vp, vp, u64, u32],
+            "MpiSend": [vp, vp, u64, u32, u32, u32, u64],
+            "MpiRecv": [vp, vp, u64, u32, u32, u32, u64],
+            "MpiIsend": [vp, vp, u64, u32, u32, u32, u64, u64],
+            "MpiIrecv": [vp, vp, u64, u32, u32, u32, u64, u64],
+            "MpiIsendComplete": [vp, vp, u64, u64],
+            "MpiIrecvRequest": [vp, vp, u64, u64],
+            "MpiCollectiveBegin": [vp, vp, u64],
+            "MpiCollectiveEnd": [vp, vp, u64, u8, u32, u32, u64, u64],
+            "IoOperationBegin": [vp, vp, u64, u32, u8, u32, u64, u64],
+            "IoOperationComplete": [vp, vp, u64, u32, u64, u64],
+            "MpiRequestCancelled": [vp, vp, u64, u64],
+        }
         f = {}
         for name, argtypes in signatures.items():
             function = getattr(lib, f"OTF2_EvtWriter_{name}")
@@ -202,10 +324,17 @@ class Otf2Writer:
                 rc |= f["IoOperationComplete"](handle, None, t1, comm[i], nbytes[i], request[i])
                 events += 2
             while j < m and k_call[j] == i:
-                if k_kind[j] == COMPLETE_ISEND:
+                kind = k_kind[j]
+                if kind == COMPLETE_ISEND:
                     rc |= f["MpiIsendComplete"](handle, None, t1, k_request[j])
-                else:
+                elif kind == COMPLETE_IRECV:
                     rc |= f["MpiIrecv"](handle, None, t1, k_sender[j], k_comm[j], k_tag[j], k_bytes[j], k_request[j])
+                elif kind == START_ISEND:
+                    rc |= f["MpiIsend"](handle, None, t1, k_sender[j], k_comm[j], k_tag[j], k_bytes[j], k_request[j])
+                elif kind == START_IRECV:
+                    rc |= f["MpiIrecvRequest"](handle, None, t1, k_request[j])
+                else:
+                    rc |= f["MpiRequestCancelled"](handle, None, t1, k_request[j])
                 events += 1
                 j += 1
             rc |= f["Leave"](handle, None, t1, region[i])
@@ -214,11 +343,27 @@ class Otf2Writer:
                 return -1 - i
         return events
 
+    def abandon(self) -> None:
+        """After an error: the archive closed quietly (the otf2 package's Writer closes
+        itself again when collected, and prints a traceback if that fails)."""
+        writer, self.writer = self.writer, None
+        if writer is None:
+            return
+        try:
+            writer.close()
+        except Exception:  # the merge's own error is the one to report
+            pass
+        writer.close = lambda: None
+
     def close(self, realtime_s: float) -> None:
         """`realtime_s`: CLOCK_REALTIME at the first MPI_Init (the archive's clock
         properties: from the trace, not from when the merge ran)."""
+        for location in self.locations.values():  # those without events: an empty file each, one at a time
+            if not isinstance(self.writer._event_writers.get(location._ref), _ClosedWriter):
+                self._close_location(location)
         if self.first is not None:
             self.writer._update_timestamps(self.first)
             self.writer._update_timestamps(self.last)
             self.writer._realtime_timestamp = realtime_s
         self.writer.close()
+        self.writer = None

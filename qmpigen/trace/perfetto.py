@@ -19,10 +19,11 @@ ARG_FIELDS = ("comm", "peer", "tag", "root", "count", "bytes", "file", "offset")
 
 
 def _us(ns: np.ndarray) -> np.ndarray:
-    """ns (int64, >= 0) as JSON microseconds with three decimals (an object array of str)."""
-    whole, frac = np.divmod(ns, 1000)
+    """ns (int64) as JSON microseconds with three decimals (an object array of str)."""
+    whole, frac = np.divmod(np.abs(ns), 1000)
+    sign = np.where(ns < 0, "-", "")
     out = np.empty(len(ns), object)
-    out[:] = [f"{w}.{f:03d}" for w, f in zip(whole.tolist(), frac.tolist())]
+    out[:] = [f"{s}{w}.{f:03d}" for s, w, f in zip(sign.tolist(), whole.tolist(), frac.tolist())]
     return out
 
 
@@ -52,7 +53,7 @@ class PerfettoWriter:
             raise RuntimeError(f"{function}: output buffer too small")
         if not self.first:
             self.stream.write(b",\n")
-        self.stream.write(memoryview(out[:size]))
+        self.stream.write(out[:size].data)
         self.first = False
 
     def _write(self, lines: Sequence[str]) -> None:
@@ -63,13 +64,40 @@ class PerfettoWriter:
 
     def track(self, rank: int, thread: int, host: str) -> None:
         self.events += 3
-        self._write([json.dumps(e, separators=(",", ":")) for e in (
-            {"ph": "M", "name": "process_name", "pid": rank, "tid": thread, "args": {"name": f"rank {rank} ({host})"}},
-            {"ph": "M", "name": "process_sort_index", "pid": rank, "args": {"sort_index": rank}},
-            {"ph": "M", "name": "thread_name", "pid": rank, "tid": thread, "args": {"name": f"thread {thread}"}})])
+        self._write(
+            [
+                json.dumps(e, separators=(",", ":"))
+                for e in (
+                    {
+                        "ph": "M",
+                        "name": "process_name",
+                        "pid": rank,
+                        "tid": thread,
+                        "args": {"name": f"rank {rank} ({host})"},
+                    },
+                    {"ph": "M", "name": "process_sort_index", "pid": rank, "args": {"sort_index": rank}},
+                    {
+                        "ph": "M",
+                        "name": "thread_name",
+                        "pid": rank,
+                        "tid": thread,
+                        "args": {"name": f"thread {thread}"},
+                    },
+                )
+            ]
+        )
 
-    def slices(self, rank: int, thread: int, names: Sequence[str], func: np.ndarray, enter: np.ndarray,
-               leave: np.ndarray, args: Dict[str, np.ndarray], depth: np.ndarray) -> None:
+    def slices(
+        self,
+        rank: int,
+        thread: int,
+        names: Sequence[str],
+        func: np.ndarray,
+        enter: np.ndarray,
+        leave: np.ndarray,
+        args: Dict[str, np.ndarray],
+        depth: np.ndarray,
+    ) -> None:
         """One slice per call (time order): `func` indexes `names`; `args` holds ARG_FIELDS."""
         n = len(func)
         if n == 0:
@@ -78,8 +106,16 @@ class PerfettoWriter:
         if self.native is not None:
             for at in range(0, n, CHUNK):
                 part = slice(at, at + CHUNK)
-                self._native_slices(rank, thread, names, func[part], enter[part], leave[part],
-                                    {name: args[name][part] for name in ARG_FIELDS}, depth[part])
+                self._native_slices(
+                    rank,
+                    thread,
+                    names,
+                    func[part],
+                    enter[part],
+                    leave[part],
+                    {name: args[name][part] for name in ARG_FIELDS},
+                    depth[part],
+                )
             return
         mask = np.zeros(n, np.int64)
         for bit, name in enumerate(ARG_FIELDS):
@@ -94,11 +130,15 @@ class PerfettoWriter:
         order = np.argsort(inverse, kind="stable")
         bounds = np.searchsorted(inverse[order], np.arange(len(keys) + 1))
         for g, key in enumerate(keys.tolist()):
-            rows = order[bounds[g]:bounds[g + 1]]
+            rows = order[bounds[g] : bounds[g + 1]]
             fields = [name for bit, name in enumerate(ARG_FIELDS + ("nested",)) if (key & 0xFFFF) >> bit & 1]
-            template = ('{"ph":"X","name":' + json.dumps(names[key >> 16]).replace("%", "%%") +
-                        f',"cat":"mpi","pid":{rank},"tid":{thread},"ts":%s,"dur":%s,"args":{{' +
-                        ",".join(f'"{name}":%d' for name in fields) + "}}")
+            template = (
+                '{"ph":"X","name":'
+                + json.dumps(names[key >> 16]).replace("%", "%%")
+                + f',"cat":"mpi","pid":{rank},"tid":{thread},"ts":%s,"dur":%s,"args":{{'
+                + ",".join(f'"{name}":%d' for name in fields)
+                + "}}"
+            )
             values = [ts[rows].tolist(), dur[rows].tolist()] + [columns[name][rows].tolist() for name in fields]
             out[rows] = [template % row for row in zip(*values)]
         self._write(out.tolist())
@@ -111,11 +151,21 @@ class PerfettoWriter:
         arg_names = (ctypes.c_char_p * len(ARG_FIELDS))(*(name.encode() for name in ARG_FIELDS))
         func, enter, leave = (np.ascontiguousarray(a, np.int64) for a in (func, enter, leave))
         depth = np.ascontiguousarray(depth, np.uint8)
-        self._native_write("qmpi_json_slices", len(func), 512 + max(map(len, encoded)), c_names,
-                                 ctypes.c_void_p(func.ctypes.data), ctypes.c_void_p(enter.ctypes.data),
-                                 ctypes.c_void_p(leave.ctypes.data), arg_arrays, arg_names,
-                                 ctypes.c_int(len(columns)), ctypes.c_void_p(depth.ctypes.data), ctypes.c_int(rank),
-                                 ctypes.c_int(thread))
+        self._native_write(
+            "qmpi_json_slices",
+            len(func),
+            512 + max(map(len, encoded)),
+            c_names,
+            ctypes.c_void_p(func.ctypes.data),
+            ctypes.c_void_p(enter.ctypes.data),
+            ctypes.c_void_p(leave.ctypes.data),
+            arg_arrays,
+            arg_names,
+            ctypes.c_int(len(columns)),
+            ctypes.c_void_p(depth.ctypes.data),
+            ctypes.c_int(rank),
+            ctypes.c_int(thread),
+        )
 
     def messages(self, senders: np.ndarray, receivers: np.ndarray) -> None:
         """An arrow per pair (ENDPOINT_DTYPE arrays, pairwise): from the send call to the
@@ -129,17 +179,30 @@ class PerfettoWriter:
         self.flow += n
         if self.native is not None:
             for at in range(0, n, CHUNK):
-                s, r = senders[at:at + CHUNK], receivers[at:at + CHUNK]
-                columns = [np.ascontiguousarray(a, np.int64) for a in (
-                    s["tag"], s["sender"], s["thread"], s["time"], r["receiver"], r["thread"], r["time"])]
-                self._native_write("qmpi_json_flows", len(s), 400, ctypes.c_int64(first_id + at),
-                                   *(ctypes.c_void_p(c.ctypes.data) for c in columns))
+                s, r = senders[at : at + CHUNK], receivers[at : at + CHUNK]
+                columns = [
+                    np.ascontiguousarray(a, np.int64)
+                    for a in (s["tag"], s["sender"], s["thread"], s["time"], r["receiver"], r["thread"], r["time"])
+                ]
+                self._native_write(
+                    "qmpi_json_flows",
+                    len(s),
+                    400,
+                    ctypes.c_int64(first_id + at),
+                    *(ctypes.c_void_p(c.ctypes.data) for c in columns),
+                )
             return
         lines = []
         for flow, tag, s_rank, s_thread, s_time, r_rank, r_thread, r_time in zip(
-                ids, senders["tag"].tolist(), senders["sender"].tolist(), senders["thread"].tolist(),
-                _us(senders["time"]).tolist(), receivers["receiver"].tolist(), receivers["thread"].tolist(),
-                _us(receivers["time"]).tolist()):
+            ids,
+            senders["tag"].tolist(),
+            senders["sender"].tolist(),
+            senders["thread"].tolist(),
+            _us(senders["time"]).tolist(),
+            receivers["receiver"].tolist(),
+            receivers["thread"].tolist(),
+            _us(receivers["time"]).tolist(),
+        ):
             common = f'"name":"message tag {tag}","cat":"message","id":{flow}'
             lines.append(f'{{{common},"ph":"s","pid":{s_rank},"tid":{s_thread},"ts":{s_time}}}')
             lines.append(f'{{{common},"ph":"f","bp":"e","pid":{r_rank},"tid":{r_thread},"ts":{r_time}}}')

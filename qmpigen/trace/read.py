@@ -17,11 +17,13 @@ import re
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, Iterator, List, Optional, Tuple
+from typing import Dict, Iterator, List, Optional, Tuple, Union
 
 import numpy as np
 
 from . import layout
+
+Data = Union[bytes, mmap.mmap]  # a rank file's contents: mapped, or empty bytes
 
 # the layout's facts (layout.py), as the reader uses them
 MAGIC = layout.MAGIC
@@ -31,26 +33,46 @@ RECORD_HEAD = struct.Struct("<" + "".join(layout.C_TYPES[f.ctype][1] for f in la
 COMPLETION = layout.COMPLETION.layout.format
 CLOCK = layout.CLOCK.layout.format
 TIMER = layout.TIMER.layout.format
-(R_FUNCTION, R_PROCESS, R_COMM, R_TYPE, R_FILE, R_CALL, R_COMPLETION, R_CLOCK, R_TIMER,
- R_SHORT_CALL) = (layout.BY_NAME[name].kind for name in ("FUNCTION", "PROCESS", "COMM", "TYPE", "FILE", "CALL",
-                                                          "COMPLETION", "CLOCK", "TIMER", "SHORT_CALL"))
+END = layout.END.layout.format
+(R_FUNCTION, R_PROCESS, R_COMM, R_TYPE, R_FILE, R_CALL, R_COMPLETION, R_CLOCK, R_TIMER, R_SHORT_CALL, R_END) = (
+    layout.BY_NAME[name].kind
+    for name in (
+        "FUNCTION",
+        "PROCESS",
+        "COMM",
+        "TYPE",
+        "FILE",
+        "CALL",
+        "COMPLETION",
+        "CLOCK",
+        "TIMER",
+        "SHORT_CALL",
+        "END",
+    )
+)
 CALL_HAS_REQUEST, CALL_FAILED = (value for _, value, _ in layout.FLAGS)
+REQUEST_CANCELLED, REQUEST_FREED, REQUEST_STARTED = (value for _, value, _ in layout.REQUEST_FLAGS)
+MAX_FUNCTION_CODE = 0xFFFF  # call records hold u16 codes
 ALIGNMENT = layout.RECORD_ALIGNMENT
 # the fixed part of each variable-size record (after kind and size), and where its tail starts
-FIXED = {layout.BY_NAME[name].kind: layout.BY_NAME[name].layout.format
-         for name in ("FUNCTION", "PROCESS", "COMM", "TYPE", "FILE")}
+FIXED = {
+    layout.BY_NAME[name].kind: layout.BY_NAME[name].layout.format
+    for name in ("FUNCTION", "PROCESS", "COMM", "TYPE", "FILE")
+}
 FILE_NAME = re.compile(r"^(?P<program>.+)_(?P<host>[^_]+)_(?P<rank>\d+)_(?P<thread>\d+)\.L(?P<level>\d+)\.qtr$")
 
 CALL_DTYPE = layout.CALL.layout.dtype
 # a call with its communicator only (every other field at its default)
 SHORT_DTYPE = layout.SHORT_CALL.layout.dtype
 _SHORT_FIELDS = set(SHORT_DTYPE.names)
-CALL_DEFAULTS = {f.name: f.default for f in layout.CALL.layout.fields
-                 if f.default and f.name not in _SHORT_FIELDS}  # the rest 0
+CALL_DEFAULTS = {
+    f.name: f.default for f in layout.CALL.layout.fields if f.default and f.name not in _SHORT_FIELDS
+}  # the rest 0
 CALL_KINDS = {R_CALL: CALL_DTYPE, R_SHORT_CALL: SHORT_DTYPE}
 # one completed request of a Wait/Waitall/Test: the index of its call in the file's calls
-COMPLETION_DTYPE = np.dtype([("call", "<i8"), ("request", "<u8"), ("source", "<i4"), ("tag", "<i4"),
-                             ("bytes", "<i8")])
+COMPLETION_DTYPE = np.dtype(
+    [("call", "<i8"), ("request", "<u8"), ("source", "<i4"), ("tag", "<i4"), ("bytes", "<i8"), ("flags", "<i4")]
+)
 
 
 class TraceFileError(Exception):
@@ -68,10 +90,14 @@ class RankFile:
     world_size: int
     version: int = 2
     realtime_origin_ns: int = 0
+    run_id: int = 0  # version 3: the run's identity (0: unknown)
+    pid: int = 0
+    end_calls: Optional[int] = None  # the END record's count of call records (None: no END record)
     program: str = ""
     host: str = ""
     functions: Dict[int, str] = field(default_factory=dict)  # code -> name
     comms: Dict[int, Tuple[int, ...]] = field(default_factory=dict)  # id -> world ranks
+    comm_parts: Dict[int, Dict[int, Tuple[int, ...]]] = field(default_factory=dict)  # id -> first -> members
     types: Dict[int, Tuple[int, str]] = field(default_factory=dict)  # id -> (size, name or envelope)
     files: Dict[int, Tuple[str, int]] = field(default_factory=dict)  # id -> (name, initial size)
     clocks: Dict[int, Tuple[int, int]] = field(default_factory=dict)  # phase -> (local ns, offset ns)
@@ -90,21 +116,21 @@ def trace_files(directory: Path) -> List[Path]:
     return sorted(p for p in directory.iterdir() if p.name.endswith(".qtr"))
 
 
-def read_header(data: bytes) -> Tuple[int, int, int, int, int, int]:
-    """version, rank, thread, level, world size, CLOCK_REALTIME ns at init; TraceFileError
-    if the header is bad."""
+def read_header(data: Data) -> Tuple[int, int, int, int, int, int, int, int]:
+    """version, rank, thread, level, world size, CLOCK_REALTIME ns at init, pid, run id;
+    TraceFileError if the header is bad."""
     if len(data) < HEADER.size:
         raise TraceFileError(f"{len(data)} bytes, shorter than the {HEADER.size}-byte header")
-    (magic, version, header_size, _align, rank, thread, level, world_size, _pid, _, _origin, realtime,
-     _) = HEADER.unpack_from(data)
+    (magic, version, header_size, _align, rank, thread, level, world_size, pid, _, _origin, realtime, run_id) = (
+        HEADER.unpack_from(data)
+    )
     if magic != MAGIC:
         raise TraceFileError("not a qmpi trace file (bad magic)")
     if version not in VERSIONS:
-        raise TraceFileError(f"format version {version}, this qmpigen reads versions "
-                             f"{', '.join(map(str, VERSIONS))}")
-    if header_size != HEADER.size or not (0 <= rank < world_size):
+        raise TraceFileError(f"format version {version}, this qmpigen reads versions {', '.join(map(str, VERSIONS))}")
+    if header_size != HEADER.size or not (0 <= rank < world_size) or thread < 0 or level < 0:
         raise TraceFileError("corrupt header")
-    return version, rank, thread, level, world_size, realtime
+    return version, rank, thread, level, world_size, realtime, pid, run_id if version >= 3 else 0
 
 
 def read_rank_file(path: Path) -> RankFile:
@@ -116,14 +142,14 @@ def read_rank_file(path: Path) -> RankFile:
             size = os.fstat(stream.fileno()).st_size
             data = mmap.mmap(stream.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
     except OSError as exc:
-        raise TraceFileError(f"cannot read: {exc.strerror}")
-    version, rank, thread, level, world_size, realtime = read_header(data)
-    rank_file = RankFile(path, rank, thread, level, world_size, version, realtime)
+        raise TraceFileError(f"cannot read: {exc.strerror}") from None
+    version, rank, thread, level, world_size, realtime, pid, run_id = read_header(data)
+    rank_file = RankFile(path, rank, thread, level, world_size, version, realtime, run_id, pid)
     rank_file.problem = _read_records(data, HEADER.size, rank_file)
     return rank_file
 
 
-def _call_run(data: bytes, pos: int, end: int, kind: int) -> int:
+def _call_run(data: Data, pos: int, end: int, kind: int) -> int:
     """How many call records of `kind` follow each other from `pos` (at least 1)."""
     size = CALL_KINDS[kind].itemsize
     head = kind | size << 16  # kind and size read as one little-endian u32
@@ -140,7 +166,7 @@ def _call_run(data: bytes, pos: int, end: int, kind: int) -> int:
     return found
 
 
-def _walk_problem(data: bytes, pos: int, end: int) -> str:
+def _walk_problem(data: Data, pos: int, end: int) -> str:
     """Why the record at `pos` cannot be walked (its header, or it runs past the end)."""
     if end - pos < 4:
         return f"truncated at byte {pos} (a record header cut short)"
@@ -150,9 +176,11 @@ def _walk_problem(data: bytes, pos: int, end: int) -> str:
     return f"truncated at byte {pos} (a {size}-byte record, {end - pos} bytes left)"
 
 
-def _other_record(data: bytes, pos: int, kind: int, size: int, out: RankFile) -> Optional[str]:
+def _other_record(data: Data, pos: int, kind: int, size: int, out: RankFile) -> Optional[str]:
     """Reads a definition, clock or timer record into `out`; why it is corrupt, or None."""
     fixed = FIXED.get(kind)
+    if kind == R_COMM and out.version < 3:
+        fixed = layout.COMM_V2
     if fixed is not None:
         if RECORD_HEAD.size + fixed.size > size:
             return f"corrupt record at byte {pos} (kind {kind}, size {size})"
@@ -160,21 +188,39 @@ def _other_record(data: bytes, pos: int, kind: int, size: int, out: RankFile) ->
         tail = pos + RECORD_HEAD.size + fixed.size  # where the variable part starts
     if kind == R_FUNCTION:
         (code,) = values
+        if not 0 <= code <= MAX_FUNCTION_CODE:
+            return f"corrupt function record at byte {pos} (code {code})"
         out.functions[code] = _string(data, tail, pos + size)
     elif kind == R_PROCESS:
-        program, _, rest = data[tail:pos + size].partition(b"\0")
+        program, _, rest = data[tail : pos + size].partition(b"\0")
         out.program = program.decode(errors="replace")
         out.host = rest.split(b"\0", 1)[0].decode(errors="replace")
     elif kind == R_COMM:
-        comm_id, comm_size = values
-        if comm_size < 0 or tail + 4 * comm_size > pos + size:
+        comm_id, comm_size, first, count = values if len(values) == 4 else values + (0, values[1])
+        if (
+            comm_id < 0
+            or comm_size < 0
+            or first < 0
+            or count < 0
+            or first + count > comm_size
+            or tail + 4 * count > pos + size
+        ):
             return f"corrupt communicator record at byte {pos}"
-        out.comms[comm_id] = struct.unpack_from(f"<{comm_size}i", data, tail)
+        parts = out.comm_parts.setdefault(comm_id, {})
+        parts[first] = struct.unpack_from(f"<{count}i", data, tail)
+        listed = sorted(parts.items())
+        if sum(len(m) for _, m in listed) == comm_size:  # complete (its records follow each other)
+            members = tuple(r for _, m in listed for r in m)
+            if [f for f, _ in listed] == list(np.cumsum([0] + [len(m) for _, m in listed[:-1]])):
+                out.comms[comm_id] = members
+            del out.comm_parts[comm_id]
     elif kind == R_TYPE:
         type_id, type_size, named, nints, naddrs, ntypes = values
         name = _string(data, tail, pos + size)
-        out.types[type_id] = (type_size, name if named or name else
-                              f"derived(ints={nints},addrs={naddrs},types={ntypes})")
+        out.types[type_id] = (
+            type_size,
+            name if named or name else f"derived(ints={nints},addrs={naddrs},types={ntypes})",
+        )
     elif kind == R_FILE:
         file_id, _, initial = values
         out.files[file_id] = (_string(data, tail, pos + size), initial)
@@ -184,12 +230,14 @@ def _other_record(data: bytes, pos: int, kind: int, size: int, out: RankFile) ->
     elif kind == R_TIMER and size == TIMER.size:
         _, _, _, ticks, ns = TIMER.unpack_from(data, pos)
         out.timers.append((ticks, ns))
+    elif kind == R_END and size == END.size:
+        out.end_calls = END.unpack_from(data, pos)[3]
     else:
         return f"corrupt record at byte {pos} (kind {kind}, size {size})"
     return None
 
 
-def _read_records(data: bytes, pos: int, out: RankFile, end: Optional[int] = None) -> Optional[str]:
+def _read_records(data: Data, pos: int, out: RankFile, end: Optional[int] = None) -> Optional[str]:
     """Reads records from `pos` to `end`; the reason it stopped early, or None."""
     from . import loops
 
@@ -202,8 +250,17 @@ def _read_records(data: bytes, pos: int, out: RankFile, end: Optional[int] = Non
     bad = (calls["leave"] < calls["enter"]) | ~np.isin(calls["func"], list(out.functions))
     if bad.any():  # read again up to the first bad call, so nothing after it counts
         at = int(offsets[int(np.argmax(bad))])
-        fresh = RankFile(out.path, out.rank, out.thread, out.level, out.world_size, out.version,
-                         out.realtime_origin_ns)
+        fresh = RankFile(
+            out.path,
+            out.rank,
+            out.thread,
+            out.level,
+            out.world_size,
+            out.version,
+            out.realtime_origin_ns,
+            out.run_id,
+            out.pid,
+        )
         _read_records(data, HEADER.size, fresh, at)
         fresh.problem = f"corrupt call record at byte {at}"
         out.__dict__.update(fresh.__dict__)
@@ -220,21 +277,31 @@ RAW_COMPLETION = layout.COMPLETION.layout.dtype
 class _Kinds(ctypes.Structure):
     """_loops.c's struct kinds: what its walk sorts out, from the layout."""
 
-    _fields_ = [(name, ctypes.c_uint16) for name in ("call", "call_size", "short_call", "short_size", "completion",
-                                                     "completion_size", "alignment")]
+    _fields_ = [
+        (name, ctypes.c_uint16)
+        for name in ("call", "call_size", "short_call", "short_size", "completion", "completion_size", "alignment")
+    ]
 
 
-KINDS = _Kinds(R_CALL, CALL_DTYPE.itemsize, R_SHORT_CALL, SHORT_DTYPE.itemsize, R_COMPLETION, RAW_COMPLETION.itemsize,
-               ALIGNMENT)
+KINDS = _Kinds(
+    R_CALL, CALL_DTYPE.itemsize, R_SHORT_CALL, SHORT_DTYPE.itemsize, R_COMPLETION, RAW_COMPLETION.itemsize, ALIGNMENT
+)
 
 
 class _Scan(ctypes.Structure):
-    _fields_ = [("calls", ctypes.c_void_p), ("call_offset", ctypes.c_void_p), ("shorts", ctypes.c_void_p),
-                ("short_row", ctypes.c_void_p), ("completions", ctypes.c_void_p),
-                ("completion_at", ctypes.c_void_p), ("other_at", ctypes.c_void_p), ("counts", ctypes.c_int64 * 4)]
+    _fields_ = [
+        ("calls", ctypes.c_void_p),
+        ("call_offset", ctypes.c_void_p),
+        ("shorts", ctypes.c_void_p),
+        ("short_row", ctypes.c_void_p),
+        ("completions", ctypes.c_void_p),
+        ("completion_at", ctypes.c_void_p),
+        ("other_at", ctypes.c_void_p),
+        ("counts", ctypes.c_int64 * 4),
+    ]
 
 
-def _scan_native(lib, data: bytes, pos: int, end: int, out: RankFile):
+def _scan_native(lib, data: Data, pos: int, end: int, out: RankFile):
     """The records sorted out by _loops.c's walk (one count, one copy); the few others
     (definitions, clocks, timers) read here. Calls and completions after a corrupt
     record do not count."""
@@ -252,8 +319,15 @@ def _scan_native(lib, data: bytes, pos: int, end: int, out: RankFile):
     raw_completions = np.empty(n_completions, RAW_COMPLETION)
     completion_at = np.empty((n_completions, 2), np.int64)
     other_at = np.empty((n_others, 2), np.int64)
-    for name, array in (("calls", calls), ("call_offset", offsets), ("shorts", shorts), ("short_row", short_row),
-                        ("completions", raw_completions), ("completion_at", completion_at), ("other_at", other_at)):
+    for name, array in (
+        ("calls", calls),
+        ("call_offset", offsets),
+        ("shorts", shorts),
+        ("short_row", short_row),
+        ("completions", raw_completions),
+        ("completion_at", completion_at),
+        ("other_at", other_at),
+    ):
         setattr(scan, name, array.ctypes.data if array.size else ctypes.addressof(scan))  # not NULL: copy
     stop = scan_records(buffer, ctypes.c_int64(pos), ctypes.c_int64(end), kinds, ctypes.byref(scan))
     problem, cut, cut_at = (_walk_problem(data, stop, end), n_calls, stop) if stop < end else (None, n_calls, end)
@@ -268,7 +342,7 @@ def _scan_native(lib, data: bytes, pos: int, end: int, out: RankFile):
     keep = completion_at[:, 0] < cut_at
     completions = np.empty(int(keep.sum()), COMPLETION_DTYPE)
     completions["call"] = completion_at[keep, 1]
-    for name in ("request", "source", "tag", "bytes"):
+    for name in ("request", "source", "tag", "bytes", "flags"):
         completions[name] = raw_completions[name][keep]
     return calls[:cut], offsets[:cut], completions, problem
 
@@ -284,12 +358,12 @@ def _as_calls(shorts: np.ndarray) -> np.ndarray:
     return calls
 
 
-def _scan_python(data: bytes, pos: int, end: int, out: RankFile):
+def _scan_python(data: Data, pos: int, end: int, out: RankFile):
     """The same without a C compiler: runs of call records found with numpy, the other
     records one by one."""
     runs: List[Tuple[int, int, int]] = []  # start, count, kind
     ncalls = 0
-    completions: List[Tuple[int, int, int, int, int]] = []
+    completions: List[Tuple[int, int, int, int, int, int]] = []
     unpack_head = RECORD_HEAD.unpack_from
     problem = None
     while pos < end:
@@ -307,8 +381,8 @@ def _scan_python(data: bytes, pos: int, end: int, out: RankFile):
             pos += n * size
             continue
         if kind == R_COMPLETION and size == COMPLETION.size and ncalls > 0:
-            _, _, source, request, tag, _, nbytes = COMPLETION.unpack_from(data, pos)
-            completions.append((ncalls - 1, request, source, tag, nbytes))
+            _, _, source, request, tag, flags, nbytes = COMPLETION.unpack_from(data, pos)
+            completions.append((ncalls - 1, request, source, tag, nbytes, flags))
         else:
             problem = _other_record(data, pos, kind, size, out)
             if problem is not None:
@@ -321,15 +395,15 @@ def _scan_python(data: bytes, pos: int, end: int, out: RankFile):
     done, size = 0, CALL_DTYPE.itemsize
     for start, n, kind in runs:
         if kind == R_CALL:
-            raw[done * size:(done + n) * size] = np.frombuffer(data, np.uint8, n * size, start)
+            raw[done * size : (done + n) * size] = np.frombuffer(data, np.uint8, n * size, start)
         else:
-            calls[done:done + n] = _as_calls(np.frombuffer(data, SHORT_DTYPE, n, start))
-        offsets[done:done + n] = np.arange(start, start + n * CALL_KINDS[kind].itemsize, CALL_KINDS[kind].itemsize)
+            calls[done : done + n] = _as_calls(np.frombuffer(data, SHORT_DTYPE, n, start))
+        offsets[done : done + n] = np.arange(start, start + n * CALL_KINDS[kind].itemsize, CALL_KINDS[kind].itemsize)
         done += n
     return calls, offsets, np.array(completions, COMPLETION_DTYPE), problem
 
 
-def _string(data: bytes, start: int, stop: int) -> str:
+def _string(data: Data, start: int, stop: int) -> str:
     return data[start:stop].split(b"\0", 1)[0].decode(errors="replace")
 
 

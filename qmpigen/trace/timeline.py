@@ -6,12 +6,15 @@ from __future__ import annotations
 import warnings
 from collections import defaultdict
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple, cast
 
 import numpy as np
 
 COLUMNS = 2400  # pixel columns of the time axis the calls are drawn into
 MAX_LINES = 50_000  # message lines drawn: more only darken the same pixels
+MAX_TRACKS = 64  # tracks drawn: beyond, an evenly spaced sample (a picture 8,192 tracks tall shows nothing)
+MATRIX_RANKS = 16  # the summary shows the message matrix up to this many ranks, else the busiest pairs
+BUSIEST_PAIRS = 50
 
 
 class Timeline:
@@ -20,14 +23,21 @@ class Timeline:
     before the calls come, from pass 1); calls and time per rank and function; the
     message matrix; an evenly spaced sample of at most MAX_LINES messages to draw."""
 
-    def __init__(self, world_size: int) -> None:
+    def __init__(self, world_size: int, tracks: Optional[List[Tuple[int, int]]] = None) -> None:
         self.functions: List[str] = []  # index -> name
         self.index: Dict[str, int] = {}
         self.lo, self.hi, self.xlabel = 0.0, 1.0, ""
         self.columns: Dict[Tuple[int, int], Dict[int, np.ndarray]] = defaultdict(dict)  # track -> func -> used
         self.time_per_function: Dict[Tuple[int, str], List[int]] = defaultdict(lambda: [0, 0])  # calls, ns
-        self.counts = np.zeros((world_size, world_size), np.int64)
-        self.volume = np.zeros((world_size, world_size), np.int64)
+        self.world_size = world_size
+        # message pairs, sparse: (sender, receiver) -> [count, bytes] (a pair per message at most)
+        self.pairs: Dict[Tuple[int, int], List[int]] = {}
+        self.tracks = sorted(set(tracks)) if tracks is not None else None
+        if self.tracks is not None and len(self.tracks) > MAX_TRACKS:
+            at = np.linspace(0, len(self.tracks) - 1, MAX_TRACKS).round().astype(int)
+            self.tracks = [self.tracks[i] for i in sorted(set(at.tolist()))]
+        self.drawn = None if self.tracks is None else set(self.tracks)
+        self.track_count = None if tracks is None else len(set(tracks))
         self.matched = 0
         self.lines: List[np.ndarray] = []  # (x0, track0, x1, track1) rows, ms and (rank, thread) keys
 
@@ -68,47 +78,63 @@ class Timeline:
         start = enter_ns / 1e6
         first = np.clip(((start - self.lo) / width).astype(np.int64), -1, COLUMNS)
         last = np.clip(((start + np.maximum(duration, 1) / 1e6 - self.lo) / width).astype(np.int64), -1, COLUMNS)
+        if self.drawn is not None and (rank, thread) not in self.drawn:
+            return
         track = self.columns[(rank, thread)]
         for f in np.flatnonzero(counts).tolist():
             mine = func == f
             # +1 where a call's columns begin, -1 after they end (columns -1 .. COLUMNS, shifted by one)
-            cover = (np.bincount(first[mine] + 1, minlength=COLUMNS + 3)
-                     - np.bincount(last[mine] + 2, minlength=COLUMNS + 3))
-            used = np.cumsum(cover)[1:COLUMNS + 1] > 0
+            cover = np.bincount(first[mine] + 1, minlength=COLUMNS + 3) - np.bincount(
+                last[mine] + 2, minlength=COLUMNS + 3
+            )
+            used = np.cumsum(cover)[1 : COLUMNS + 1] > 0
             track[f] = track[f] | used if f in track else used
 
     def add_messages(self, senders: np.ndarray, receivers: np.ndarray, total_hint: int) -> None:
         """Matched pairs (ENDPOINT_DTYPE, pairwise), one sender's at a time: counted, and
         every k-th kept to draw, k such that about MAX_LINES of `total_hint` are kept."""
-        size = len(self.counts)
         sender, receiver = senders["sender"].astype(np.int64), senders["receiver"].astype(np.int64)
-        valid = (sender >= 0) & (sender < size) & (receiver >= 0) & (receiver < size)
-        cell = sender[valid] * size + receiver[valid]
-        self.counts += np.bincount(cell, minlength=size * size).reshape(size, size)
-        self.volume += np.rint(np.bincount(cell, weights=senders["bytes"][valid], minlength=size * size)).astype(
-            np.int64).reshape(size, size)
+        if len(sender):
+            pair = sender << 32 | (receiver & 0xFFFFFFFF)
+            keys, inverse, counts = np.unique(pair, return_inverse=True, return_counts=True)
+            volume = np.bincount(inverse.reshape(-1), weights=senders["bytes"].astype(np.float64), minlength=len(keys))
+            for key, count, nbytes in zip(keys.tolist(), counts.tolist(), np.rint(volume).astype(np.int64).tolist()):
+                cell = self.pairs.setdefault((key >> 32, key & 0xFFFFFFFF), [0, 0])
+                cell[0] += count
+                cell[1] += nbytes
         self.matched += len(senders)
         step = max(1, -(-total_hint // MAX_LINES))
         keep = slice(0, len(senders), step)
         s, r = senders[keep], receivers[keep]
-        line = np.empty(len(s), [("x0", "<f8"), ("rank0", "<i4"), ("thread0", "<i4"), ("x1", "<f8"),
-                                 ("rank1", "<i4"), ("thread1", "<i4")])
+        line = np.empty(
+            len(s),
+            [("x0", "<f8"), ("rank0", "<i4"), ("thread0", "<i4"), ("x1", "<f8"), ("rank1", "<i4"), ("thread1", "<i4")],
+        )
         line["x0"], line["rank0"], line["thread0"] = s["time"] / 1e6, s["sender"], s["thread"]
         line["x1"], line["rank1"], line["thread1"] = r["time"] / 1e6, r["receiver"], r["thread"]
         self.lines.append(line)
 
     def summary(self, unmatched_sends: int, unmatched_receives: int) -> str:
-        world_size = len(self.counts)
         lines = ["time per function per rank (calls, total ms):"]
         for (rank, func), (calls, ns) in sorted(self.time_per_function.items()):
             lines.append(f"  rank {rank:<4} {func:<22} {calls:>8} {ns / 1e6:>12.3f}")
-        lines.append("messages sender -> receiver (count / bytes):")
-        lines.append("        " + "".join(f"{'to ' + str(r):>14}" for r in range(world_size)))
-        for s in range(world_size):
-            cells = "".join(f"{self.counts[s, r]:>6} /{self.volume[s, r]:>6}" for r in range(world_size))
-            lines.append(f"  {'from ' + str(s):<6}{cells}")
-        lines.append(f"{self.matched} messages matched, {unmatched_sends} sends and {unmatched_receives} receives "
-                     "unmatched")
+        ranks = sorted({r for pair in self.pairs for r in pair})
+        if self.world_size <= MATRIX_RANKS:
+            lines.append("messages sender -> receiver (count / bytes):")
+            lines.append("        " + "".join(f"{'to ' + str(r):>14}" for r in range(self.world_size)))
+            for s in range(self.world_size):
+                cells = "".join("{:>6} /{:>6}".format(*self.pairs.get((s, r), (0, 0))) for r in range(self.world_size))
+                lines.append(f"  {'from ' + str(s):<6}{cells}")
+        else:  # a world_size x world_size matrix grows past any use: the busiest pairs by bytes
+            busiest = sorted(self.pairs.items(), key=lambda item: (-item[1][1], -item[1][0], item[0]))[:BUSIEST_PAIRS]
+            lines.append(
+                f"messages: {len(self.pairs)} sender -> receiver pairs among {len(ranks)} ranks; the "
+                f"{len(busiest)} busiest by bytes (count / bytes):"
+            )
+            lines += [f"  {s:>8} -> {r:<8} {count:>10} / {nbytes}" for (s, r), (count, nbytes) in busiest]
+        lines.append(
+            f"{self.matched} messages matched, {unmatched_sends} sends and {unmatched_receives} receives unmatched"
+        )
         return "\n".join(lines) + "\n"
 
     def plot(self, path: Path, title: str) -> None:
@@ -127,6 +153,8 @@ class Timeline:
         colours = plt.get_cmap("tab20")
         lo, hi = self.lo, self.hi
         width = (hi - lo) / COLUMNS
+        if self.track_count is not None and self.track_count > len(self.tracks or ()):
+            title += f" ({len(tracks)} of {self.track_count} tracks shown, evenly spaced)"
         fig, ax = plt.subplots(figsize=(12, 1.2 + 0.5 * len(tracks)))
         for track in tracks:
             for f, used in sorted(self.columns[track].items()):
@@ -141,19 +169,26 @@ class Timeline:
             y1 = np.array([row.get(t, -1) for t in zip(line["rank1"].tolist(), line["thread1"].tolist())], float)
             keep = (y0 >= 0) & (y1 >= 0)
             if keep.any():
-                segments = np.stack([np.stack([line["x0"][keep], y0[keep]], axis=1),
-                                     np.stack([line["x1"][keep], y1[keep]], axis=1)], axis=1)
-                ax.add_collection(LineCollection(segments, colors="black", linewidths=0.6, alpha=0.7))
+                segments = np.stack(
+                    [np.stack([line["x0"][keep], y0[keep]], axis=1), np.stack([line["x1"][keep], y1[keep]], axis=1)],
+                    axis=1,
+                )
+                ax.add_collection(LineCollection(cast(Sequence, segments), colors="black", linewidths=0.6, alpha=0.7))
         ax.set_xlim(lo, hi)
         ax.set_yticks(range(len(tracks)))
         ax.set_yticklabels([f"rank {r}" + (f" t{t}" if t else "") for r, t in tracks])
         ax.set_ylim(len(tracks) - 0.5, -0.5)
         ax.set_xlabel(self.xlabel)
         ax.set_title(title)
-        used_functions = sorted({f for columns in self.columns.values() for f in columns}, key=colour_of.get)
+        used_functions = sorted({f for columns in self.columns.values() for f in columns}, key=lambda f: colour_of[f])
         handles = [plt.Rectangle((0, 0), 1, 1, color=colours(colour_of[f] % 20)) for f in used_functions]
-        ax.legend(handles, [self.functions[f] for f in used_functions], loc="upper left", bbox_to_anchor=(1.0, 1.0),
-                  fontsize=7)
+        ax.legend(
+            handles,
+            [self.functions[f] for f in used_functions],
+            loc="upper left",
+            bbox_to_anchor=(1.0, 1.0),
+            fontsize=7,
+        )
         with warnings.catch_warnings():  # a tall legend beside few tracks: no tight layout, no matter
             warnings.simplefilter("ignore", UserWarning)
             fig.tight_layout()

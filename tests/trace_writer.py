@@ -1,0 +1,149 @@
+"""A test-side writer of rank files (docs/trace-format.md), every struct taken from
+qmpigen/trace/layout.py, the format's one home: synthetic traces of any size without an
+MPI job, for the merge's scale, corrupt-input and fuzz tests and bench/trace_merge.py."""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+from typing import Iterable, Optional, Sequence
+
+import numpy as np
+
+from qmpigen.trace import layout
+
+KIND = {r.name: r.kind for r in layout.RECORDS}
+CODE = {f.mpi_name: f.code for f in layout.FUNCTIONS}
+HEAD = struct.Struct("<HH")
+
+
+def record(kind: str, fixed: Sequence[int], layout_struct: layout.Struct, tail: bytes = b"") -> bytes:
+    body = layout_struct.format.pack(*fixed) + tail
+    body += b"\0" * (-(4 + len(body)) % layout.RECORD_ALIGNMENT)
+    return HEAD.pack(KIND[kind], 4 + len(body)) + body
+
+
+def fixed_record(kind: str, *values: int) -> bytes:
+    r = layout.BY_NAME[kind]
+    return r.layout.format.pack(r.kind, r.size, *values)
+
+
+def header(
+    rank: int,
+    world_size: int,
+    run_id: int = 0x1234,
+    thread: int = 0,
+    level: int = 1,
+    version: int = layout.VERSION,
+    realtime: int = 1_700_000_000_000_000_000,
+) -> bytes:
+    return layout.HEADER.format.pack(
+        layout.MAGIC,
+        version,
+        layout.HEADER.size,
+        layout.RECORD_ALIGNMENT,
+        rank,
+        thread,
+        level,
+        world_size,
+        1000 + rank,
+        0,
+        0,
+        realtime,
+        run_id,
+    )
+
+
+def preamble(program: str = "synth", host: str = "node") -> bytes:
+    out = [
+        record("FUNCTION", (f.code,), layout.BY_NAME["FUNCTION"].layout, f.mpi_name.encode() + b"\0")
+        for f in layout.FUNCTIONS
+    ]
+    out.append(
+        record("PROCESS", (0,), layout.BY_NAME["PROCESS"].layout, program.encode() + b"\0" + host.encode() + b"\0")
+    )
+    return b"".join(out)
+
+
+def comm(comm_id: int, members: Sequence[int]) -> bytes:
+    out = []
+    for first in range(0, max(len(members), 1), layout.COMM_CHUNK):
+        part = members[first : first + layout.COMM_CHUNK]
+        out.append(
+            record(
+                "COMM",
+                (comm_id, len(members), first, len(part)),
+                layout.BY_NAME["COMM"].layout,
+                struct.pack(f"<{len(part)}i", *part),
+            )
+        )
+    return b"".join(out)
+
+
+def calls(
+    func: np.ndarray,
+    enter: np.ndarray,
+    leave: np.ndarray,
+    comm_id: int = 0,
+    peer: Optional[np.ndarray] = None,
+    tag: int = 0,
+    nbytes: int = 8,
+) -> bytes:
+    """CALL records (layout.CALL's dtype), one per row."""
+    rows = np.zeros(len(func), layout.CALL.layout.dtype)
+    for f in layout.CALL.layout.fields:
+        if f.default:
+            rows[f.name] = f.default
+    rows["kind"], rows["size"] = layout.CALL.kind, layout.CALL.size
+    rows["func"], rows["enter"], rows["leave"], rows["comm"] = func, enter, leave, comm_id
+    if peer is not None:
+        rows["peer"], rows["tag"], rows["bytes"], rows["count"] = peer, tag, nbytes, nbytes
+    return rows.tobytes()
+
+
+def rank_file(
+    rank: int,
+    world_size: int,
+    n_calls: int = 24,
+    run_id: int = 0x1234,
+    end: bool = True,
+    extra: bytes = b"",
+    t0: int = 1_000_000,
+    **head,
+) -> bytes:
+    """A rank of a ring: MPI_Init, n_calls - 2 calls alternating MPI_Send to the right and
+    MPI_Recv from the left (tag 7, 8 bytes), MPI_Finalize; timers, clocks, END."""
+    middle = max(n_calls - 2, 0)
+    func = np.empty(middle + 2, np.uint16)
+    func[0], func[-1] = CODE["MPI_Init"], CODE["MPI_Finalize"]
+    is_send = np.arange(middle) % 2 == (rank % 2)
+    func[1:-1] = np.where(is_send, CODE["MPI_Send"], CODE["MPI_Recv"])
+    enter = t0 + 1000 * np.arange(middle + 2, dtype=np.uint64)
+    peer = np.full(middle + 2, -1, np.int32)
+    peer[1:-1] = np.where(is_send, (rank + 1) % world_size, (rank - 1) % world_size)
+    body = [
+        header(rank, world_size, run_id, **head),
+        preamble(),
+        comm(0, [] if world_size > 100_000 else list(range(world_size))),
+        fixed_record("TIMER", 0, t0, t0),
+        fixed_record("CLOCK", 0, t0, 0, 0),
+        calls(func, enter, enter + 500, 0, peer, 7, 8),
+        extra,
+        fixed_record("CLOCK", 1, int(enter[-1]), 0, 0),
+        fixed_record("TIMER", 0, int(enter[-1]) + 600, int(enter[-1]) + 600),
+    ]
+    if end:
+        body.append(fixed_record("END", 0, middle + 2 + extra_calls(extra)))
+    return b"".join(body)
+
+
+def extra_calls(extra: bytes) -> int:
+    return 0  # extra bytes are never call records in these tests
+
+
+def write_run(
+    directory: Path, world_size: int, n_calls: int = 24, ranks: Optional[Iterable[int]] = None, **kwargs
+) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    for rank in range(world_size) if ranks is None else ranks:
+        (directory / f"synth_node_{rank}_0.L1.qtr").write_bytes(rank_file(rank, world_size, n_calls, **kwargs))
