@@ -14,15 +14,15 @@ import sys
 
 import pytest
 
-from qmpigen.trace import layout
+from qmpigen.trace import layout, layout_text
 
 from conftest import REPO
 
 
 def test_generated_parts_are_up_to_date():
-    for path, text in layout.generated().items():
-        assert path.read_text() == text, f"{path} is out of date: run `{layout.COMMAND}`"
-    assert layout.main([]) == 0
+    for path, text in layout_text.generated().items():
+        assert path.read_text() == text, f"{path} is out of date: run `{layout_text.COMMAND}`"
+    assert layout_text.main([]) == 0
 
 
 def test_the_c_structs_compile_with_the_layouts_offsets(tmp_path):
@@ -30,8 +30,8 @@ def test_the_c_structs_compile_with_the_layouts_offsets(tmp_path):
     compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
     if compiler is None:
         pytest.skip("no C compiler")
-    text = layout.TRACE_C.read_text()
-    block = text.split(layout.C_BEGIN)[1].split(layout.C_END)[0]
+    text = layout_text.TRACE_C.read_text()
+    block = text.split(layout_text.C_BEGIN)[1].split(layout_text.C_END)[0]
     source = tmp_path / "layout.c"
     source.write_text(
         block + "int main(void) { struct call_record r = {CALL_RECORD_DEFAULTS}; return !CALL_RECORD_IS_SHORT(r); }\n"
@@ -72,7 +72,7 @@ def test_the_collectives_have_one_home():
     assert otf2_out.COLLECTIVE_OPS == {name: getattr(CollectiveOp, op) for name, op in layout.COLLECTIVES.items()}
     assert len(otf2_out.COLLECTIVE_OPS) == 9
     # and trace.c's function table is the layout's
-    names = re.findall(r"X\(\w+, (\w+), [01]\)", layout.TRACE_C.read_text())
+    names = re.findall(r"X\(\w+, (\w+), [01]\)", layout_text.TRACE_C.read_text())
     assert names == [f.name for f in layout.FUNCTIONS]
 
 

@@ -11,7 +11,7 @@ import numpy as np
 from .read import RankFile
 
 if TYPE_CHECKING:
-    from .merge import FileInfo
+    from .gather import FileInfo
 
 
 def ticks_to_ns(files: List[FileInfo]) -> Callable[[np.ndarray], np.ndarray]:

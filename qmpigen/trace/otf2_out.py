@@ -30,6 +30,7 @@ from otf2.enums import (
 
 from . import loops
 from .layout import COLLECTIVES
+from .read import RankFile
 
 COLLECTIVE_OPS = {name: getattr(CollectiveOp, op) for name, op in COLLECTIVES.items()}
 ROLES = {
@@ -367,3 +368,41 @@ class Otf2Writer:
             self.writer._realtime_timestamp = realtime_s
         self.writer.close()
         self.writer = None
+
+
+IO_CALLS = {"MPI_File_write_at": 1, "MPI_File_read_at": 0}  # name -> OTF2 I/O operation mode
+
+
+def io_events(
+    archive,
+    rank_file: RankFile,
+    rank: int,
+    calls: np.ndarray,
+    func: np.ndarray,
+    timeline,
+    events: np.ndarray,
+    op: np.ndarray,
+    is_io: np.ndarray,
+    comm_gid: np.ndarray,
+    comm_refs: np.ndarray,
+    io_handles: Dict[Tuple[int, int], int],
+) -> None:
+    """MPI-IO reads and writes as OTF2 I/O operations on the rank's handle of the file
+    (defined at its first use: name from the FILE record, communicator from File_open)."""
+    opened = is_io | np.isin(func, [timeline.index.get("MPI_File_open", -1)])
+    for i in np.flatnonzero(opened).tolist():
+        file_id = int(calls["file"][i])
+        if file_id < 0 or (rank, file_id) in io_handles:
+            continue
+        name = rank_file.files.get(file_id, (f"file {file_id}", 0))[0]
+        comm = archive.comms.get(int(comm_gid[i])) if comm_gid[i] >= 0 else None
+        io_handles[(rank, file_id)] = archive.io_handle(rank, name, comm)._ref
+    mode = np.zeros(len(timeline.functions), np.int64)
+    for name, value in IO_CALLS.items():
+        if name in timeline.index:
+            mode[timeline.index[name]] = value
+    rows = np.flatnonzero(is_io)
+    op[rows] = OP_IO
+    events["comm"][rows] = [io_handles[(rank, int(f))] for f in calls["file"][rows].tolist()]
+    events["tag"][rows] = mode[func[rows]]
+    events["request"][rows] = rows  # the matching id: unique per location

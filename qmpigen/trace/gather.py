@@ -1,0 +1,440 @@
+"""`qmpigen trace`, pass 1: every rank file's header, definitions, clocks, timers and
+requests read, one file at a time; the files of one run chosen (the newest), every file
+not used fully named in one line; communicators merged across ranks (each distinct member
+list checked once); clocks aligned; each rank's requests matched. What pass 2
+(qmpigen.trace.merge) writes events from."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, FrozenSet, List, Optional, Tuple
+
+# the rest of the trace extra, imported here so that a missing one fails at once (the CLI
+# turns the ImportError into one line)
+import matplotlib  # noqa: F401
+import numpy as np
+import otf2  # noqa: F401
+
+from .clocks import aligned_ns, clock_alignment, ticks_to_ns
+from .match import (
+    PERSISTENT_INITS,
+    REQUEST_STARTS,
+    match_requests,
+)
+from .read import (
+    CALL_HAS_REQUEST,
+    REQUEST_STARTED,
+    RankFile,
+    TraceFileError,
+    read_rank_file,
+)
+
+
+class MergeError(Exception):
+    """Nothing could be merged; the message is one line, `notes` say which files failed."""
+
+    def __init__(self, message: str, notes: Optional[List[str]] = None):
+        super().__init__(message)
+        self.notes = notes or []
+
+
+@dataclass
+class MergeReport:
+    notes: List[str] = field(default_factory=list)  # one line per skipped or cut file
+    files: int = 0
+    events: int = 0  # calls
+    messages: int = 0
+    otf2_events: int = 0
+    json_events: int = 0
+    otf2_mode: str = ""
+    summary: str = ""
+    _line_of: Dict[str, int] = field(default_factory=dict)
+
+    def note(self, name: str, text: str) -> None:
+        """One line per file: a second note on a file joins its line."""
+        if name in self._line_of:
+            self.notes[self._line_of[name]] += f"; {text}"
+        else:
+            self._line_of[name] = len(self.notes)
+            self.notes.append(f"{name}: {text}")
+
+
+def _nothing() -> np.ndarray:
+    return np.empty(0, np.int64)
+
+
+@dataclass
+class FileInfo:
+    """What pass 1 keeps of a rank file: definitions and its requests."""
+
+    head: RankFile
+    calls: int = 0
+    first_enter: int = 0  # ticks
+    # the timeline's axis (ticks): the last leave, the end of MPI_Init and the start of
+    # MPI_Finalize (None if the file has none)
+    last_leave: int = 0
+    init_leave: Optional[int] = None
+    finalize_enter: Optional[int] = None
+    # the file's request starts: its Isend/Irecv calls (call index) then the persistent
+    # requests its Start/Startall calls started (index in its completion records), with
+    # handle, leave ticks, whether a send, the local communicator, world peer, tag, bytes
+    starts: np.ndarray = field(default_factory=_nothing)
+    started: np.ndarray = field(default_factory=_nothing)  # indices of the STARTED completion records
+    start: np.ndarray = field(default_factory=_nothing)  # START_DTYPE, starts then started
+    inits: np.ndarray = field(default_factory=_nothing)  # START_DTYPE: the file's Send_init/Recv_init calls
+    done: np.ndarray = field(default_factory=_nothing)  # indices of the other completion records
+    done_handle: np.ndarray = field(default_factory=_nothing)
+    done_time: np.ndarray = field(default_factory=_nothing)
+    # filled after pass 1: where the file's starts begin in its rank's RankRequests, and
+    # per completion the index of its start there (-1: none seen)
+    start_offset: int = 0
+    done_start: np.ndarray = field(default_factory=_nothing)
+
+
+START_DTYPE = np.dtype(
+    [
+        ("handle", "<u8"),
+        ("time", "<i8"),
+        ("send", "?"),
+        ("comm", "<i4"),
+        ("peer", "<i4"),
+        ("tag", "<i4"),
+        ("bytes", "<i8"),
+    ]
+)
+
+
+@dataclass
+class RankRequests:
+    """A rank's request starts over all its files (file order)."""
+
+    request_id: np.ndarray  # numbered across the merged trace
+    is_isend: np.ndarray
+    comm: np.ndarray  # merged communicator id
+    peer: np.ndarray  # world rank (persistent starts: from their Send_init/Recv_init)
+    tag: np.ndarray
+    bytes: np.ndarray
+    valid: np.ndarray  # False: a persistent start whose init was not seen
+
+
+def _codes(rank_file: RankFile, names: set) -> np.ndarray:
+    return np.array([code for code, name in rank_file.functions.items() if name in names], np.uint16)
+
+
+def _pass1(path: Path, report: MergeReport, members: Dict[Tuple[int, ...], Tuple[int, ...]]) -> Optional[FileInfo]:
+    """`members`: the communicators' member tuples seen so far. Every rank file lists
+    MPI_COMM_WORLD's members: one shared tuple per distinct list keeps pass 1's memory
+    from growing with files x world size (2.7 GB at 8,192 ranks)."""
+    try:
+        rank_file = read_rank_file(path)
+    except TraceFileError as exc:
+        report.note(path.name, f"skipped: {exc}")
+        return None
+    rank_file.comms = {comm_id: members.setdefault(ranks, ranks) for comm_id, ranks in rank_file.comms.items()}
+    calls = rank_file.calls
+    if rank_file.problem:
+        report.note(path.name, f"{rank_file.problem}; merged the {len(calls)} calls before it")
+    info = FileInfo(
+        rank_file,
+        len(calls),
+        int(calls["enter"].min()) if len(calls) else 0,
+        int(calls["leave"].max()) if len(calls) else 0,
+    )
+    init = np.isin(calls["func"], _codes(rank_file, {"MPI_Init", "MPI_Init_thread"}))
+    finalize = np.isin(calls["func"], _codes(rank_file, {"MPI_Finalize"}))
+    info.init_leave = int(calls["leave"][init].max()) if init.any() else None
+    info.finalize_enter = int(calls["enter"][finalize].min()) if finalize.any() else None
+    has_request = calls["flags"] & CALL_HAS_REQUEST != 0
+    starts = np.flatnonzero(np.isin(calls["func"], _codes(rank_file, REQUEST_STARTS)) & has_request)
+    done = rank_file.completions
+    started = np.flatnonzero(done["flags"] & REQUEST_STARTED != 0)
+    info.starts, info.started = starts, started
+    send_codes = _codes(rank_file, {"MPI_Isend"} | {n for n, send in PERSISTENT_INITS.items() if send})
+    start = np.zeros(len(starts) + len(started), START_DTYPE)
+    start["handle"][: len(starts)] = calls["request"][starts]
+    start["time"][: len(starts)] = calls["leave"][starts].astype(np.int64)
+    start["send"][: len(starts)] = np.isin(calls["func"][starts], send_codes)
+    for name in ("comm", "peer", "tag", "bytes"):
+        start[name][: len(starts)] = calls[name][starts]
+    start["handle"][len(starts) :] = done["request"][started]
+    start["time"][len(starts) :] = calls["leave"][done["call"][started]].astype(np.int64)
+    info.start = start
+    inits = np.flatnonzero(np.isin(calls["func"], _codes(rank_file, set(PERSISTENT_INITS))) & has_request)
+    info.inits = np.zeros(len(inits), START_DTYPE)
+    info.inits["handle"], info.inits["time"] = calls["request"][inits], calls["leave"][inits].astype(np.int64)
+    info.inits["send"] = np.isin(calls["func"][inits], send_codes)
+    for name in ("comm", "peer", "tag", "bytes"):
+        info.inits[name] = calls[name][inits]
+    info.done = np.flatnonzero(done["flags"] & REQUEST_STARTED == 0)
+    info.done_handle = done["request"][info.done]
+    info.done_time = calls["leave"][done["call"][info.done]].astype(np.int64)
+    rank_file.drop_events()
+    return info
+
+
+def _persistent(start: np.ndarray, inits: np.ndarray) -> np.ndarray:
+    """Per persistent start, the index of its request's Send_init/Recv_init in `inits`:
+    the latest one of its handle before it (-1: none seen)."""
+    handle = np.concatenate([inits["handle"], start["handle"]])
+    time = np.concatenate([inits["time"], start["time"]])
+    is_start = np.concatenate([np.zeros(len(inits), bool), np.ones(len(start), bool)])
+    order = np.lexsort((is_start, time, handle))
+    place = np.where(~is_start[order], np.arange(len(order)), -1)
+    latest = np.maximum.accumulate(place) if len(place) else place  # the latest init so far, in this order
+    result = np.full(len(start), -1, np.int64)
+    at = np.flatnonzero(is_start[order])
+    found = latest[at]
+    ok = found >= 0
+    found = np.where(ok, order[np.maximum(found, 0)], -1)
+    ok[ok] &= handle[found[ok]] == handle[order[at[ok]]]
+    result[order[at[ok]] - len(inits)] = found[ok]
+    return result
+
+
+def _comm_tables(ranks, global_comm: Dict[Tuple[int, int], int]) -> Dict[int, Tuple[np.ndarray, np.ndarray]]:
+    """Per rank, its communicator ids and their merged ids, sorted by id."""
+    pairs: Dict[int, List[Tuple[int, int]]] = {rank: [] for rank in ranks}
+    for (rank, local), gid in global_comm.items():
+        if rank in pairs:
+            pairs[rank].append((local, gid))
+    return {
+        rank: (np.array([p[0] for p in sorted(ps)], np.int64), np.array([p[1] for p in sorted(ps)], np.int64))
+        for rank, ps in pairs.items()
+    }
+
+
+def lookup(keys: np.ndarray, values: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """values[i] where keys[i] == query (keys sorted), else -1: costs follow the ids
+    defined, not an id's value."""
+    query = np.asarray(query, np.int64)
+    if len(keys) == 0:
+        return np.full(len(query), -1, np.int64)
+    at = np.minimum(np.searchsorted(keys, query), len(keys) - 1)
+    return np.where(keys[at] == query, values[at], -1)
+
+
+def _match_rank_requests(
+    files: List[FileInfo], next_id: int, comm_table: Tuple[np.ndarray, np.ndarray]
+) -> RankRequests:
+    """Numbers the rank's request starts from `next_id` (file order), gives persistent
+    starts their Send_init/Recv_init's message, and ties completions to starts."""
+    offsets: np.ndarray = np.cumsum(np.array([0] + [len(f.start) for f in files], np.int64))
+    start = np.concatenate([f.start for f in files])
+    inits = np.concatenate([f.inits for f in files])
+    persistent = np.concatenate(
+        [np.arange(len(f.starts), len(f.start)) + offset for f, offset in zip(files, offsets.tolist())]
+    )
+    valid = np.ones(len(start), bool)
+    if len(persistent):
+        init = _persistent(start[persistent], inits)
+        valid[persistent] = init >= 0
+        for name in ("send", "comm", "peer", "tag", "bytes"):
+            start[name][persistent] = np.where(init >= 0, inits[name][np.maximum(init, 0)], 0) if len(inits) else 0
+    for f, offset in zip(files, offsets.tolist()):
+        f.start_offset = offset
+        f.done_start = match_requests(start["handle"][valid], start["time"][valid], f.done_handle, f.done_time)
+        f.done_start = np.where(
+            f.done_start >= 0, np.flatnonzero(valid)[np.maximum(f.done_start, 0)] if valid.any() else -1, -1
+        )
+    return RankRequests(
+        np.arange(next_id, next_id + int(offsets[-1]), dtype=np.uint64),
+        start["send"].copy(),
+        lookup(*comm_table, start["comm"]),
+        start["peer"].astype(np.int64),
+        start["tag"].astype(np.int64),
+        start["bytes"].astype(np.int64),
+        valid,
+    )
+
+
+def _ranges(ranks: List[int]) -> str:
+    """0, 2-5, 9 (one line however many)."""
+    out: List[List[int]] = []
+    for rank in ranks:
+        if out and out[-1][1] == rank - 1:
+            out[-1][1] = rank
+        else:
+            out.append([rank, rank])
+    text = ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in out[:20])
+    return text + (f" and {len(out) - 20} more ranges" if len(out) > 20 else "")
+
+
+def _one_run(infos: List[FileInfo], report: MergeReport) -> List[FileInfo]:
+    """The files of one run: a directory may hold several (a new run over stale files of
+    an older one). Version 3 files name their run (an id rank 0 drew at MPI_Init);
+    older ones are told apart by world size. The newest run is merged (CLOCK_REALTIME at
+    MPI_Init: files left over from an earlier run in the same directory are stale, however
+    many), the one with more files among equals; every other file gets a line. Of
+    two files for the same rank and thread (two hosts, or a copy), the first by name."""
+    runs: Dict[Tuple[int, int], List[FileInfo]] = defaultdict(list)
+    for f in infos:
+        runs[(f.head.run_id, f.head.world_size if f.head.run_id == 0 else 0)].append(f)
+    chosen = max(runs, key=lambda key: (max(f.head.realtime_origin_ns for f in runs[key]), len(runs[key]), key))
+    for key, files in sorted(runs.items()):
+        if key == chosen:
+            continue
+        for f in files:
+            what = f"run {f.head.run_id:016x}" if f.head.run_id else f"an older-format run of {f.head.world_size} ranks"
+            report.note(f.head.path.name, f"not merged: other run ({what}; merged: the newest run)")
+    seen: Dict[Tuple[int, int], FileInfo] = {}
+    kept = []
+    for f in sorted(runs[chosen], key=lambda f: f.head.path.name):
+        key = (f.head.rank, f.head.thread)
+        if key in seen:
+            first = seen[key].head
+            report.note(
+                f.head.path.name,
+                f"not merged: rank {key[0]} thread {key[1]} again (host "
+                f"{f.head.host or '?'}, pid {f.head.pid}; merged: {first.path.name})",
+            )
+            continue
+        seen[key] = f
+        kept.append(f)
+    return kept
+
+
+def _file_notes(f: FileInfo, report: MergeReport) -> None:
+    """A version 3 file that did not reach MPI_Finalize (no END record), or lost calls."""
+    head = f.head
+    if head.version < 3 or head.problem:
+        return
+    if head.end_calls is None:
+        report.note(
+            head.path.name,
+            f"missing finalize record: the rank ended before MPI_Finalize; its "
+            f"calls after its last flush are lost ({f.calls} calls merged)",
+        )
+    elif head.end_calls != f.calls:
+        report.note(head.path.name, f"cut short: {f.calls} of {head.end_calls} calls")
+
+
+def _sane_clocks(f: FileInfo, report: MergeReport) -> None:
+    """A finalize clock record before the init one (or the same): the init offset alone."""
+    clocks = f.head.clocks
+    if 1 in clocks and 0 in clocks and clocks[1][0] <= clocks[0][0]:
+        report.note(f.head.path.name, "finalize clock record runs backwards; the init offset used alone")
+        del clocks[1]
+
+
+@dataclass(frozen=True)
+class Gathered:
+    """What pass 1 learnt of the files, for pass 2 (names as in qmpigen.trace.merge)."""
+
+    infos: Any
+    world_size: Any
+    by_rank: Any
+    threads: Any
+    hosts: Any
+    comm_keys: Any
+    members: Any
+    local_rank: Dict[int, Tuple[np.ndarray, np.ndarray]]
+    comm_tables: Dict[int, Tuple[np.ndarray, np.ndarray]]
+    to_ns: Any
+    aligned: Any
+    origin: Any
+    requests: Any
+    member_table: Any
+    comm_size: Any
+
+
+def gather(directory: Path, paths: List[Path], report: MergeReport) -> Gathered:
+    infos: List[FileInfo] = []
+    member_lists: Dict[Tuple[int, ...], Tuple[int, ...]] = {}
+    for path in paths:
+        info = _pass1(path, report, member_lists)
+        if info is not None:
+            infos.append(info)
+    if not infos:
+        raise MergeError(
+            f"{directory}: no readable trace files" + (f" ({len(paths)} skipped)" if paths else ""), report.notes
+        )
+    infos = _one_run(infos, report)
+    for f in infos:
+        _file_notes(f, report)
+        _sane_clocks(f, report)
+    infos.sort(key=lambda f: (f.head.rank, f.head.thread))
+    world_size = max(f.head.world_size for f in infos)
+    by_rank: Dict[int, List[FileInfo]] = defaultdict(list)
+    for f in infos:
+        by_rank[f.head.rank].append(f)
+    missing = world_size - len(by_rank)
+    if missing:
+        absent = [r for r in range(world_size) if r not in by_rank] if missing <= 100_000 else []
+        report.notes.append(
+            f"ranks missing: {missing} of {world_size} have no file"
+            + (f" ({_ranges(absent)})" if absent else "")
+            + "; the others merged"
+        )
+    threads = {rank: [f.head.thread for f in files] for rank, files in by_rank.items()}
+    hosts = {rank: files[0].head.host for rank, files in by_rank.items()}
+    comm_defs: Dict[int, Dict[int, Tuple[int, ...]]] = defaultdict(dict)
+    for f in infos:
+        comm_defs[f.head.rank].update(f.head.comms)
+    # the same communicator on every rank: its members, and which of the rank's
+    # communicators with those members it is (a Comm_dup of world is the second); a
+    # communicator naming ranks outside the world, or one twice, is left out
+    global_comm: Dict[Tuple[int, int], int] = {}
+    comm_keys: Dict[Tuple[Tuple[int, ...], int], int] = {}
+    # each distinct member list checked once (world's is in every file: world_size^2 work otherwise)
+    checked: Dict[Tuple[int, ...], FrozenSet[int]] = {}
+    for rank in sorted(comm_defs):
+        comms = comm_defs[rank]
+        seen: Dict[Tuple[int, ...], int] = defaultdict(int)
+        for local_id in sorted(comms):
+            ranks = comms[local_id]
+            if ranks not in checked:
+                unique = frozenset(ranks)
+                checked[ranks] = (
+                    unique if len(unique) == len(ranks) and all(0 <= r < world_size for r in unique) else frozenset()
+                )
+            if rank not in checked[ranks]:
+                report.notes.append(
+                    f"rank {rank}: communicator {local_id} names ranks outside the world or twice; "
+                    "its calls merged without it"
+                )
+                continue
+            key = (ranks, seen[ranks])
+            seen[ranks] += 1
+            global_comm[(rank, local_id)] = comm_keys.setdefault(key, len(comm_keys))
+    members = {gid: key[0] for key, gid in comm_keys.items()}
+    # world rank -> rank in the communicator, per merged communicator: sorted members
+    local_rank = {}
+    for gid, ranks in members.items():
+        world = np.array(ranks, np.int64)
+        order = np.argsort(world, kind="stable")
+        local_rank[gid] = (world[order], order.astype(np.int64))
+    comm_tables = _comm_tables(by_rank, global_comm)
+    to_ns = {rank: ticks_to_ns(files) for rank, files in by_rank.items()}
+    aligned = {}
+    for rank, files in by_rank.items():
+        with_clock = [f.head for f in files if 0 in f.head.clocks]
+        aligned[rank] = clock_alignment(with_clock[0]) if with_clock else (lambda t: t)
+    origin = min(
+        (aligned_ns(f.first_enter, aligned[f.head.rank], to_ns[f.head.rank]) for f in infos if f.calls), default=0
+    )
+    requests: Dict[int, RankRequests] = {}
+    next_request = 1
+    for rank in sorted(by_rank):
+        requests[rank] = _match_rank_requests(by_rank[rank], next_request, comm_tables[rank])
+        next_request += len(requests[rank].request_id)
+    member_table = {gid: np.array(ranks, np.int64) for gid, ranks in members.items()}
+    comm_size = np.array([len(members[gid]) for gid in range(len(members))] + [0], np.int64)
+    return Gathered(
+        infos=infos,
+        world_size=world_size,
+        by_rank=by_rank,
+        threads=threads,
+        hosts=hosts,
+        comm_keys=comm_keys,
+        members=members,
+        local_rank=local_rank,
+        comm_tables=comm_tables,
+        to_ns=to_ns,
+        aligned=aligned,
+        origin=origin,
+        requests=requests,
+        member_table=member_table,
+        comm_size=comm_size,
+    )
