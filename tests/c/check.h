@@ -33,14 +33,13 @@ static int check_passed, check_failed;
         }                                                                                                              \
     } while (0)
 
-/* Runs `body` in a child. `stderr_has`: NULL if the case must end normally (exit 0);
- * else it must be stopped by the runtime with a line containing that text. */
-static __attribute__((unused)) void check_case(const char *name, void (*body)(void), const char *stderr_has)
+/* Runs `body` in a child with its stderr captured into `captured` (NUL-terminated);
+ * returns the child's wait status. */
+static __attribute__((unused)) int check_run(void (*body)(void), char *captured, size_t size)
 {
-    char captured[8192] = "";
     FILE *err = tmpfile();
     pid_t child;
-    int status = 0, ok;
+    int status = 0;
     size_t n;
 
     fflush(NULL);
@@ -53,9 +52,19 @@ static __attribute__((unused)) void check_case(const char *name, void (*body)(vo
     }
     waitpid(child, &status, 0);
     rewind(err);
-    n = fread(captured, 1, sizeof captured - 1, err);
+    n = fread(captured, 1, size - 1, err);
     captured[n] = '\0';
     fclose(err);
+    return status;
+}
+
+/* Runs `body` in a child. `stderr_has`: NULL if the case must end normally (exit 0);
+ * else it must be stopped by the runtime with a line containing that text. */
+static __attribute__((unused)) void check_case(const char *name, void (*body)(void), const char *stderr_has)
+{
+    char captured[8192];
+    int status = check_run(body, captured, sizeof captured), ok;
+
     if (stderr_has == NULL)
         ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
     else

@@ -145,26 +145,12 @@ static void comments_only_file(void)
     CHECK(qmpi_conf_read(check_file("# nothing\n; here\n\n")) == 0);
 }
 
+/* `body` ends normally, having written one line on stderr that contains `text`. */
 static int stderr_has(void (*body)(void), const char *text)
 {
-    char captured[4096] = "";
-    FILE *err = tmpfile();
-    pid_t child;
-    int status = 0;
-    size_t n;
+    char captured[4096];
+    int status = check_run(body, captured, sizeof captured);
 
-    fflush(NULL);
-    child = fork();
-    if (child == 0) {
-        dup2(fileno(err), STDERR_FILENO);
-        body();
-        _exit(0);
-    }
-    waitpid(child, &status, 0);
-    rewind(err);
-    n = fread(captured, 1, sizeof captured - 1, err);
-    captured[n] = '\0';
-    fclose(err);
     return WIFEXITED(status) && WEXITSTATUS(status) == 0 && strstr(captured, text) != NULL &&
            strchr(captured, '\n') == captured + strlen(captured) - 1;
 }
