@@ -109,35 +109,45 @@ static int symbol_state(const struct qmpi_elf *elf, const char *name)
     return -1;
 }
 
-static void renames_pmpi_imports_in_a_copy(void)
+/* Renames the PMPI_ imports of the enumeration's functions of `source` (open in
+ * `elf`, which this closes) in a copy named `copy_name` in the test directory, the way
+ * pmpi_load.c does, and opens the copy in `renamed`. Checks that there are two (the
+ * tools' PMPI_Send and PMPI_Comm_rank) and that they share no string. */
+static void rename_in_copy(struct qmpi_elf *elf, const char *source, const char *copy_name, struct qmpi_elf *renamed)
 {
-    struct qmpi_elf elf, renamed;
     size_t patch[16], npatch = 0, i;
     unsigned char marked[4096] = {0};
     char why[QMPI_WHY] = "", copy[600], command[1300];
     int fd;
 
-    CHECK(qmpi_elf_open(pmpi_tool, &elf, why) == QMPI_NOT_PMPI && qmpi_elf_kind(&elf, why) == QMPI_IS_PMPI);
-    CHECK(elf.nsymbols < sizeof marked);
-    for (i = 1; i < elf.nsymbols; i++) {
-        const char *name = qmpi_elf_string(&elf, elf.symbols[i].st_name);
-        if (name != NULL && elf.symbols[i].st_shndx == SHN_UNDEF && strncmp(name, "PMPI_", 5) == 0 &&
+    CHECK(elf->nsymbols < sizeof marked);
+    for (i = 1; i < elf->nsymbols; i++) {
+        const char *name = qmpi_elf_string(elf, elf->symbols[i].st_name);
+        if (name != NULL && elf->symbols[i].st_shndx == SHN_UNDEF && strncmp(name, "PMPI_", 5) == 0 &&
             qmpi_function_index(name + 1) >= 0) {
-            patch[npatch++] = elf.symbols[i].st_name;
+            patch[npatch++] = elf->symbols[i].st_name;
             marked[i] = 1;
         }
     }
-    CHECK(npatch == 2); /* PMPI_Send, PMPI_Comm_rank */
-    CHECK(qmpi_elf_shared_string(&elf, patch, npatch, marked) == NULL);
-    snprintf(copy, sizeof copy, "%s/copy.so", dir);
-    snprintf(command, sizeof command, "cp %s %s", pmpi_tool, copy);
+    CHECK(npatch == 2);
+    CHECK(qmpi_elf_shared_string(elf, patch, npatch, marked) == NULL);
+    snprintf(copy, sizeof copy, "%s/%s", dir, copy_name);
+    snprintf(command, sizeof command, "cp %s %s", source, copy);
     CHECK(system(command) == 0);
     fd = open(copy, O_WRONLY);
-    CHECK(fd >= 0 && qmpi_elf_rename(fd, &elf, patch, npatch, 'Y') == 0);
+    CHECK(fd >= 0 && qmpi_elf_rename(fd, elf, patch, npatch, 'Y') == 0);
     close(fd);
-    qmpi_elf_close(&elf);
+    qmpi_elf_close(elf);
+    CHECK(qmpi_elf_open(copy, renamed, why) == QMPI_NOT_PMPI);
+}
 
-    CHECK(qmpi_elf_open(copy, &renamed, why) == QMPI_NOT_PMPI);
+static void renames_pmpi_imports_in_a_copy(void)
+{
+    struct qmpi_elf elf, renamed;
+    char why[QMPI_WHY] = "";
+
+    CHECK(qmpi_elf_open(pmpi_tool, &elf, why) == QMPI_NOT_PMPI && qmpi_elf_kind(&elf, why) == QMPI_IS_PMPI);
+    rename_in_copy(&elf, pmpi_tool, "copy.so", &renamed);
     CHECK(symbol_state(&renamed, "YMPI_Send") == 0 && symbol_state(&renamed, "YMPI_Comm_rank") == 0);
     CHECK(symbol_state(&renamed, "PMPI_Send") == -1);
     CHECK(symbol_state(&renamed, "MPI_Send") == 1); /* its own definition, the tail of the name, intact */
@@ -289,31 +299,13 @@ static const char *without_section_headers(void)
 static void reads_a_pmpi_tool_without_section_headers(void)
 {
     struct qmpi_elf elf, renamed;
-    size_t patch[16], npatch = 0, i;
-    unsigned char marked[4096] = {0};
-    char why[QMPI_WHY] = "", copy[600], command[1300];
+    char why[QMPI_WHY] = "";
     const char *file = without_section_headers();
-    int fd;
 
     CHECK(qmpi_elf_open(file, &elf, why) == QMPI_NOT_PMPI);
     CHECK(qmpi_elf_kind(&elf, why) == QMPI_IS_PMPI);
     CHECK(symbol_state(&elf, "MPI_Send") == 1 && symbol_state(&elf, "PMPI_Send") == 0);
-    for (i = 1; i < elf.nsymbols && i < sizeof marked; i++) {
-        const char *name = qmpi_elf_string(&elf, elf.symbols[i].st_name);
-        if (name != NULL && elf.symbols[i].st_shndx == SHN_UNDEF && strncmp(name, "PMPI_", 5) == 0) {
-            patch[npatch++] = elf.symbols[i].st_name;
-            marked[i] = 1;
-        }
-    }
-    CHECK(npatch == 2 && qmpi_elf_shared_string(&elf, patch, npatch, marked) == NULL);
-    snprintf(copy, sizeof copy, "%s/nosections-copy.so", dir);
-    snprintf(command, sizeof command, "cp %s %s", file, copy);
-    CHECK(system(command) == 0);
-    fd = open(copy, O_WRONLY);
-    CHECK(fd >= 0 && qmpi_elf_rename(fd, &elf, patch, npatch, 'Y') == 0);
-    close(fd);
-    qmpi_elf_close(&elf);
-    CHECK(qmpi_elf_open(copy, &renamed, why) == QMPI_NOT_PMPI);
+    rename_in_copy(&elf, file, "nosections-copy.so", &renamed);
     CHECK(symbol_state(&renamed, "YMPI_Send") == 0 && symbol_state(&renamed, "PMPI_Send") == -1);
     CHECK(symbol_state(&renamed, "MPI_Send") == 1);
     qmpi_elf_close(&renamed);
