@@ -193,7 +193,7 @@ def test_load_spec_reads_files(tmp_path):
         ),
         (
             "tool x;\nintercept MPI_Send {\n  before %{ x++; ",
-            "t.qmpi:3:10: expected 'each' or C code in %{ ... %}, found '%{' "
+            "t.qmpi:3:10: expected 'each', 'role' or C code in %{ ... %}, found '%{' "
             "(a code block that is never closed with %})",
         ),
         (

@@ -21,6 +21,7 @@ from qmpigen.cli.listing import (
     groups_table,
     manifest,
     named_groups,
+    roles_listing,
     source_line,
 )
 from qmpigen.errors import QmpigenError
@@ -153,8 +154,11 @@ def cli() -> None:
     shell_complete=complete_group,
     help="Only functions of a built-in group ('qmpigen groups' lists them); repeatable.",
 )
+@click.option("--roles", is_flag=True, help="Print each function's kind and its parameters' roles instead.")
 @fortran_option
-def functions(mpi_header, mpicc, cflags, include, exclude, mpix, as_json, dump, group_names, fortran_mode) -> None:
+def functions(
+    mpi_header, mpicc, cflags, include, exclude, mpix, as_json, dump, group_names, roles, fortran_mode
+) -> None:
     """List the MPI function enumeration: index, enum name, return type, signature.
 
     \b
@@ -164,6 +168,7 @@ def functions(mpi_header, mpicc, cflags, include, exclude, mpix, as_json, dump, 
       qmpigen functions --json > manifest.json   # for CI: diff when the MPI changes
       qmpigen functions -d                       # everything parsed from mpi.h
       qmpigen functions --mpicc mpicc.openmpi    # with its Fortran routes (mpif90.openmpi)
+      qmpigen functions --roles --group io       # what each parameter is: file, offset, count, ...
 
     Where the MPI has Fortran bindings, a last section tells per function whether its
     Fortran routines (mpif.h / use mpi, use mpi_f08) go through the core's entries and
@@ -181,6 +186,9 @@ def functions(mpi_header, mpicc, cflags, include, exclude, mpix, as_json, dump, 
     if group_names:
         selected = {name for group in named_groups(group_names) for name in group_members(group, enumeration)}
     click.echo(f"# {enumeration.facts.title}: {len(enumeration)} functions, enumeration {enumeration.hash}")
+    if roles:
+        click.echo(roles_listing(enumeration, selected), nl=False)
+        return
     width = max(len(f.enum) for f in enumeration)
     rwidth = max(len(f.return_type) for f in enumeration)
     for index, function in enumerate(enumeration):

@@ -12,6 +12,7 @@ from qmpigen.mpi.fortran import FortranEntry, FortranPlan
 from qmpigen.mpi.groups import BY_NAME, GROUPS, Group
 from qmpigen.mpi.header import PreprocessedHeader
 from qmpigen.mpi.model import Enumeration, MpiApi
+from qmpigen.mpi.roles import roles_of
 
 
 def source_line(source: PreprocessedHeader, enumeration: Enumeration) -> str:
@@ -191,4 +192,16 @@ def fortran_listing(plan: FortranPlan, names: Optional[Set[str]] = None) -> str:
         f08 = ", ".join(f"{r['symbol']}: {r['route']}" for r in routes["f08"]) or "-"
         why = f"  # {entry.reason}" if entry.reason else ""
         lines.append(f"{entry.function.name:<{width}}  f77: {f77}; f08: {f08}{why}")
+    return "\n".join(lines) + "\n"
+
+
+def roles_listing(enumeration: Enumeration, names: Optional[Set[str]] = None) -> str:
+    """Per function: its kind, then each parameter with a role as `name=role`."""
+    lines = []
+    width = max(len(f.name) for f in enumeration)
+    for function in enumeration:
+        if names is None or function.name in names:
+            found = roles_of(function)
+            params = " ".join(f"{p.name}={r}" for p, r in zip(function.params, found.params) if r)
+            lines.append(f"{function.name:<{width}}  {found.kind:<16} {params}".rstrip())
     return "\n".join(lines) + "\n"

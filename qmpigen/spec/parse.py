@@ -8,6 +8,7 @@ error is a QmpigenError carrying file:line:col.
 
 from __future__ import annotations
 
+import difflib
 import functools
 import re
 from typing import Any, Dict, List, NamedTuple, Optional, Tuple, Union
@@ -18,6 +19,7 @@ from lark.exceptions import LarkError, UnexpectedInput, VisitError
 
 from qmpigen.errors import Location, QmpigenError
 from qmpigen.mpi import groups as group_table
+from qmpigen.mpi.roles import ROLES
 from qmpigen.output.cnames import RESERVED_PREFIX
 from qmpigen.output.resources import grammars_dir
 from qmpigen.spec.syntax import syntax_error
@@ -102,6 +104,10 @@ class Statement(NamedTuple):
     value: object
     location: Location
     first_at: Optional[Location] = None  # where a second one's error says the first is, if not `location`
+
+
+class RoleName(str):
+    """A role named after `before role` / `after role` (a type name is a plain str)."""
 
 
 class Around(NamedTuple):
@@ -359,9 +365,21 @@ class SpecBuilder(Transformer):
     def around(self, children, kind: CodeKind, each_kind: CodeKind, part: str) -> Around:
         if len(children) == 1:
             return Around(part, self.code(children[0], kind))
-        ctype, where = children[0]
-        return Around(part + "_each", EachCode(ctype, self.code(children[1], each_kind), where))
+        selected, where = children[0]
+        code = self.code(children[1], each_kind)
+        if isinstance(selected, RoleName):
+            return Around(part + "_each", EachCode("", code, where, role=selected))
+        return Around(part + "_each", EachCode(selected, code, where))
 
     def each(self, meta, children) -> Tuple[str, Location]:
         """each: "each" C_TYPE"""
         return normalise_type(str(children[0])), self.at(children[0])
+
+    def role(self, meta, children) -> Tuple[RoleName, Location]:
+        """role: "role" IDENT"""
+        name, where = str(children[0]), self.at(children[0])
+        if name not in ROLES:
+            close = difflib.get_close_matches(name, ROLES, 1)
+            hint = f" (did you mean '{close[0]}'?)" if close else f"; roles: {', '.join(ROLES)}"
+            raise QmpigenError(f"unknown parameter role '{name}'{hint}", where)
+        return RoleName(name), where

@@ -14,6 +14,7 @@ from typing import Any, Dict, List, Mapping, Optional, Set, Tuple
 from qmpigen.errors import Location, QmpigenError
 from qmpigen.mpi import groups as group_table
 from qmpigen.mpi.model import Enumeration, Lifecycle, MpiApi, MpiFunction
+from qmpigen.mpi.roles import roles_of
 from qmpigen.output.cnames import C_NAMES
 from qmpigen.spec.tool import CBlock, ContextField, Interface, Tool, ToolArgument, Wrapper
 from qmpigen.spec.values import CONTEXT, CallMode, Code, SelectionSpec, Selector, ToolSpec, normalise_type
@@ -137,11 +138,14 @@ class Resolver:
 
         for index, rule in enumerate(spec.rules):
             for each in rule.before_each + rule.after_each:
-                if each.type not in used_types.get(index, set()):
+                if (each.role or each.type) not in used_types.get(index, set()):
+                    hint = (
+                        "(docs/spec-language.md lists which functions have which roles)"
+                        if each.role
+                        else "(types are written as in mpi.h, e.g. 'MPI_Comm', 'MPI_Request *', 'const int []')"
+                    )
                     raise QmpigenError(
-                        f"no function of this intercept has an argument of type '{each.type}' on {self.mpi} "
-                        "(types are written as in mpi.h, e.g. 'MPI_Comm', 'MPI_Request *', 'const int []')",
-                        each.location,
+                        f"no function of this intercept has {each.what} on {self.mpi} {hint}", each.location
                     )
         if not wrappers:
             raise QmpigenError("the tool intercepts no function: add an intercept statement", spec.location)
@@ -246,6 +250,7 @@ class Resolver:
         else:
             mode = CallMode.TYPED
         variables = self.function_vars(function)
+        roles = roles_of(function)
         before: List[CBlock] = []
         after: List[CBlock] = []
         before_each: List[CBlock] = []
@@ -257,10 +262,10 @@ class Resolver:
             for each, target in [(e, before_each) for e in rule.before_each] + [
                 (e, after_each) for e in rule.after_each
             ]:
-                for position, param in enumerate(function.params):
-                    if normalise_type(param.type) != each.type:
+                for position, (param, role) in enumerate(zip(function.params, roles.params)):
+                    if role != each.role if each.role else normalise_type(param.type) != each.type:
                         continue
-                    used_types.setdefault(rule_index, set()).add(each.type)
+                    used_types.setdefault(rule_index, set()).add(each.role or each.type)
                     arg_vars = dict(variables, arg=param.name, argtype=param.type, pos=str(position))
                     block = self.block(each.code, arg_vars, function)
                     if block.text:
@@ -307,6 +312,7 @@ class Resolver:
             args=function.args,
             nargs=str(len(function.params)),
             ret=C_NAMES.ret,
+            kind=roles_of(function).kind,
         )
         if function.variadic:
             variables["va"] = C_NAMES.va_args

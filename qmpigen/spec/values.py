@@ -114,9 +114,15 @@ class ArgumentDecl:
 
 @dataclass(frozen=True)
 class EachCode:
-    type: str  # normalised C type: "MPI_Comm", "MPI_Request *"
+    type: str  # normalised C type: "MPI_Comm", "MPI_Request *"; "" for a role
     code: Code
     location: Location
+    role: Optional[str] = None  # `before role NAME`: parameters of this role, whatever their type
+
+    @property
+    def what(self) -> str:
+        """The parameters it applies to, in words."""
+        return f"a parameter of role '{self.role}'" if self.role else f"an argument of type '{self.type}'"
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ ARGUMENT = re.compile(r"argument\((?P<name>[A-Za-z_][A-Za-z0-9_]*)\)")
 
 FILE_VARS = frozenset({"tool", "prefix", "context"})
 HOOK_VARS = FILE_VARS | {"ctx", "level", "v", "rank"}
-FUNCTION_VARS = HOOK_VARS | {"name", "short", "index", "rtype", "args", "nargs", "va"}
+FUNCTION_VARS = HOOK_VARS | {"name", "short", "index", "rtype", "args", "nargs", "va", "kind"}
 KIND_VARS: Dict[CodeKind, FrozenSet[str]] = {
     CodeKind.FILE: FILE_VARS,
     CodeKind.HOOK: HOOK_VARS,
