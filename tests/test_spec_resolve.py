@@ -108,7 +108,7 @@ def test_every_built_in_group_is_well_formed():
     assert len(BY_NAME) == len(GROUPS)
     for group in GROUPS:
         assert group.name == group.name.lower() and " " not in group.name
-        assert group.include or group.categories
+        assert group.include or group.categories or group.kinds
 
 
 @pytest.mark.parametrize(

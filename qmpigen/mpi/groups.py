@@ -17,6 +17,7 @@ from typing import Dict, FrozenSet, Iterable, Optional, Sequence, Tuple
 
 from qmpigen.mpi.model import LIFECYCLE, Enumeration, MpiApi, MpiFunction
 from qmpigen.mpi.quirks import CONVERSION_SUFFIXES
+from qmpigen.mpi.roles import KINDS, roles_of
 
 # Conversions between C handles and Fortran or integer handles: bookkeeping, not
 # communication; left out of the communication groups.
@@ -30,18 +31,28 @@ class Group:
     include: Tuple[str, ...]  # globs on the function name
     exclude: Tuple[str, ...] = ()  # globs taken away again
     categories: Tuple[str, ...] = ()  # model categories that also belong
+    kinds: Tuple[str, ...] = ()  # function kinds (qmpigen.mpi.roles) that also belong
 
     def matches(self, function: MpiFunction) -> bool:
         name = function.name
         if any(fnmatch.fnmatchcase(name, glob) for glob in self.exclude):
             return False
-        return any(fnmatch.fnmatchcase(name, glob) for glob in self.include) or any(
-            function.has_category(c) for c in self.categories
+        return (
+            any(fnmatch.fnmatchcase(name, glob) for glob in self.include)
+            or any(function.has_category(c) for c in self.categories)
+            or bool(self.kinds) and roles_of(function).kind in self.kinds
         )
 
 
 GROUPS: Tuple[Group, ...] = (
     Group("all", "every function of the enumeration", ("*",)),
+    Group(
+        "operations",
+        "every function with a kind but 'other' (qmpigen functions --roles): it communicates, does I/O, or "
+        "creates, frees, starts or completes an MPI object",
+        (),
+        kinds=tuple(k for k in KINDS if k != "other"),
+    ),
     Group(
         "point-to-point",
         "blocking, nonblocking, persistent and partitioned sends and receives, probes (MPI 5.0 ch. 3-4)",
