@@ -230,9 +230,11 @@ bench-fortran: $(MPICH_STAMP)
 		$(abspath $(OUT))/bench/debian-openmpi/results.json
 
 # Style and types: ruff (check and format), mypy on qmpigen/, clang-format on the C we
-# write by hand (the runtime, the sample tools, the C tests). Installs what it needs.
+# write by hand (the runtime, the sample tools, the C tests, the test applications that
+# are kept formatted). Installs what it needs.
 LINT_STAMP := $(MPICH)/.lint-installed
-LINT_C = $(sort $(wildcard qmpigen/runtime/*.c qmpigen/runtime/*.h sample_tools/*.c sample_tools/*.h tests/c/*.c tests/c/*.h))
+LINT_C = $(sort $(wildcard qmpigen/runtime/*.c qmpigen/runtime/*.h sample_tools/*.c sample_tools/*.h tests/c/*.c tests/c/*.h) \
+	tests/apps/trace_families.c)
 
 $(LINT_STAMP): $(MPICH_STAMP) pyproject.toml
 	$(MPICH)/bin/pip install --quiet --disable-pip-version-check -e '.[test,trace,lint]'
