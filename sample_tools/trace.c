@@ -1,437 +1,60 @@
-/* trace: records every interesting MPI call with its times and arguments into binary
- * per-thread buffers, written per rank and thread to QMPI_TRACE_DIR (the PIOsim MPI
- * wrapper's design, seed 004). `qmpigen trace DIR -o OUT` merges the files into OTF2,
- * Perfetto JSON, a PNG timeline and a summary. Format: docs/trace-format.md.
+/* trace: records MPI calls with their times and arguments into binary per-thread buffers,
+ * written per rank and thread to QMPI_TRACE_DIR (the PIOsim MPI wrapper's design, seed
+ * 004). `qmpigen trace DIR -o OUT` merges the files into OTF2, Perfetto JSON, pictures
+ * and a summary. Format: docs/trace-format.md (sample_tools/trace_format.h, generated).
  *
- * Build: mpicc -shared -fPIC -Wall -Wextra -Werror -I<core> trace.c -o libtrace.so -lpthread
- *        (sample_tools/Makefile also links in the wrappers trace_all.qmpi generates; alone,
- *        trace.c traces only the functions of its table)
+ * The library is four C files and the wrappers qmpigen generates from trace_roles.qmpi:
+ *   trace.c           files, buffers, handles (communicators, datatypes, files, windows),
+ *                     clocks, MPI_Init and MPI_Finalize, which wrapper the core installs;
+ *   trace_requests.c  the Wait/Test/Start/Request_free/Cancel family: what happened to
+ *                     each request (no parameter role says it);
+ *   trace_args.c      a call record from a generated wrapper's arguments by role;
+ *   trace_roles.qmpi  (generated) a wrapper for every function of the `operations`
+ *                     group, recording its arguments by role; trace_all.qmpi (generated)
+ *                     a bare wrapper for every other function (QMPI_TRACE_FUNCTIONS=all).
+ * Build: make -C sample_tools CORE=<core> OUT=<dir>
  * Run:   TOOLS=./libtrace.so:./libtbcast.so:./libtrace.so mpiexec -n 4 ./app
  *
  * Stackable: one library serves every instance in the chain; each instance keeps its
- * state in slot `level` of `instances` and writes its own files (the level is in their
- * names). Options (environment; read once per process):
+ * state in slot `level` of `trace_instances` and writes its own files (the level is in
+ * their names). Options (environment; read once per process):
  *   QMPI_TRACE_DIR=dir          where the files go (default qmpi-trace), created if missing
  *   QMPI_TRACE_FLUSH=full|record write when a thread's buffer is full (default) or every record
  *   QMPI_TRACE_NESTED=1|0       record calls made while a traced call of an instance above
  *                               is open on this thread (e.g. TBcast's Send/Recv) (default 1)
- *   QMPI_TRACE_FUNCTIONS=default|all  `all` adds the ordinary functions of the table below
- *                               (Comm_rank, Comm_size) and every other MPI function, seed 004
- *                               section 3.1.4 (see "every other MPI function" at the end)
+ *   QMPI_TRACE_FUNCTIONS=default|all  `all` adds every function of kind `other` (Comm_rank,
+ *                               Type_size, ...) as a call without arguments, seed 004 3.1.4
  *   QMPI_TRACE_BUFFER=bytes     per-thread buffer, a decimal number from 4096 to 1 GiB (default
  *                               1 MiB; any other value: one line from rank 0, and the default)
  * The options are read with secure_getenv: a setuid or setgid program ignores them (no
  * file it writes can be put somewhere by its caller's environment).
  * No MPI communication happens for tracing's sake except the clock ping-pong with world
  * rank 0 right after MPI_Init and right before MPI_Finalize, through PMPI.
- * The hot path (begin/end): one TLS lookup, two reads of the tick counter (not
- * clock_gettime: see struct timer_record), the communicator from a 16-entry per-thread
- * cache, an 80-byte record copied into the thread's buffer; no lock, no atomic
- * read-modify-write. `make bench` measures it against an empty tool. */
-#define _GNU_SOURCE
-#include <mpi.h>
+ * The hot path (begin/end): one TLS lookup, two reads of the tick counter, the handles
+ * from a 16-entry per-thread cache, a 32- or 104-byte record copied into the thread's
+ * buffer; no lock, no atomic read-modify-write. `make bench` measures it. */
+#include "trace_internal.h"
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
-#include "qmpi.h"
-#if defined(__x86_64__) || defined(__i386__)
-#include <x86intrin.h>
-#endif
 
-#define MAX_LEVELS 64
-#define CACHE_SLOTS 16
 #define CLOCK_PINGS 8
-
-/* The file layout and the function table (docs/trace-format.md) come from
- * qmpigen/trace/layout.py, their only home; the merger reads files through the same module. */
-/* The generated part is layout.py's text, checked byte for byte: not clang-format's. */
-/* clang-format off */
-/* ---- BEGIN GENERATED by `python -m qmpigen.trace.layout_text --write` from qmpigen/trace/layout.py: do not edit ---- */
-#include <stddef.h>
-#include <stdint.h>
-
-#define TRACE_VERSION 3
-#define TRACE_MAGIC "QMPITRC"
-#define RECORD_ALIGNMENT 8
-#define COMM_CHUNK 1000
-
-/* Stable function codes written in the files (the core's indices differ per MPI); the names
- * reach the merger in FUNCTION records. The third column: 1 = interesting (always traced),
- * 0 = ordinary (QMPI_TRACE_FUNCTIONS=all). Every other function traced under `all` has
- * code TF_COUNT + its core index. */
-#define TRACE_FUNCTIONS(X) \
-    X(INIT, Init, 1) \
-    X(INIT_THREAD, Init_thread, 1) \
-    X(FINALIZE, Finalize, 1) \
-    X(SEND, Send, 1) \
-    X(SSEND, Ssend, 1) \
-    X(RECV, Recv, 1) \
-    X(ISEND, Isend, 1) \
-    X(IRECV, Irecv, 1) \
-    X(WAIT, Wait, 1) \
-    X(WAITALL, Waitall, 1) \
-    X(TEST, Test, 1) \
-    X(BARRIER, Barrier, 1) \
-    X(BCAST, Bcast, 1) \
-    X(REDUCE, Reduce, 1) \
-    X(ALLREDUCE, Allreduce, 1) \
-    X(COMM_SPLIT, Comm_split, 1) \
-    X(COMM_DUP, Comm_dup, 1) \
-    X(COMM_FREE, Comm_free, 1) \
-    X(FILE_OPEN, File_open, 1) \
-    X(FILE_CLOSE, File_close, 1) \
-    X(FILE_WRITE_AT, File_write_at, 1) \
-    X(FILE_READ_AT, File_read_at, 1) \
-    X(COMM_RANK, Comm_rank, 0) \
-    X(COMM_SIZE, Comm_size, 0) \
-    X(WAITANY, Waitany, 1) \
-    X(WAITSOME, Waitsome, 1) \
-    X(TESTANY, Testany, 1) \
-    X(TESTSOME, Testsome, 1) \
-    X(TESTALL, Testall, 1) \
-    X(SEND_INIT, Send_init, 1) \
-    X(SSEND_INIT, Ssend_init, 1) \
-    X(RECV_INIT, Recv_init, 1) \
-    X(START, Start, 1) \
-    X(STARTALL, Startall, 1) \
-    X(REQUEST_FREE, Request_free, 1) \
-    X(CANCEL, Cancel, 1)
-
-/* Record kinds; every record starts with kind and total size (a multiple of RECORD_ALIGNMENT). */
-enum {
-    R_FUNCTION = 1,
-    R_PROCESS = 2,
-    R_COMM = 3,
-    R_TYPE = 4,
-    R_FILE = 5,
-    R_CALL = 6,
-    R_COMPLETION = 7,
-    R_CLOCK = 8,
-    R_TIMER = 9,
-    R_SHORT_CALL = 10,
-    R_END = 11,
-};
-enum { CALL_HAS_REQUEST = 1, CALL_FAILED = 2 };
-enum { PEER_NONE = -1, PEER_ANY = -2 };
-enum { REQUEST_CANCELLED = 1, REQUEST_FREED = 2, REQUEST_STARTED = 4 };
-
-struct file_header { /* 64 bytes */
-    char magic[8]; /* `QMPITRC\0` */
-    uint16_t version; /* format version */
-    uint16_t header_size; /* 64 */
-    uint32_t record_alignment; /* 8 */
-    int32_t rank; /* rank in `MPI_COMM_WORLD` */
-    int32_t thread; /* order of the first traced call on this instance */
-    int32_t level; /* chain level of the instance */
-    int32_t world_size; /* world size */
-    uint32_t pid; /* pid */
-    uint32_t reserved;
-    uint64_t clock_origin_ns; /* `CLOCK_MONOTONIC` ns at `MPI_Init` */
-    uint64_t realtime_origin_ns; /* `CLOCK_REALTIME` ns at the same moment */
-    uint64_t run_id; /* the run's identity: world rank 0's random value, sent to every rank at `MPI_Init` (version 3; 0 before) */
-};
-_Static_assert(offsetof(struct file_header, magic) == 0, "layout.py");
-_Static_assert(offsetof(struct file_header, version) == 8, "layout.py");
-_Static_assert(offsetof(struct file_header, header_size) == 10, "layout.py");
-_Static_assert(offsetof(struct file_header, record_alignment) == 12, "layout.py");
-_Static_assert(offsetof(struct file_header, rank) == 16, "layout.py");
-_Static_assert(offsetof(struct file_header, thread) == 20, "layout.py");
-_Static_assert(offsetof(struct file_header, level) == 24, "layout.py");
-_Static_assert(offsetof(struct file_header, world_size) == 28, "layout.py");
-_Static_assert(offsetof(struct file_header, pid) == 32, "layout.py");
-_Static_assert(offsetof(struct file_header, reserved) == 36, "layout.py");
-_Static_assert(offsetof(struct file_header, clock_origin_ns) == 40, "layout.py");
-_Static_assert(offsetof(struct file_header, realtime_origin_ns) == 48, "layout.py");
-_Static_assert(offsetof(struct file_header, run_id) == 56, "layout.py");
-_Static_assert(sizeof(struct file_header) == 64, "layout.py");
-
-struct function_fixed { /* R_FUNCTION: after kind and size, then NUL-terminated name (`MPI_Send`) */
-    int32_t code;
-};
-_Static_assert(offsetof(struct function_fixed, code) == 0, "layout.py");
-_Static_assert(sizeof(struct function_fixed) == 4, "layout.py");
-
-struct process_fixed { /* R_PROCESS: after kind and size, then program NUL host NUL */
-    int32_t reserved;
-};
-_Static_assert(offsetof(struct process_fixed, reserved) == 0, "layout.py");
-_Static_assert(sizeof(struct process_fixed) == 4, "layout.py");
-
-struct comm_fixed { /* R_COMM: after kind and size, then i32 world rank of each member listed, in local rank order */
-    int32_t id;
-    int32_t comm_size;
-    int32_t first; /* local rank of the first member listed */
-    int32_t count; /* members listed */
-};
-_Static_assert(offsetof(struct comm_fixed, id) == 0, "layout.py");
-_Static_assert(offsetof(struct comm_fixed, comm_size) == 4, "layout.py");
-_Static_assert(offsetof(struct comm_fixed, first) == 8, "layout.py");
-_Static_assert(offsetof(struct comm_fixed, count) == 12, "layout.py");
-_Static_assert(sizeof(struct comm_fixed) == 16, "layout.py");
-
-struct type_fixed { /* R_TYPE: after kind and size, then NUL-terminated name */
-    int32_t id;
-    int32_t type_size; /* `MPI_Type_size` */
-    int32_t named;
-    int32_t nints;
-    int32_t naddrs;
-    int32_t ntypes; /* nints, naddrs, ntypes: `MPI_Type_get_envelope` */
-};
-_Static_assert(offsetof(struct type_fixed, id) == 0, "layout.py");
-_Static_assert(offsetof(struct type_fixed, type_size) == 4, "layout.py");
-_Static_assert(offsetof(struct type_fixed, named) == 8, "layout.py");
-_Static_assert(offsetof(struct type_fixed, nints) == 12, "layout.py");
-_Static_assert(offsetof(struct type_fixed, naddrs) == 16, "layout.py");
-_Static_assert(offsetof(struct type_fixed, ntypes) == 20, "layout.py");
-_Static_assert(sizeof(struct type_fixed) == 24, "layout.py");
-
-struct file_fixed { /* R_FILE: after kind and size, then NUL-terminated name */
-    int32_t id;
-    int32_t reserved;
-    int64_t initial_size; /* size at open */
-};
-_Static_assert(offsetof(struct file_fixed, id) == 0, "layout.py");
-_Static_assert(offsetof(struct file_fixed, reserved) == 4, "layout.py");
-_Static_assert(offsetof(struct file_fixed, initial_size) == 8, "layout.py");
-_Static_assert(sizeof(struct file_fixed) == 16, "layout.py");
-
-struct call_record { /* R_CALL, 80 bytes */
-    uint16_t kind;
-    uint16_t size; /* total bytes */
-    uint16_t func; /* function code */
-    uint8_t depth; /* nesting depth */
-    uint8_t flags; /* CALL_* flags */
-    uint64_t enter; /* ticks */
-    uint64_t leave; /* ticks */
-    int32_t comm; /* communicator id */
-    int32_t peer; /* world rank; -1 none, -2 any */
-    int32_t tag; /* Comm_split: color */
-    int32_t root; /* world rank */
-    int32_t datatype; /* datatype id */
-    int32_t file; /* file id */
-    int64_t count;
-    int64_t bytes;
-    int64_t offset; /* Comm_split/dup: new comm id */
-    uint64_t request; /* request handle */
-};
-_Static_assert(offsetof(struct call_record, kind) == 0, "layout.py");
-_Static_assert(offsetof(struct call_record, size) == 2, "layout.py");
-_Static_assert(offsetof(struct call_record, func) == 4, "layout.py");
-_Static_assert(offsetof(struct call_record, depth) == 6, "layout.py");
-_Static_assert(offsetof(struct call_record, flags) == 7, "layout.py");
-_Static_assert(offsetof(struct call_record, enter) == 8, "layout.py");
-_Static_assert(offsetof(struct call_record, leave) == 16, "layout.py");
-_Static_assert(offsetof(struct call_record, comm) == 24, "layout.py");
-_Static_assert(offsetof(struct call_record, peer) == 28, "layout.py");
-_Static_assert(offsetof(struct call_record, tag) == 32, "layout.py");
-_Static_assert(offsetof(struct call_record, root) == 36, "layout.py");
-_Static_assert(offsetof(struct call_record, datatype) == 40, "layout.py");
-_Static_assert(offsetof(struct call_record, file) == 44, "layout.py");
-_Static_assert(offsetof(struct call_record, count) == 48, "layout.py");
-_Static_assert(offsetof(struct call_record, bytes) == 56, "layout.py");
-_Static_assert(offsetof(struct call_record, offset) == 64, "layout.py");
-_Static_assert(offsetof(struct call_record, request) == 72, "layout.py");
-_Static_assert(sizeof(struct call_record) == 80, "layout.py");
-
-struct completion_record { /* R_COMPLETION, 32 bytes */
-    uint16_t kind;
-    uint16_t size; /* total bytes */
-    int32_t source; /* status source: rank in the request's communicator */
-    uint64_t request; /* request handle */
-    int32_t tag; /* status tag */
-    int32_t flags; /* REQUEST_* flags */
-    int64_t bytes; /* bytes received */
-};
-_Static_assert(offsetof(struct completion_record, kind) == 0, "layout.py");
-_Static_assert(offsetof(struct completion_record, size) == 2, "layout.py");
-_Static_assert(offsetof(struct completion_record, source) == 4, "layout.py");
-_Static_assert(offsetof(struct completion_record, request) == 8, "layout.py");
-_Static_assert(offsetof(struct completion_record, tag) == 16, "layout.py");
-_Static_assert(offsetof(struct completion_record, flags) == 20, "layout.py");
-_Static_assert(offsetof(struct completion_record, bytes) == 24, "layout.py");
-_Static_assert(sizeof(struct completion_record) == 32, "layout.py");
-
-struct clock_record { /* R_CLOCK, 32 bytes */
-    uint16_t kind;
-    uint16_t size; /* total bytes */
-    uint32_t phase; /* 0 init, 1 finalize */
-    uint64_t local_ns;
-    int64_t offset_ns; /* world rank 0's clock minus ours */
-    uint64_t round_trip_ns; /* best round trip (PMPI ping-pong, 8 pings) */
-};
-_Static_assert(offsetof(struct clock_record, kind) == 0, "layout.py");
-_Static_assert(offsetof(struct clock_record, size) == 2, "layout.py");
-_Static_assert(offsetof(struct clock_record, phase) == 4, "layout.py");
-_Static_assert(offsetof(struct clock_record, local_ns) == 8, "layout.py");
-_Static_assert(offsetof(struct clock_record, offset_ns) == 16, "layout.py");
-_Static_assert(offsetof(struct clock_record, round_trip_ns) == 24, "layout.py");
-_Static_assert(sizeof(struct clock_record) == 32, "layout.py");
-
-struct timer_record { /* R_TIMER, 24 bytes */
-    uint16_t kind;
-    uint16_t size; /* total bytes */
-    uint32_t reserved;
-    uint64_t ticks;
-    uint64_t ns; /* `CLOCK_MONOTONIC` read at the same moment */
-};
-_Static_assert(offsetof(struct timer_record, kind) == 0, "layout.py");
-_Static_assert(offsetof(struct timer_record, size) == 2, "layout.py");
-_Static_assert(offsetof(struct timer_record, reserved) == 4, "layout.py");
-_Static_assert(offsetof(struct timer_record, ticks) == 8, "layout.py");
-_Static_assert(offsetof(struct timer_record, ns) == 16, "layout.py");
-_Static_assert(sizeof(struct timer_record) == 24, "layout.py");
-
-struct short_call_record { /* R_SHORT_CALL, 32 bytes */
-    uint16_t kind;
-    uint16_t size; /* total bytes */
-    uint16_t func; /* function code */
-    uint8_t depth; /* nesting depth */
-    uint8_t flags; /* CALL_* flags */
-    uint64_t enter; /* ticks */
-    uint64_t leave; /* ticks */
-    int32_t comm; /* communicator id */
-    int32_t reserved;
-};
-_Static_assert(offsetof(struct short_call_record, kind) == 0, "layout.py");
-_Static_assert(offsetof(struct short_call_record, size) == 2, "layout.py");
-_Static_assert(offsetof(struct short_call_record, func) == 4, "layout.py");
-_Static_assert(offsetof(struct short_call_record, depth) == 6, "layout.py");
-_Static_assert(offsetof(struct short_call_record, flags) == 7, "layout.py");
-_Static_assert(offsetof(struct short_call_record, enter) == 8, "layout.py");
-_Static_assert(offsetof(struct short_call_record, leave) == 16, "layout.py");
-_Static_assert(offsetof(struct short_call_record, comm) == 24, "layout.py");
-_Static_assert(offsetof(struct short_call_record, reserved) == 28, "layout.py");
-_Static_assert(sizeof(struct short_call_record) == 32, "layout.py");
-
-struct end_record { /* R_END, 16 bytes */
-    uint16_t kind;
-    uint16_t size; /* total bytes */
-    uint32_t reserved;
-    uint64_t calls; /* call records in the file */
-};
-_Static_assert(offsetof(struct end_record, kind) == 0, "layout.py");
-_Static_assert(offsetof(struct end_record, size) == 2, "layout.py");
-_Static_assert(offsetof(struct end_record, reserved) == 4, "layout.py");
-_Static_assert(offsetof(struct end_record, calls) == 8, "layout.py");
-_Static_assert(sizeof(struct end_record) == 16, "layout.py");
-
-#define CALL_RECORD_DEFAULTS .comm = -1, .peer = -1, .root = -1, .datatype = -1, .file = -1
-#define CALL_RECORD_IS_SHORT(r) (((r).peer & (r).root & (r).datatype & (r).file) == -1 && \
-    ((r).tag | (r).count | (r).bytes | (r).offset | (int64_t)(r).request) == 0)
-/* ---- END GENERATED ---- */
-/* clang-format on */
-
-enum trace_function {
-#define AS_ENUM(code, name, interesting) TF_##code,
-    TRACE_FUNCTIONS(AS_ENUM)
-#undef AS_ENUM
-        TF_COUNT
-};
-static const char *const function_names[TF_COUNT] = {
-#define AS_NAME(code, name, interesting) "MPI_" #name,
-    TRACE_FUNCTIONS(AS_NAME)
-#undef AS_NAME
-};
-static const unsigned char function_interesting[TF_COUNT] = {
-#define AS_FLAG(code, name, interesting) interesting,
-    TRACE_FUNCTIONS(AS_FLAG)
-#undef AS_FLAG
-};
-
-/* SHORT_CALL: a call whose record would hold only its communicator (Comm_rank, Barrier,
- * Wait on a send, ...). Every byte costs at run time (the kernel copies it into the file:
- * about half the cost of a traced call).
- *
- * Call times are ticks of the cheapest clock that counts at a constant rate (the TSC on
- * x86-64, CNTVCT on aarch64: ~13 ns to read on this VM against ~53 ns for
- * clock_gettime); timer records pair a tick count with CLOCK_MONOTONIC ns, at a thread's
- * first record, then at flushes at least TIMER_GAP_NS apart and at finalize, so the
- * merger converts ticks to ns by a linear fit over the rank's pairs. */
+/* A timer record at a thread's first record, then at flushes at least TIMER_GAP_NS apart
+ * and at finalize. */
 #define TIMER_GAP_NS 1000000u
 
-/* A communicator, datatype or file known to an instance; never changes once published. */
-struct handle_entry {
-    int kind; /* R_COMM, R_TYPE, R_FILE */
-    uint64_t handle;
-    int id, size; /* size: communicator size, datatype size */
-    int *world;   /* communicator: world rank of each local rank */
-    int live;
-};
-
-struct thread_buffer {
-    pthread_mutex_t lock; /* flushes only: appends come from the owning thread alone */
-    int fd, thread;
-    size_t used;
-    uint64_t calls; /* call records appended: the END record's count */
-    uint64_t last_timer_ns;
-    unsigned cache_generation;
-    struct handle_entry *cache[CACHE_SLOTS];
-    unsigned cache_next;
-    struct thread_buffer *next_in_instance;
-    /* core indices whose FUNCTION record this file has (QMPI_TRACE_FUNCTIONS=all) */
-    unsigned char named[(NUM_MPI_FUNCS + 7) / 8];
-    char data[];
-};
-
-struct instance {
-    int active; /* between MPI_Init and MPI_Finalize */
-    int rank, world_size;
-    int level;
-    pthread_mutex_t lock; /* handles, thread list */
-    pthread_key_t thread_key;
-    unsigned generation; /* bumped when a handle dies, so thread caches forget it */
-    int next_thread, next_id[9];
-    struct handle_entry **handles;
-    int handle_count, handle_capacity;
-    struct thread_buffer *threads;
-    uint64_t origin_ns, realtime_origin_ns;
-    uint64_t run_id;
-};
-
-static struct instance instances[MAX_LEVELS];
-/* Everything a thread keeps, in one TLS object: one __tls_get_addr per traced call. */
-#define MAX_OPEN 32
-struct thread_state {
-    struct thread_buffer *buffers[MAX_LEVELS];
-    int open_calls;
-    struct {
-        uint16_t func;
-        uint8_t depth;
-    } open_stack[MAX_OPEN];
-};
-static __thread struct thread_state thread_state;
-/* Traced calls open on this thread, over all instances, innermost last. A call arriving
- * while another function's call is open was made below the application's call by a
- * tool between two instances (TBcast's Send inside Bcast): it is nested one deeper. The
- * same function arriving is the same call passing down the chain, at the same depth. */
-static inline int call_depth(const struct thread_state *ts, int func)
-{
-    if (ts->open_calls == 0)
-        return 0;
-    if (ts->open_calls > MAX_OPEN)
-        return 255;
-    return ts->open_stack[ts->open_calls - 1].depth + (ts->open_stack[ts->open_calls - 1].func != func);
-}
+struct instance trace_instances[MAX_LEVELS];
+__thread struct thread_state trace_thread;
+struct trace_options trace_options;
+static pthread_once_t options_once = PTHREAD_ONCE_INIT;
 
 #define BUFFER_DEFAULT ((size_t)1 << 20)
 #define BUFFER_MIN ((size_t)4096)
 #define BUFFER_MAX ((size_t)1 << 30)
-
-static struct {
-    const char *dir;
-    int flush_every_record, nested, all_functions;
-    size_t buffer_bytes;
-    const char *bad_buffer; /* a QMPI_TRACE_BUFFER not taken, said once by rank 0 */
-} options;
-static pthread_once_t options_once = PTHREAD_ONCE_INIT;
 
 /* A buffer size: decimal digits only, within [BUFFER_MIN, BUFFER_MAX] (no sign, no
  * exponent, no wrap-around: the size goes to calloc), else 0. */
@@ -449,41 +72,21 @@ static size_t parse_buffer(const char *value)
     return bytes >= BUFFER_MIN && bytes <= BUFFER_MAX ? bytes : 0;
 }
 
-static void read_options(void)
+void trace_read_options(void)
 {
     const char *value;
-    options.dir = (value = secure_getenv("QMPI_TRACE_DIR")) && *value ? value : "qmpi-trace";
-    options.flush_every_record = (value = secure_getenv("QMPI_TRACE_FLUSH")) && strcmp(value, "record") == 0;
-    options.nested = !((value = secure_getenv("QMPI_TRACE_NESTED")) && strcmp(value, "0") == 0);
-    options.all_functions = (value = secure_getenv("QMPI_TRACE_FUNCTIONS")) && strcmp(value, "all") == 0;
-    options.buffer_bytes = BUFFER_DEFAULT;
+    trace_options.dir = (value = secure_getenv("QMPI_TRACE_DIR")) && *value ? value : "qmpi-trace";
+    trace_options.flush_every_record = (value = secure_getenv("QMPI_TRACE_FLUSH")) && strcmp(value, "record") == 0;
+    trace_options.nested = !((value = secure_getenv("QMPI_TRACE_NESTED")) && strcmp(value, "0") == 0);
+    trace_options.all_functions = (value = secure_getenv("QMPI_TRACE_FUNCTIONS")) && strcmp(value, "all") == 0;
+    trace_options.buffer_bytes = BUFFER_DEFAULT;
     if ((value = secure_getenv("QMPI_TRACE_BUFFER")) != NULL) {
         size_t bytes = parse_buffer(value);
         if (bytes)
-            options.buffer_bytes = bytes;
+            trace_options.buffer_bytes = bytes;
         else
-            options.bad_buffer = value;
+            trace_options.bad_buffer = value;
     }
-}
-
-static inline uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static inline uint64_t ticks(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    return __rdtsc();
-#elif defined(__aarch64__)
-    uint64_t value;
-    __asm__ volatile("mrs %0, cntvct_el0" : "=r"(value));
-    return value;
-#else
-    return now_ns();
-#endif
 }
 
 static void complain(struct instance *in, const char *what, const char *path)
@@ -511,9 +114,9 @@ static int write_all(int fd, const char *data, size_t size)
 static void add_timer(struct thread_buffer *tb)
 {
     struct timer_record r = {R_TIMER, sizeof r, 0, 0, 0};
-    r.ticks = ticks();
-    r.ns = now_ns();
-    r.ticks = (r.ticks + ticks()) / 2; /* the tick count at the middle of the clock read */
+    r.ticks = trace_ticks();
+    r.ns = trace_now_ns();
+    r.ticks = (r.ticks + trace_ticks()) / 2; /* the tick count at the middle of the clock read */
     memcpy(tb->data + tb->used, &r, sizeof r);
     tb->used += sizeof r;
     tb->last_timer_ns = r.ns;
@@ -522,7 +125,7 @@ static void add_timer(struct thread_buffer *tb)
 static void flush_locked(struct instance *in, struct thread_buffer *tb)
 {
     if (tb->fd >= 0 && tb->used > 0 && write_all(tb->fd, tb->data, tb->used) != 0)
-        complain(in, "cannot write a trace file in", options.dir);
+        complain(in, "cannot write a trace file in", trace_options.dir);
     tb->used = 0;
 }
 
@@ -537,7 +140,7 @@ static void flush(struct instance *in, struct thread_buffer *tb)
  * record goes first when the last one is TIMER_GAP_NS old. The buffer keeps room for it. */
 static void flush_due(struct instance *in, struct thread_buffer *tb)
 {
-    uint64_t ns = now_ns();
+    uint64_t ns = trace_now_ns();
     if (ns - tb->last_timer_ns >= TIMER_GAP_NS)
         add_timer(tb);
     flush(in, tb);
@@ -548,21 +151,21 @@ static void flush_due(struct instance *in, struct thread_buffer *tb)
 #define RESERVED_BYTES (sizeof(struct timer_record) + sizeof(struct end_record))
 _Static_assert(BUFFER_MIN >= RESERVED_BYTES, "room for the largest record after a flush");
 
-static inline void append(struct instance *in, struct thread_buffer *tb, const void *record, size_t size)
+void trace_append(struct instance *in, struct thread_buffer *tb, const void *record, size_t size)
 {
-    if (__builtin_expect(tb->used + size + RESERVED_BYTES > options.buffer_bytes, 0))
+    if (__builtin_expect(tb->used + size + RESERVED_BYTES > trace_options.buffer_bytes, 0))
         flush_due(in, tb);
-    if (__builtin_expect(tb->used + size + RESERVED_BYTES > options.buffer_bytes, 0))
+    if (__builtin_expect(tb->used + size + RESERVED_BYTES > trace_options.buffer_bytes, 0))
         return; /* cannot happen (records are at most 4096 bytes): never past the buffer */
     memcpy(tb->data + tb->used, record, size);
     tb->used += size;
-    if (options.flush_every_record)
+    if (trace_options.flush_every_record)
         flush_due(in, tb);
 }
 
 /* A variable-size record: kind, size, then `fixed` bytes and `tail` bytes, padded to 8. */
-static void append_variable(struct instance *in, struct thread_buffer *tb, int kind, const void *fixed,
-                            size_t fixed_size, const void *tail, size_t tail_size)
+void trace_append_variable(struct instance *in, struct thread_buffer *tb, int kind, const void *fixed,
+                           size_t fixed_size, const void *tail, size_t tail_size)
 {
     char record[4096];
     size_t size = (4 + fixed_size + tail_size + RECORD_ALIGNMENT - 1) & ~(size_t)(RECORD_ALIGNMENT - 1);
@@ -577,18 +180,18 @@ static void append_variable(struct instance *in, struct thread_buffer *tb, int k
     memcpy(record, head, 4);
     memcpy(record + 4, fixed, fixed_size);
     memcpy(record + 4 + fixed_size, tail, tail_size);
-    append(in, tb, record, size);
+    trace_append(in, tb, record, size);
 }
 
 static void thread_exit(void *buffer)
 {
     struct thread_buffer *tb = buffer;
     int level;
-    for (level = 0; level < MAX_LEVELS && thread_state.buffers[level] != tb; level++)
+    for (level = 0; level < MAX_LEVELS && trace_thread.buffers[level] != tb; level++)
         ;
     if (level < MAX_LEVELS) {
         add_timer(tb);
-        flush(&instances[level], tb);
+        flush(&trace_instances[level], tb);
     }
 }
 
@@ -596,31 +199,27 @@ static void write_preamble(struct instance *in, struct thread_buffer *tb)
 {
     char host[256] = "unknown";
     char process[512];
-    struct function_fixed function = {0};
     struct process_fixed pad = {0};
     size_t length;
     gethostname(host, sizeof host - 1);
     host[sizeof host - 1] = '\0';
-    for (function.code = 0; function.code < TF_COUNT; function.code++)
-        append_variable(in, tb, R_FUNCTION, &function, sizeof function, function_names[function.code],
-                        strlen(function_names[function.code]) + 1);
     /* program and host, each NUL-terminated */
     length = (size_t)snprintf(process, sizeof process, "%s%c%s", program_invocation_short_name, '\0', host);
-    append_variable(in, tb, R_PROCESS, &pad, sizeof pad, process, length + 1);
+    trace_append_variable(in, tb, R_PROCESS, &pad, sizeof pad, process, length + 1);
 }
 
 /* The calling thread's buffer for `in`, created (with its file) on first use. */
-static struct thread_buffer *thread_buffer(struct instance *in)
+struct thread_buffer *trace_thread_buffer(struct instance *in)
 {
-    struct thread_buffer *tb = thread_state.buffers[in->level];
+    struct thread_buffer *tb = trace_thread.buffers[in->level];
     struct file_header header;
     char host[256] = "unknown", path[4096];
     int length;
     if (tb != NULL)
         return tb;
-    tb = calloc(1, sizeof *tb + options.buffer_bytes);
+    tb = calloc(1, sizeof *tb + trace_options.buffer_bytes);
     if (tb == NULL) {
-        complain(in, "cannot allocate a buffer in", options.dir);
+        complain(in, "cannot allocate a buffer in", trace_options.dir);
         return NULL;
     }
     pthread_mutex_init(&tb->lock, NULL);
@@ -631,12 +230,12 @@ static struct thread_buffer *thread_buffer(struct instance *in)
     pthread_mutex_unlock(&in->lock);
     gethostname(host, sizeof host - 1);
     host[sizeof host - 1] = '\0';
-    length = snprintf(path, sizeof path, "%s/%s_%s_%d_%d.L%d.qtr", options.dir, program_invocation_short_name, host,
-                      in->rank, tb->thread, in->level);
+    length = snprintf(path, sizeof path, "%s/%s_%s_%d_%d.L%d.qtr", trace_options.dir, program_invocation_short_name,
+                      host, in->rank, tb->thread, in->level);
     /* a cut name would be the same for every rank: each would overwrite the others' file */
     tb->fd = length > 0 && (size_t)length < sizeof path ? open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)
                                                         : (errno = ENAMETOOLONG, -1);
-    thread_state.buffers[in->level] = tb;
+    trace_thread.buffers[in->level] = tb;
     pthread_setspecific(in->thread_key, tb);
     if (tb->fd < 0) {
         complain(in, "cannot create", path);
@@ -664,17 +263,53 @@ static struct thread_buffer *thread_buffer(struct instance *in)
     return tb;
 }
 
-static uint64_t handle_bits(const void *handle, size_t size)
+uint64_t trace_handle_bits(const void *handle, size_t size)
 {
     uint64_t bits = 0;
     memcpy(&bits, handle, size < sizeof bits ? size : sizeof bits);
     return bits;
 }
 
+/* A communicator's topology: how many neighbours a neighbourhood collective exchanges
+ * with; for other collectives, its size (an intercommunicator's: the remote group). */
+static void comm_peers(MPI_Comm comm, struct handle_entry *e)
+{
+    int topology = MPI_UNDEFINED, inter = 0, n = 0, weighted = 0;
+    e->peers = e->size;
+    if (PMPI_Comm_test_inter(comm, &inter) == MPI_SUCCESS && inter)
+        PMPI_Comm_remote_size(comm, &e->peers);
+    e->in_degree = e->out_degree = e->peers;
+    if (inter || PMPI_Topo_test(comm, &topology) != MPI_SUCCESS)
+        return;
+    if (topology == MPI_CART && PMPI_Cartdim_get(comm, &n) == MPI_SUCCESS) {
+        e->in_degree = e->out_degree = 2 * n;
+    } else if (topology == MPI_GRAPH) {
+        int rank = 0;
+        PMPI_Comm_rank(comm, &rank);
+        if (PMPI_Graph_neighbors_count(comm, rank, &n) == MPI_SUCCESS)
+            e->in_degree = e->out_degree = n;
+    } else if (topology == MPI_DIST_GRAPH) {
+        PMPI_Dist_graph_neighbors_count(comm, &e->in_degree, &e->out_degree, &weighted);
+    }
+}
+
+static int combiner_index(int combiner)
+{
+    switch (combiner) {
+#define AS_CASE(name, index)                                                                                           \
+    case MPI_COMBINER_##name:                                                                                          \
+        return index;
+        TRACE_COMBINERS(AS_CASE)
+#undef AS_CASE
+    default:
+        return -1;
+    }
+}
+
 /* Writes the definition of a new handle entry (in this thread's file; the merger reads
  * every file's definitions before any events). */
 static void define(struct instance *in, struct thread_buffer *tb, struct handle_entry *e, const void *handle,
-                   const char *file_name, MPI_Offset file_size)
+                   const struct definition *d)
 {
     if (e->kind == R_COMM) {
         MPI_Comm comm = *(const MPI_Comm *)handle;
@@ -690,40 +325,53 @@ static void define(struct instance *in, struct thread_buffer *tb, struct handle_
         PMPI_Group_free(&group);
         PMPI_Group_free(&world_group);
         free(local);
+        comm_peers(comm, e);
         /* COMM_CHUNK members per record: every record fits append_variable's 4096 bytes */
         for (fixed.first = 0; fixed.first < e->size || fixed.first == 0; fixed.first += COMM_CHUNK) {
             fixed.count = e->size - fixed.first < COMM_CHUNK ? e->size - fixed.first : COMM_CHUNK;
-            append_variable(in, tb, R_COMM, &fixed, sizeof fixed, e->world + fixed.first,
-                            sizeof(int) * (size_t)fixed.count);
+            trace_append_variable(in, tb, R_COMM, &fixed, sizeof fixed, e->world + fixed.first,
+                                  sizeof(int) * (size_t)fixed.count);
             if (fixed.count == 0)
                 break;
         }
     } else if (e->kind == R_TYPE) {
         MPI_Datatype type = *(const MPI_Datatype *)handle;
         int nints = 0, naddrs = 0, ntypes = 0, combiner = 0, length = 0;
+        MPI_Aint lb = 0, extent = 0;
         char name[MPI_MAX_OBJECT_NAME + 1] = "";
         struct type_fixed fixed;
         PMPI_Type_get_envelope(type, &nints, &naddrs, &ntypes, &combiner);
         PMPI_Type_get_name(type, name, &length);
+        PMPI_Type_get_extent(type, &lb, &extent);
         fixed = (struct type_fixed){.id = e->id,
                                     .type_size = e->size,
                                     .named = combiner == MPI_COMBINER_NAMED,
                                     .nints = nints,
                                     .naddrs = naddrs,
-                                    .ntypes = ntypes};
-        append_variable(in, tb, R_TYPE, &fixed, sizeof fixed, name, strlen(name) + 1);
+                                    .ntypes = ntypes,
+                                    .combiner = combiner_index(combiner),
+                                    .lb = (int64_t)lb,
+                                    .extent = (int64_t)extent};
+        trace_append_variable(in, tb, R_TYPE, &fixed, sizeof fixed, name, strlen(name) + 1);
+    } else if (e->kind == R_WINDOW) {
+        struct window_record r = {R_WINDOW, sizeof r, e->id, -1, 0};
+        e->parent = d != NULL ? d->comm : NULL;
+        if (e->parent != NULL)
+            r.comm = e->parent->id;
+        trace_append(in, tb, &r, sizeof r);
     } else {
-        struct file_fixed fixed = {.id = e->id, .initial_size = (int64_t)file_size};
-        append_variable(in, tb, R_FILE, &fixed, sizeof fixed, file_name, strlen(file_name) + 1);
+        const char *file_name = d != NULL && d->file_name != NULL ? d->file_name : "?";
+        struct file_fixed fixed = {.id = e->id, .initial_size = d != NULL ? (int64_t)d->file_size : 0};
+        trace_append_variable(in, tb, R_FILE, &fixed, sizeof fixed, file_name, strlen(file_name) + 1);
     }
 }
 
-/* The entry for a communicator, datatype or file handle: from this thread's cache, else
- * the instance's table, else new (defined in this thread's file). */
-static struct handle_entry *lookup(struct instance *in, struct thread_buffer *tb, int kind, const void *handle,
-                                   size_t handle_size, const char *file_name, MPI_Offset file_size)
+/* The entry for a communicator, datatype, file or window handle: from this thread's
+ * cache, else the instance's table, else new (defined in this thread's file). */
+struct handle_entry *trace_lookup(struct instance *in, struct thread_buffer *tb, int kind, const void *handle,
+                                  size_t handle_size, const struct definition *d)
 {
-    uint64_t bits = handle_bits(handle, handle_size);
+    uint64_t bits = trace_handle_bits(handle, handle_size);
     unsigned generation = __atomic_load_n(&in->generation, __ATOMIC_ACQUIRE);
     struct handle_entry *e = NULL;
     int i;
@@ -749,7 +397,7 @@ static struct handle_entry *lookup(struct instance *in, struct thread_buffer *tb
             PMPI_Comm_size(*(const MPI_Comm *)handle, &e->size);
         else if (kind == R_TYPE)
             PMPI_Type_size(*(const MPI_Datatype *)handle, &e->size);
-        define(in, tb, e, handle, file_name, file_size);
+        define(in, tb, e, handle, d);
         if (in->handle_count == in->handle_capacity) {
             in->handle_capacity = in->handle_capacity ? 2 * in->handle_capacity : 16;
             in->handles = realloc(in->handles, sizeof *in->handles * (size_t)in->handle_capacity);
@@ -762,9 +410,9 @@ static struct handle_entry *lookup(struct instance *in, struct thread_buffer *tb
 }
 
 /* A handle about to be freed: later handles with the same value are new objects. */
-static void forget(struct instance *in, int kind, const void *handle, size_t handle_size)
+void trace_forget(struct instance *in, int kind, const void *handle, size_t handle_size)
 {
-    uint64_t bits = handle_bits(handle, handle_size);
+    uint64_t bits = trace_handle_bits(handle, handle_size);
     int i;
     pthread_mutex_lock(&in->lock);
     for (i = 0; i < in->handle_count; i++)
@@ -774,68 +422,70 @@ static void forget(struct instance *in, int kind, const void *handle, size_t han
     pthread_mutex_unlock(&in->lock);
 }
 
-/* One traced call in progress. */
-struct traced {
-    struct thread_state *ts;
-    struct instance *in;
-    struct thread_buffer *tb;
-    struct handle_entry *comm;
-    struct call_record r;
-};
-
-/* Starts recording `func` at `level`; 0 if this call is not to be recorded. */
-static inline int begin(struct traced *t, int level, int func)
+/* The FUNCTION record of core function `index`, before its first call in this file. */
+static void name_function(struct instance *in, struct thread_buffer *tb, int index, int kind)
 {
-    struct instance *in = &instances[level];
+    struct function_fixed function = {index, kind};
+    const char *name = QMPI_Function_name(index);
+    tb->named[index / 8] |= (unsigned char)(1u << index % 8);
+    trace_append_variable(in, tb, R_FUNCTION, &function, sizeof function, name, strlen(name) + 1);
+}
+
+/* Starts recording core function `index` of `kind` at `level`; 0 if this call is not to
+ * be recorded (tracing is off, or nested calls are not wanted). Which functions are
+ * recorded at all is decided once, by get_interceptions. */
+int trace_begin(struct traced *t, int level, int index, int kind)
+{
+    struct instance *in = &trace_instances[level];
     struct thread_state *ts;
     struct thread_buffer *tb;
     int depth;
-    if (level >= MAX_LEVELS || !__atomic_load_n(&in->active, __ATOMIC_ACQUIRE))
+    if ((unsigned)level >= MAX_LEVELS || !__atomic_load_n(&in->active, __ATOMIC_ACQUIRE))
         return 0;
-    if (!function_interesting[func] && !options.all_functions)
-        return 0;
-    ts = &thread_state;
-    depth = call_depth(ts, func);
-    if (depth > 0 && !options.nested)
+    ts = &trace_thread;
+    depth = trace_call_depth(ts, index);
+    if (depth > 0 && !trace_options.nested)
         return 0;
     tb = ts->buffers[level];
-    if (__builtin_expect(tb == NULL, 0) && (tb = thread_buffer(in)) == NULL)
+    if (__builtin_expect(tb == NULL, 0) && (tb = trace_thread_buffer(in)) == NULL)
         return 0;
+    if (__builtin_expect(!(tb->named[index / 8] & (1u << index % 8)), 0))
+        name_function(in, tb, index, kind);
     t->ts = ts;
     t->in = in;
     t->tb = tb;
     t->comm = NULL;
     t->r = (struct call_record){.kind = R_CALL,
                                 .size = sizeof t->r,
-                                .func = (uint16_t)func,
+                                .func = (uint16_t)index,
                                 .depth = (uint8_t)(depth > 255 ? 255 : depth),
                                 CALL_RECORD_DEFAULTS};
     if (ts->open_calls < MAX_OPEN) {
-        ts->open_stack[ts->open_calls].func = (uint16_t)func;
+        ts->open_stack[ts->open_calls].func = (uint16_t)index;
         ts->open_stack[ts->open_calls].depth = t->r.depth;
     }
     ts->open_calls++;
-    t->r.enter = ticks();
+    t->r.enter = trace_ticks();
     return 1;
 }
 
-static inline void end(struct traced *t, int ret)
+void trace_end(struct traced *t, int failed)
 {
-    t->r.leave = ticks();
+    t->r.leave = trace_ticks();
     t->ts->open_calls--;
-    if (ret != MPI_SUCCESS)
+    if (failed)
         t->r.flags |= CALL_FAILED;
     t->tb->calls++;
     if (CALL_RECORD_IS_SHORT(t->r)) {
         struct short_call_record s = {R_SHORT_CALL, sizeof s,   t->r.func, t->r.depth, t->r.flags,
                                       t->r.enter,   t->r.leave, t->r.comm, 0};
-        append(t->in, t->tb, &s, sizeof s);
+        trace_append(t->in, t->tb, &s, sizeof s);
     } else {
-        append(t->in, t->tb, &t->r, sizeof t->r);
+        trace_append(t->in, t->tb, &t->r, sizeof t->r);
     }
 }
 
-static int world_rank(struct handle_entry *comm, int rank)
+int trace_world_rank(const struct handle_entry *comm, int rank)
 {
     if (rank == MPI_ANY_SOURCE)
         return PEER_ANY;
@@ -844,56 +494,11 @@ static int world_rank(struct handle_entry *comm, int rank)
     return comm->world[rank];
 }
 
-static void set_comm(struct traced *t, MPI_Comm comm)
+void trace_set_comm(struct traced *t, MPI_Comm comm)
 {
-    t->comm = lookup(t->in, t->tb, R_COMM, &comm, sizeof comm, NULL, 0);
+    t->comm = trace_lookup(t->in, t->tb, R_COMM, &comm, sizeof comm, NULL);
     if (t->comm != NULL)
         t->r.comm = t->comm->id;
-}
-
-static void set_data(struct traced *t, int count, MPI_Datatype type)
-{
-    struct handle_entry *e = lookup(t->in, t->tb, R_TYPE, &type, sizeof type, NULL, 0);
-    t->r.count = count;
-    if (e != NULL) {
-        t->r.datatype = e->id;
-        t->r.bytes = (int64_t)count * e->size;
-    }
-}
-
-static void set_request(struct traced *t, const MPI_Request *request)
-{
-    t->r.request = handle_bits(request, sizeof *request);
-    t->r.flags |= CALL_HAS_REQUEST;
-}
-
-/* A request event after the call record: completed (`status`: what it says), started
- * (REQUEST_STARTED) or let go (REQUEST_FREED), status NULL for the last two. */
-static void request_event(struct traced *t, MPI_Request request, const MPI_Status *status, int flags)
-{
-    struct completion_record c;
-    int bytes = 0, cancelled = 0;
-    memset(&c, 0, sizeof c);
-    c.kind = R_COMPLETION;
-    c.size = sizeof c;
-    c.request = handle_bits(&request, sizeof request);
-    c.source = PEER_NONE;
-    c.flags = flags;
-    if (status != NULL && PMPI_Test_cancelled(status, &cancelled) == MPI_SUCCESS && cancelled)
-        c.flags |= REQUEST_CANCELLED;
-    else if (status != NULL && status->MPI_SOURCE >= 0) {
-        /* receives only; sends leave the status undefined and the merger ignores it */
-        c.source = status->MPI_SOURCE;
-        c.tag = status->MPI_TAG;
-        PMPI_Get_count(status, MPI_BYTE, &bytes);
-        c.bytes = bytes;
-    }
-    append(t->in, t->tb, &c, sizeof c);
-}
-
-static void complete(struct traced *t, MPI_Request request, const MPI_Status *status)
-{
-    request_event(t, request, status, 0);
 }
 
 /* ---- clocks: offsets to world rank 0 at init and finalize, by PMPI ping-pong ---- */
@@ -901,7 +506,7 @@ static void complete(struct traced *t, MPI_Request request, const MPI_Status *st
 static void measure_clock(struct instance *in, uint32_t phase)
 {
     struct clock_record c;
-    struct thread_buffer *tb = thread_buffer(in);
+    struct thread_buffer *tb = trace_thread_buffer(in);
     MPI_Comm comm;
     int peer, ping;
     memset(&c, 0, sizeof c);
@@ -915,13 +520,13 @@ static void measure_clock(struct instance *in, uint32_t phase)
             uint64_t sent, received, remote = 0;
             if (in->rank == 0) {
                 PMPI_Recv(&remote, 1, MPI_UINT64_T, peer, ping, comm, MPI_STATUS_IGNORE);
-                remote = now_ns();
+                remote = trace_now_ns();
                 PMPI_Send(&remote, 1, MPI_UINT64_T, peer, ping, comm);
             } else if (in->rank == peer) {
-                sent = now_ns();
+                sent = trace_now_ns();
                 PMPI_Send(&sent, 1, MPI_UINT64_T, 0, ping, comm);
                 PMPI_Recv(&remote, 1, MPI_UINT64_T, 0, ping, comm, MPI_STATUS_IGNORE);
-                received = now_ns();
+                received = trace_now_ns();
                 if (received - sent < c.round_trip_ns) {
                     c.round_trip_ns = received - sent;
                     c.local_ns = sent + (received - sent) / 2;
@@ -932,11 +537,11 @@ static void measure_clock(struct instance *in, uint32_t phase)
     }
     PMPI_Comm_free(&comm);
     if (in->rank == 0 || in->world_size == 1) {
-        c.local_ns = now_ns();
+        c.local_ns = trace_now_ns();
         c.round_trip_ns = 0;
     }
     if (tb != NULL)
-        append(in, tb, &c, sizeof c);
+        trace_append(in, tb, &c, sizeof c);
 }
 
 /* The run's identity in every rank file's header: world rank 0 draws it, every rank gets
@@ -958,27 +563,28 @@ static uint64_t run_identity(int rank)
 
 static void start_instance(int level)
 {
-    struct instance *in = &instances[level];
+    struct instance *in = &trace_instances[level];
     struct timespec real;
     struct stat st;
     static int said_bad_buffer;
-    pthread_once(&options_once, read_options);
+    pthread_once(&options_once, trace_read_options);
     in->level = level;
     pthread_mutex_init(&in->lock, NULL);
     pthread_key_create(&in->thread_key, thread_exit);
     PMPI_Comm_rank(MPI_COMM_WORLD, &in->rank);
     PMPI_Comm_size(MPI_COMM_WORLD, &in->world_size);
     in->run_id = run_identity(in->rank);
-    if (options.bad_buffer != NULL && in->rank == 0 && !__atomic_exchange_n(&said_bad_buffer, 1, __ATOMIC_ACQ_REL))
+    if (trace_options.bad_buffer != NULL && in->rank == 0 &&
+        !__atomic_exchange_n(&said_bad_buffer, 1, __ATOMIC_ACQ_REL))
         fprintf(stderr, "qmpi trace: QMPI_TRACE_BUFFER=%.64s is not a number of bytes from %zu to %zu; using %zu\n",
-                options.bad_buffer, BUFFER_MIN, BUFFER_MAX, BUFFER_DEFAULT);
-    in->origin_ns = now_ns();
+                trace_options.bad_buffer, BUFFER_MIN, BUFFER_MAX, BUFFER_DEFAULT);
+    in->origin_ns = trace_now_ns();
     clock_gettime(CLOCK_REALTIME, &real);
     in->realtime_origin_ns = (uint64_t)real.tv_sec * 1000000000u + (uint64_t)real.tv_nsec;
-    if (mkdir(options.dir, 0755) != 0 && errno != EEXIST)
-        complain(in, "cannot create directory", options.dir);
-    else if (stat(options.dir, &st) != 0 || !S_ISDIR(st.st_mode))
-        complain(in, "not a directory:", options.dir);
+    if (mkdir(trace_options.dir, 0755) != 0 && errno != EEXIST)
+        complain(in, "cannot create directory", trace_options.dir);
+    else if (stat(trace_options.dir, &st) != 0 || !S_ISDIR(st.st_mode))
+        complain(in, "not a directory:", trace_options.dir);
     else
         __atomic_store_n(&in->active, 1, __ATOMIC_RELEASE);
     measure_clock(in, 0);
@@ -1007,661 +613,82 @@ static void stop_instance(struct instance *in)
     pthread_mutex_unlock(&in->lock);
 }
 
-/* ---- wrappers ---- */
+/* ---- MPI_Init, MPI_Finalize ---- */
 
-static int traced_init(int func, uint64_t enter, int ret, int level)
+static int traced_init(int index, uint64_t enter, int ret, int level)
 {
     struct traced t;
-    if (level >= MAX_LEVELS || ret != MPI_SUCCESS)
+    if ((unsigned)level >= MAX_LEVELS || ret != MPI_SUCCESS)
         return ret;
     start_instance(level);
-    if (begin(&t, level, func)) {
+    if (trace_begin(&t, level, index, TRACE_KIND_other)) {
         t.r.enter = enter;
-        end(&t, ret);
+        trace_end(&t, 0);
     }
     return ret;
 }
 
 _EXTERN_C_ int TR_Init(int *argc, char ***argv, int level, vector *v)
 {
-    uint64_t enter = ticks();
-    return traced_init(TF_INIT, enter, QMPI_Next_Init(argc, argv, level, v), level);
+    uint64_t enter = trace_ticks();
+    return traced_init(_MPI_Init, enter, QMPI_Next_Init(argc, argv, level, v), level);
 }
 
 _EXTERN_C_ int TR_Init_thread(int *argc, char ***argv, int required, int *provided, int level, vector *v)
 {
-    uint64_t enter = ticks();
-    return traced_init(TF_INIT_THREAD, enter, QMPI_Next_Init_thread(argc, argv, required, provided, level, v), level);
+    uint64_t enter = trace_ticks();
+    return traced_init(_MPI_Init_thread, enter, QMPI_Next_Init_thread(argc, argv, required, provided, level, v), level);
 }
 
 _EXTERN_C_ int TR_Finalize(int level, vector *v)
 {
     struct traced t;
     int traced = 0, ret;
-    if (level < MAX_LEVELS && __atomic_load_n(&instances[level].active, __ATOMIC_ACQUIRE)) {
-        measure_clock(&instances[level], 1);
-        traced = begin(&t, level, TF_FINALIZE);
+    if ((unsigned)level < MAX_LEVELS && __atomic_load_n(&trace_instances[level].active, __ATOMIC_ACQUIRE)) {
+        measure_clock(&trace_instances[level], 1);
+        traced = trace_begin(&t, level, _MPI_Finalize, TRACE_KIND_other);
     }
     ret = QMPI_Next_Finalize(level, v);
     if (traced) {
-        end(&t, ret);
-        stop_instance(&instances[level]);
+        trace_end(&t, ret != MPI_SUCCESS);
+        stop_instance(&trace_instances[level]);
     }
     return ret;
 }
 
-/* What every point-to-point record holds: communicator, count, bytes, datatype, and
- * the peer (in MPI_COMM_WORLD terms) and tag. */
-static void set_message(struct traced *t, MPI_Comm comm, int count, MPI_Datatype datatype, int peer, int tag)
-{
-    set_comm(t, comm);
-    set_data(t, count, datatype);
-    t->r.peer = world_rank(t->comm, peer);
-    t->r.tag = tag;
-}
-
-/* Point-to-point sends: peer, tag, count, bytes, datatype, communicator. */
-#define SEND_WRAPPER(Name, CODE)                                                                                       \
-    _EXTERN_C_ int TR_##Name(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,      \
-                             int level, vector *v)                                                                     \
-    {                                                                                                                  \
-        struct traced t;                                                                                               \
-        int ret;                                                                                                       \
-        if (!begin(&t, level, CODE))                                                                                   \
-            return QMPI_Next_##Name(buf, count, datatype, dest, tag, comm, level, v);                                  \
-        ret = QMPI_Next_##Name(buf, count, datatype, dest, tag, comm, level, v);                                       \
-        set_message(&t, comm, count, datatype, dest, tag);                                                             \
-        end(&t, ret);                                                                                                  \
-        return ret;                                                                                                    \
-    }
-SEND_WRAPPER(Send, TF_SEND)
-SEND_WRAPPER(Ssend, TF_SSEND)
-
-_EXTERN_C_ int TR_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
-                       MPI_Status *status, int level, vector *v)
-{
-    struct traced t;
-    MPI_Status own;
-    int ret, bytes = 0;
-    if (!begin(&t, level, TF_RECV))
-        return QMPI_Next_Recv(buf, count, datatype, source, tag, comm, status, level, v);
-    if (status == MPI_STATUS_IGNORE)
-        status = &own;
-    ret = QMPI_Next_Recv(buf, count, datatype, source, tag, comm, status, level, v);
-    /* what arrived, not what was asked for (MPI_ANY_SOURCE, MPI_ANY_TAG, shorter) */
-    set_message(&t, comm, count, datatype, ret == MPI_SUCCESS ? status->MPI_SOURCE : source,
-                ret == MPI_SUCCESS ? status->MPI_TAG : tag);
-    if (ret == MPI_SUCCESS && PMPI_Get_count(status, MPI_BYTE, &bytes) == MPI_SUCCESS)
-        t.r.bytes = bytes;
-    end(&t, ret);
-    return ret;
-}
-
-_EXTERN_C_ int TR_Isend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
-                        MPI_Request *request, int level, vector *v)
-{
-    struct traced t;
-    int ret;
-    if (!begin(&t, level, TF_ISEND))
-        return QMPI_Next_Isend(buf, count, datatype, dest, tag, comm, request, level, v);
-    ret = QMPI_Next_Isend(buf, count, datatype, dest, tag, comm, request, level, v);
-    set_message(&t, comm, count, datatype, dest, tag);
-    set_request(&t, request);
-    end(&t, ret);
-    return ret;
-}
-
-_EXTERN_C_ int TR_Irecv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
-                        MPI_Request *request, int level, vector *v)
-{
-    struct traced t;
-    int ret;
-    if (!begin(&t, level, TF_IRECV))
-        return QMPI_Next_Irecv(buf, count, datatype, source, tag, comm, request, level, v);
-    ret = QMPI_Next_Irecv(buf, count, datatype, source, tag, comm, request, level, v);
-    set_message(&t, comm, count, datatype, source, tag);
-    set_request(&t, request);
-    end(&t, ret);
-    return ret;
-}
-
-/* Completion records follow the call record they belong to; status sources are made
- * world ranks by the merger (it knows the request's communicator from Isend/Irecv). */
-_EXTERN_C_ int TR_Wait(MPI_Request *request, MPI_Status *status, int level, vector *v)
-{
-    struct traced t;
-    MPI_Status own;
-    MPI_Request before;
-    int ret;
-    if (!begin(&t, level, TF_WAIT))
-        return QMPI_Next_Wait(request, status, level, v);
-    if (status == MPI_STATUS_IGNORE)
-        status = &own;
-    before = *request;
-    ret = QMPI_Next_Wait(request, status, level, v);
-    t.r.count = 1;
-    set_request(&t, &before);
-    end(&t, ret);
-    if (ret == MPI_SUCCESS && before != MPI_REQUEST_NULL)
-        complete(&t, before, status);
-    return ret;
-}
-
-_EXTERN_C_ int TR_Waitall(int count, MPI_Request requests[], MPI_Status statuses[], int level, vector *v)
-{
-    struct traced t;
-    MPI_Request small_before[64], *before = small_before;
-    MPI_Status small_own[64], *own = NULL;
-    int ret, i;
-    if (!begin(&t, level, TF_WAITALL))
-        return QMPI_Next_Waitall(count, requests, statuses, level, v);
-    if (count > 64) {
-        before = malloc(sizeof *before * (size_t)count);
-        own = statuses == MPI_STATUSES_IGNORE ? malloc(sizeof *own * (size_t)count) : NULL;
-    } else if (statuses == MPI_STATUSES_IGNORE) {
-        own = small_own;
-    }
-    memcpy(before, requests, sizeof *before * (size_t)count);
-    if (statuses == MPI_STATUSES_IGNORE)
-        statuses = own;
-    ret = QMPI_Next_Waitall(count, requests, statuses, level, v);
-    t.r.count = count;
-    end(&t, ret);
-    if (ret == MPI_SUCCESS)
-        for (i = 0; i < count; i++)
-            if (before[i] != MPI_REQUEST_NULL)
-                complete(&t, before[i], &statuses[i]);
-    if (before != small_before)
-        free(before);
-    if (own != small_own)
-        free(own);
-    return ret;
-}
-
-_EXTERN_C_ int TR_Test(MPI_Request *request, int *flag, MPI_Status *status, int level, vector *v)
-{
-    struct traced t;
-    MPI_Status own;
-    MPI_Request before;
-    int ret;
-    if (!begin(&t, level, TF_TEST))
-        return QMPI_Next_Test(request, flag, status, level, v);
-    if (status == MPI_STATUS_IGNORE)
-        status = &own;
-    before = *request;
-    ret = QMPI_Next_Test(request, flag, status, level, v);
-    set_request(&t, &before);
-    t.r.count = ret == MPI_SUCCESS && *flag;
-    end(&t, ret);
-    if (t.r.count && before != MPI_REQUEST_NULL)
-        complete(&t, before, status);
-    return ret;
-}
-
-/* The request handles a call is handed, copied before it runs (MPI sets completed ones to
- * MPI_REQUEST_NULL): on the stack up to 64, else on the heap; NULL if that fails. */
-struct handles {
-    MPI_Request small[64], *h;
-};
-static MPI_Request *save_handles(struct handles *s, int count, const MPI_Request requests[])
-{
-    s->h = count <= 64 ? s->small : malloc(sizeof *s->h * (size_t)count);
-    if (s->h != NULL && count > 0)
-        memcpy(s->h, requests, sizeof *s->h * (size_t)count);
-    return s->h;
-}
-static void drop_handles(struct handles *s)
-{
-    if (s->h != s->small)
-        free(s->h);
-}
-/* Statuses to read even when the application ignores them. */
-struct statuses {
-    MPI_Status small[64], *s;
-};
-static MPI_Status *own_statuses(struct statuses *o, int count, MPI_Status *given)
-{
-    if (given != MPI_STATUSES_IGNORE)
-        return o->s = given;
-    return o->s = count <= 64 ? o->small : malloc(sizeof *o->s * (size_t)count);
-}
-static void drop_statuses(struct statuses *o, MPI_Status *given)
-{
-    if (o->s != given && o->s != o->small)
-        free(o->s);
-}
-
-_EXTERN_C_ int TR_Waitany(int count, MPI_Request requests[], int *index, MPI_Status *status, int level, vector *v)
-{
-    struct traced t;
-    struct handles before;
-    MPI_Status own;
-    int ret;
-    if (!begin(&t, level, TF_WAITANY))
-        return QMPI_Next_Waitany(count, requests, index, status, level, v);
-    if (status == MPI_STATUS_IGNORE)
-        status = &own;
-    save_handles(&before, count, requests);
-    ret = QMPI_Next_Waitany(count, requests, index, status, level, v);
-    t.r.count = ret == MPI_SUCCESS && *index != MPI_UNDEFINED;
-    end(&t, ret);
-    if (t.r.count && before.h != NULL && *index >= 0 && *index < count)
-        complete(&t, before.h[*index], status);
-    drop_handles(&before);
-    return ret;
-}
-
-_EXTERN_C_ int TR_Testany(int count, MPI_Request requests[], int *index, int *flag, MPI_Status *status, int level,
-                          vector *v)
-{
-    struct traced t;
-    struct handles before;
-    MPI_Status own;
-    int ret;
-    if (!begin(&t, level, TF_TESTANY))
-        return QMPI_Next_Testany(count, requests, index, flag, status, level, v);
-    if (status == MPI_STATUS_IGNORE)
-        status = &own;
-    save_handles(&before, count, requests);
-    ret = QMPI_Next_Testany(count, requests, index, flag, status, level, v);
-    t.r.count = ret == MPI_SUCCESS && *flag && *index != MPI_UNDEFINED;
-    end(&t, ret);
-    if (t.r.count && before.h != NULL && *index >= 0 && *index < count)
-        complete(&t, before.h[*index], status);
-    drop_handles(&before);
-    return ret;
-}
-
-/* Waitsome, Testsome: the completed requests' indices in `indices`. */
-#define SOME_WRAPPER(Name, CODE)                                                                                       \
-    _EXTERN_C_ int TR_##Name(int incount, MPI_Request requests[], int *outcount, int indices[], MPI_Status statuses[], \
-                             int level, vector *v)                                                                     \
-    {                                                                                                                  \
-        struct traced t;                                                                                               \
-        struct handles before;                                                                                         \
-        struct statuses own;                                                                                           \
-        MPI_Status *use;                                                                                               \
-        int ret, i;                                                                                                    \
-        if (!begin(&t, level, CODE))                                                                                   \
-            return QMPI_Next_##Name(incount, requests, outcount, indices, statuses, level, v);                         \
-        save_handles(&before, incount, requests);                                                                      \
-        use = own_statuses(&own, incount, statuses);                                                                   \
-        ret = QMPI_Next_##Name(incount, requests, outcount, indices, use ? use : statuses, level, v);                  \
-        t.r.count = ret == MPI_SUCCESS && *outcount != MPI_UNDEFINED ? *outcount : 0;                                  \
-        end(&t, ret);                                                                                                  \
-        for (i = 0; before.h != NULL && i < t.r.count; i++)                                                            \
-            if (indices[i] >= 0 && indices[i] < incount)                                                               \
-                complete(&t, before.h[indices[i]], use ? &use[i] : NULL);                                              \
-        drop_handles(&before);                                                                                         \
-        drop_statuses(&own, statuses);                                                                                 \
-        return ret;                                                                                                    \
-    }
-SOME_WRAPPER(Waitsome, TF_WAITSOME)
-SOME_WRAPPER(Testsome, TF_TESTSOME)
-
-_EXTERN_C_ int TR_Testall(int count, MPI_Request requests[], int *flag, MPI_Status statuses[], int level, vector *v)
-{
-    struct traced t;
-    struct handles before;
-    struct statuses own;
-    MPI_Status *use;
-    int ret, i;
-    if (!begin(&t, level, TF_TESTALL))
-        return QMPI_Next_Testall(count, requests, flag, statuses, level, v);
-    save_handles(&before, count, requests);
-    use = own_statuses(&own, count, statuses);
-    ret = QMPI_Next_Testall(count, requests, flag, use ? use : statuses, level, v);
-    t.r.count = ret == MPI_SUCCESS && *flag ? count : 0;
-    end(&t, ret);
-    for (i = 0; before.h != NULL && i < t.r.count; i++)
-        if (before.h[i] != MPI_REQUEST_NULL)
-            complete(&t, before.h[i], use ? &use[i] : NULL);
-    drop_handles(&before);
-    drop_statuses(&own, statuses);
-    return ret;
-}
-
-/* Persistent requests: Send_init/Recv_init hold the message (as Isend/Irecv do); each
- * Start/Startall starts one instance of it, a REQUEST_STARTED record per request. */
-#define INIT_WRAPPER(Name, CODE, Buf)                                                                                  \
-    _EXTERN_C_ int TR_##Name(Buf buf, int count, MPI_Datatype datatype, int peer, int tag, MPI_Comm comm,              \
-                             MPI_Request *request, int level, vector *v)                                               \
-    {                                                                                                                  \
-        struct traced t;                                                                                               \
-        int ret;                                                                                                       \
-        if (!begin(&t, level, CODE))                                                                                   \
-            return QMPI_Next_##Name(buf, count, datatype, peer, tag, comm, request, level, v);                         \
-        ret = QMPI_Next_##Name(buf, count, datatype, peer, tag, comm, request, level, v);                              \
-        set_message(&t, comm, count, datatype, peer, tag);                                                             \
-        set_request(&t, request);                                                                                      \
-        end(&t, ret);                                                                                                  \
-        return ret;                                                                                                    \
-    }
-INIT_WRAPPER(Send_init, TF_SEND_INIT, const void *)
-INIT_WRAPPER(Ssend_init, TF_SSEND_INIT, const void *)
-INIT_WRAPPER(Recv_init, TF_RECV_INIT, void *)
-
-_EXTERN_C_ int TR_Start(MPI_Request *request, int level, vector *v)
-{
-    struct traced t;
-    MPI_Request before;
-    int ret;
-    if (!begin(&t, level, TF_START))
-        return QMPI_Next_Start(request, level, v);
-    before = *request;
-    ret = QMPI_Next_Start(request, level, v);
-    t.r.count = 1;
-    end(&t, ret);
-    if (ret == MPI_SUCCESS)
-        request_event(&t, before, NULL, REQUEST_STARTED);
-    return ret;
-}
-
-_EXTERN_C_ int TR_Startall(int count, MPI_Request requests[], int level, vector *v)
-{
-    struct traced t;
-    int ret, i;
-    if (!begin(&t, level, TF_STARTALL))
-        return QMPI_Next_Startall(count, requests, level, v);
-    ret = QMPI_Next_Startall(count, requests, level, v); /* the handles stay as they were */
-    t.r.count = count;
-    end(&t, ret);
-    for (i = 0; ret == MPI_SUCCESS && i < count; i++)
-        request_event(&t, requests[i], NULL, REQUEST_STARTED);
-    return ret;
-}
-
-/* The application lets go of a request (an active one completes unseen). */
-_EXTERN_C_ int TR_Request_free(MPI_Request *request, int level, vector *v)
-{
-    struct traced t;
-    MPI_Request before;
-    int ret;
-    if (!begin(&t, level, TF_REQUEST_FREE))
-        return QMPI_Next_Request_free(request, level, v);
-    before = *request;
-    ret = QMPI_Next_Request_free(request, level, v);
-    set_request(&t, &before);
-    end(&t, ret);
-    if (ret == MPI_SUCCESS)
-        request_event(&t, before, NULL, REQUEST_FREED);
-    return ret;
-}
-
-/* Marks a request for cancellation; the Wait/Test that completes it says whether it was. */
-_EXTERN_C_ int TR_Cancel(MPI_Request *request, int level, vector *v)
-{
-    struct traced t;
-    MPI_Request before;
-    int ret;
-    if (!begin(&t, level, TF_CANCEL))
-        return QMPI_Next_Cancel(request, level, v);
-    before = *request;
-    ret = QMPI_Next_Cancel(request, level, v);
-    set_request(&t, &before);
-    end(&t, ret);
-    return ret;
-}
-
-_EXTERN_C_ int TR_Barrier(MPI_Comm comm, int level, vector *v)
-{
-    struct traced t;
-    int ret;
-    if (!begin(&t, level, TF_BARRIER))
-        return QMPI_Next_Barrier(comm, level, v);
-    ret = QMPI_Next_Barrier(comm, level, v);
-    set_comm(&t, comm);
-    end(&t, ret);
-    return ret;
-}
-
-_EXTERN_C_ int TR_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, int level, vector *v)
-{
-    struct traced t;
-    int ret;
-    if (!begin(&t, level, TF_BCAST))
-        return QMPI_Next_Bcast(buffer, count, datatype, root, comm, level, v);
-    ret = QMPI_Next_Bcast(buffer, count, datatype, root, comm, level, v);
-    set_comm(&t, comm);
-    set_data(&t, count, datatype);
-    t.r.root = world_rank(t.comm, root);
-    end(&t, ret);
-    return ret;
-}
-
-_EXTERN_C_ int TR_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root,
-                         MPI_Comm comm, int level, vector *v)
-{
-    struct traced t;
-    int ret;
-    if (!begin(&t, level, TF_REDUCE))
-        return QMPI_Next_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm, level, v);
-    ret = QMPI_Next_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm, level, v);
-    set_comm(&t, comm);
-    set_data(&t, count, datatype);
-    t.r.root = world_rank(t.comm, root);
-    end(&t, ret);
-    return ret;
-}
-
-_EXTERN_C_ int TR_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
-                            MPI_Comm comm, int level, vector *v)
-{
-    struct traced t;
-    int ret;
-    if (!begin(&t, level, TF_ALLREDUCE))
-        return QMPI_Next_Allreduce(sendbuf, recvbuf, count, datatype, op, comm, level, v);
-    ret = QMPI_Next_Allreduce(sendbuf, recvbuf, count, datatype, op, comm, level, v);
-    set_comm(&t, comm);
-    set_data(&t, count, datatype);
-    end(&t, ret);
-    return ret;
-}
-
-/* A call that creates a communicator records the new one's id in `offset` (-1 for
- * MPI_COMM_NULL), defining it at once so its members are known. */
-static void set_new_comm(struct traced *t, int ret, MPI_Comm created)
-{
-    struct handle_entry *e;
-    t->r.offset = -1;
-    if (ret == MPI_SUCCESS && created != MPI_COMM_NULL &&
-        (e = lookup(t->in, t->tb, R_COMM, &created, sizeof created, NULL, 0)) != NULL)
-        t->r.offset = e->id;
-}
-
-_EXTERN_C_ int TR_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm, int level, vector *v)
-{
-    struct traced t;
-    int ret;
-    if (!begin(&t, level, TF_COMM_SPLIT))
-        return QMPI_Next_Comm_split(comm, color, key, newcomm, level, v);
-    ret = QMPI_Next_Comm_split(comm, color, key, newcomm, level, v);
-    set_comm(&t, comm);
-    set_new_comm(&t, ret, *newcomm);
-    t.r.tag = color;
-    end(&t, ret);
-    return ret;
-}
-
-_EXTERN_C_ int TR_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm, int level, vector *v)
-{
-    struct traced t;
-    int ret;
-    if (!begin(&t, level, TF_COMM_DUP))
-        return QMPI_Next_Comm_dup(comm, newcomm, level, v);
-    ret = QMPI_Next_Comm_dup(comm, newcomm, level, v);
-    set_comm(&t, comm);
-    set_new_comm(&t, ret, *newcomm);
-    end(&t, ret);
-    return ret;
-}
-
-_EXTERN_C_ int TR_Comm_free(MPI_Comm *comm, int level, vector *v)
-{
-    struct traced t;
-    MPI_Comm freed = *comm;
-    int ret;
-    if (!begin(&t, level, TF_COMM_FREE))
-        return QMPI_Next_Comm_free(comm, level, v);
-    set_comm(&t, freed);
-    ret = QMPI_Next_Comm_free(comm, level, v);
-    forget(t.in, R_COMM, &freed, sizeof freed);
-    end(&t, ret);
-    return ret;
-}
-
-_EXTERN_C_ int TR_Comm_rank(MPI_Comm comm, int *rank, int level, vector *v)
-{
-    struct traced t;
-    int ret;
-    if (!begin(&t, level, TF_COMM_RANK))
-        return QMPI_Next_Comm_rank(comm, rank, level, v);
-    ret = QMPI_Next_Comm_rank(comm, rank, level, v);
-    set_comm(&t, comm);
-    end(&t, ret);
-    return ret;
-}
-
-_EXTERN_C_ int TR_Comm_size(MPI_Comm comm, int *size, int level, vector *v)
-{
-    struct traced t;
-    int ret;
-    if (!begin(&t, level, TF_COMM_SIZE))
-        return QMPI_Next_Comm_size(comm, size, level, v);
-    ret = QMPI_Next_Comm_size(comm, size, level, v);
-    set_comm(&t, comm);
-    end(&t, ret);
-    return ret;
-}
-
-_EXTERN_C_ int TR_File_open(MPI_Comm comm, const char *filename, int amode, MPI_Info info, MPI_File *fh, int level,
-                            vector *v)
-{
-    struct traced t;
-    MPI_Offset size = 0;
-    struct handle_entry *e;
-    int ret;
-    if (!begin(&t, level, TF_FILE_OPEN))
-        return QMPI_Next_File_open(comm, filename, amode, info, fh, level, v);
-    ret = QMPI_Next_File_open(comm, filename, amode, info, fh, level, v);
-    set_comm(&t, comm);
-    if (ret == MPI_SUCCESS) {
-        PMPI_File_get_size(*fh, &size); /* the size the file had when it was opened */
-        if ((e = lookup(t.in, t.tb, R_FILE, fh, sizeof *fh, filename, size)) != NULL)
-            t.r.file = e->id;
-    }
-    t.r.bytes = size;
-    end(&t, ret);
-    return ret;
-}
-
-_EXTERN_C_ int TR_File_close(MPI_File *fh, int level, vector *v)
-{
-    struct traced t;
-    MPI_File closed = *fh;
-    struct handle_entry *e;
-    int ret;
-    if (!begin(&t, level, TF_FILE_CLOSE))
-        return QMPI_Next_File_close(fh, level, v);
-    if ((e = lookup(t.in, t.tb, R_FILE, &closed, sizeof closed, "?", 0)) != NULL)
-        t.r.file = e->id;
-    ret = QMPI_Next_File_close(fh, level, v);
-    forget(t.in, R_FILE, &closed, sizeof closed);
-    end(&t, ret);
-    return ret;
-}
-
-#define FILE_AT_WRAPPER(Name, CODE, BUF)                                                                               \
-    _EXTERN_C_ int TR_##Name(MPI_File fh, MPI_Offset offset, BUF buf, int count, MPI_Datatype datatype,                \
-                             MPI_Status *status, int level, vector *v)                                                 \
-    {                                                                                                                  \
-        struct traced t;                                                                                               \
-        struct handle_entry *e;                                                                                        \
-        int ret;                                                                                                       \
-        if (!begin(&t, level, CODE))                                                                                   \
-            return QMPI_Next_##Name(fh, offset, buf, count, datatype, status, level, v);                               \
-        ret = QMPI_Next_##Name(fh, offset, buf, count, datatype, status, level, v);                                    \
-        if ((e = lookup(t.in, t.tb, R_FILE, &fh, sizeof fh, "?", 0)) != NULL)                                          \
-            t.r.file = e->id;                                                                                          \
-        set_data(&t, count, datatype);                                                                                 \
-        t.r.offset = offset;                                                                                           \
-        end(&t, ret);                                                                                                  \
-        return ret;                                                                                                    \
-    }
-FILE_AT_WRAPPER(File_write_at, TF_FILE_WRITE_AT, const void *)
-FILE_AT_WRAPPER(File_read_at, TF_FILE_READ_AT, void *)
-
-/* ---- every other MPI function (QMPI_TRACE_FUNCTIONS=all) ----
- * trace_all.qmpi makes a wrapper for every function of the core's enumeration that
- * calls trace_all_begin before the next link and trace_all_end after it;
- * sample_tools/Makefile links that generated C into libtrace.so, its get_interceptions
- * renamed trace_all_get_interceptions. Such a call is a SHORT CALL record without
- * arguments (generic code cannot know them), with code TF_COUNT + core index, named in
- * a FUNCTION record before its first call in each file (not all up front: an MPI 5
- * core has 700 functions, a thread calls a few). trace.c built alone (bench/) has no
- * generated part: the weak reference is NULL and `all` adds only the table's ordinary
- * functions. Hidden: one library, so the wrappers call these directly, not via PLT. */
-_Static_assert(TF_COUNT + NUM_MPI_FUNCS <= UINT16_MAX, "function codes are 16 bits in call records");
+/* ---- which wrapper the core installs ----
+ * trace_roles.qmpi and trace_all.qmpi generate the wrappers of every other function
+ * (sample_tools/Makefile links their C into this library, their get_interceptions
+ * renamed). MPI_Init, MPI_Init_thread and MPI_Finalize are recorded always (kind
+ * `other`, but they bound the trace). trace.c built without the generated parts has
+ * only its own wrappers: the weak references are NULL. */
+extern char *trace_roles_get_interceptions(int i) __attribute__((weak, visibility("hidden")));
 extern char *trace_all_get_interceptions(int i) __attribute__((weak, visibility("hidden")));
-__attribute__((visibility("hidden"))) uint64_t trace_all_begin(int level, int index);
-__attribute__((visibility("hidden"))) void trace_all_end(int level, int index, uint64_t enter, int failed);
 
-/* begin() for a function outside the table: its enter ticks, or 0 if not recorded. The
- * depth goes on the thread's open-call stack, where trace_all_end finds it. */
-uint64_t trace_all_begin(int level, int index)
+static int wanted(const char *name)
 {
-    struct thread_state *ts = &thread_state;
-    struct thread_buffer *tb;
-    int func = TF_COUNT + index, depth;
-    uint64_t enter;
-    if ((unsigned)level >= MAX_LEVELS || !__atomic_load_n(&instances[level].active, __ATOMIC_ACQUIRE))
-        return 0;
-    depth = call_depth(ts, func);
-    if (depth > 0 && !options.nested)
-        return 0;
-    tb = ts->buffers[level];
-    if (__builtin_expect(tb == NULL, 0) && (tb = thread_buffer(&instances[level])) == NULL)
-        return 0;
-    if (__builtin_expect(!(tb->named[index / 8] & (1u << index % 8)), 0)) {
-        struct function_fixed function = {func};
-        const char *name = QMPI_Function_name(index);
-        tb->named[index / 8] |= (unsigned char)(1u << index % 8);
-        append_variable(&instances[level], tb, R_FUNCTION, &function, sizeof function, name, strlen(name) + 1);
-    }
-    if (ts->open_calls < MAX_OPEN) {
-        ts->open_stack[ts->open_calls].func = (uint16_t)func;
-        ts->open_stack[ts->open_calls].depth = (uint8_t)(depth > 255 ? 255 : depth);
-    }
-    ts->open_calls++;
-    enter = ticks();
-    return enter != 0 ? enter : 1;
+    return name != NULL && strcmp(name, "NULL") != 0;
 }
 
-/* end() for it; `failed`: the function returns an MPI error code and it is not MPI_SUCCESS. */
-void trace_all_end(int level, int index, uint64_t enter, int failed)
-{
-    uint64_t leave = ticks();
-    struct thread_state *ts = &thread_state;
-    struct short_call_record s = {
-        R_SHORT_CALL, sizeof s, (uint16_t)(TF_COUNT + index), 255, failed ? CALL_FAILED : 0, enter, leave, -1, 0};
-    if (ts->open_calls <= MAX_OPEN)
-        s.depth = ts->open_stack[ts->open_calls - 1].depth;
-    ts->open_calls--;
-    ts->buffers[level]->calls++;
-    append(&instances[level], ts->buffers[level], &s, sizeof s);
-}
-
-/* Called when the core builds the chain: the options decide which wrappers it installs. */
 _EXTERN_C_ char *get_interceptions(int i)
 {
+    char *name;
+    pthread_once(&options_once, trace_read_options);
     switch (i) {
-#define INTERCEPT(code, name, interesting)                                                                             \
-    case _MPI_##name:                                                                                                  \
-        return "TR_" #name;
-        TRACE_FUNCTIONS(INTERCEPT)
-#undef INTERCEPT
+    case _MPI_Init:
+        return "TR_Init";
+    case _MPI_Init_thread:
+        return "TR_Init_thread";
+    case _MPI_Finalize:
+        return "TR_Finalize";
     default:
-        pthread_once(&options_once, read_options);
-        return options.all_functions && trace_all_get_interceptions != NULL ? trace_all_get_interceptions(i) : "NULL";
+        break;
     }
+    if (trace_own_function(i))
+        return trace_requests_interception(i);
+    if (trace_roles_get_interceptions != NULL && wanted(name = trace_roles_get_interceptions(i)))
+        return name;
+    if (trace_options.all_functions && trace_all_get_interceptions != NULL)
+        return trace_all_get_interceptions(i);
+    return "NULL";
 }

@@ -133,8 +133,10 @@ class Mpi:
             raise AssertionError(f"compile failed: {' '.join(cmd)}\n{proc.stdout}{proc.stderr}")
         return output
 
-    def build_tool(self, source: Path, core: Path, output: Path, flags: Sequence[str] = ()) -> Path:
-        return self.compile([source], output, [*TOOL_CFLAGS, f"-I{core}", *flags])
+    def build_tool(self, source, core: Path, output: Path, flags: Sequence[str] = ()) -> Path:
+        """A tool library from one C file or a list of them."""
+        sources = list(source) if isinstance(source, (list, tuple)) else [source]
+        return self.compile(sources, output, [*TOOL_CFLAGS, f"-I{core}", *flags])
 
     def build_app(self, source: Path, core: Optional[Path], output: Path, flags: Sequence[str] = ()) -> Path:
         """An application; linked with -lqmpi ahead of the MPI when `core` is given."""

@@ -19,9 +19,9 @@ from conftest import APPS, SAMPLE_TOOLS
 
 pytestmark = pytest.mark.mpi
 
-# trace_all.qmpi is part of libtrace.so (sample_tools/Makefile), not a tool by itself
-SAMPLES = sorted(p.stem for p in SAMPLE_TOOLS.glob("*.qmpi") if p.stem != "trace_all") + sorted(
-    p.stem for p in SAMPLE_TOOLS.glob("*.c") if p.stem != "demo_app"
+# trace_*.qmpi and trace_*.c are parts of libtrace.so (sample_tools/Makefile), not tools by themselves
+SAMPLES = sorted(p.stem for p in SAMPLE_TOOLS.glob("*.qmpi") if not p.stem.startswith("trace_")) + sorted(
+    p.stem for p in SAMPLE_TOOLS.glob("*.c") if p.stem != "demo_app" and not p.stem.startswith("trace_")
 )
 
 

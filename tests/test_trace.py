@@ -313,32 +313,41 @@ def _otf2_enters_per_rank(archive: Path) -> Counter:
 def _raw_calls(run: Path, level: int) -> tuple:
     """The call records of one instance's rank files, read as docs/trace-format.md
     describes them (not through qmpigen.trace): (rank, function, depth, failed) -> count,
-    and each file's function codes (name -> code). Every call's code must be named by a
-    FUNCTION record earlier in its own file."""
+    and each file's functions (name -> kind). Every call's code must be named by a
+    FUNCTION record earlier in its own file, and every FUNCTION record's function called."""
+    from qmpigen.trace.layout import KINDS
+
     calls, codes = Counter(), []
     for path in sorted(run.glob(f"*.L{level}.qtr")):
         data = path.read_bytes()
         assert data[:8] == b"QMPITRC\0", path
         rank = struct.unpack_from("<i", data, 16)[0]
-        names, pos = {}, 64
+        names, kinds, used, pos = {}, {}, set(), 64
         while pos < len(data):
             kind, size = struct.unpack_from("<HH", data, pos)
             assert size >= 8 and size % 8 == 0 and pos + size <= len(data), (path, pos)
-            if kind == 1:  # FUNCTION: i32 code, name
-                (code,) = struct.unpack_from("<i", data, pos + 4)
-                names[code] = data[pos + 8 : pos + size].split(b"\0", 1)[0].decode()
+            if kind == 1:  # FUNCTION: i32 code, i32 kind, name
+                code, function_kind = struct.unpack_from("<ii", data, pos + 4)
+                names[code] = data[pos + 12 : pos + size].split(b"\0", 1)[0].decode()
+                kinds[names[code]] = KINDS[function_kind]
             elif kind in (6, 10):  # CALL, SHORT CALL: u16 function, u8 depth, u8 flags
                 func, depth, flags = struct.unpack_from("<HBB", data, pos + 4)
                 assert func in names, (path, pos, func)
+                used.add(names[func])
                 calls[(rank, names[func], depth, bool(flags & 2))] += 1
             pos += size
-        codes.append({name: code for code, name in names.items()})
+        assert used == set(kinds), path
+        codes.append(kinds)
     return calls, codes
 
 
-TABLE_CODES = len(
-    __import__("qmpigen.trace.layout", fromlist=["FUNCTIONS"]).FUNCTIONS
-)  # trace.c's own table: the same codes in every file
+def _kinds(mpi) -> dict:
+    """Every function's kind, from qmpigen's model of this MPI's mpi.h."""
+    from qmpigen import api
+    from qmpigen.mpi.roles import roles_of
+
+    model = api.read_mpi(api.MpiSource(mpicc=str(mpi.mpicc)))
+    return {f.name: roles_of(f).kind for f in model.enumeration.functions}
 
 
 def _run_all_app(mpi, core, tools: str, work: Path, **env: str):
@@ -383,40 +392,40 @@ def test_all_functions_records_every_call(mpi, core, sample_tools, tmp_path, nes
         )
         assert {key for key in raw if key[3]} == {(rank, "MPI_Type_size", 0, True) for rank in range(2)}
         assert raw[(0, "MPI_Type_size", 0, True)] == raw[(1, "MPI_Type_size", 0, True)] == 1
-        # the table's codes in every file; the others after them, named in the files that use them
+        # every file names the functions it calls, with their kinds from the model
         assert len(codes) == 2 * 4
-        for file_codes in codes:
-            assert sorted(c for c in file_codes.values() if c < TABLE_CODES) == list(range(TABLE_CODES))
-            others = {name for name, code in file_codes.items() if code >= TABLE_CODES}
-            assert others and others <= {name for _, name in calls} - {"MPI_Comm_rank", "MPI_Comm_size"}
-        assert {"MPI_Wtime", "MPI_Group_free"} <= {n for c in codes for n, code in c.items() if code >= TABLE_CODES}
+        kinds = _kinds(mpi)
+        for file_kinds in codes:
+            assert file_kinds and all(kinds[name] == kind for name, kind in file_kinds.items())
+        named = {name: kind for c in codes for name, kind in c.items()}
+        assert named["MPI_Wtime"] == named["MPI_Group_free"] == "other"
+        assert named["MPI_Sendrecv"] == "sendrecv"
 
 
 @pytest.mark.parametrize("functions", [None, "default"])
-def test_default_mode_records_only_the_interesting_functions(mpi, core, sample_tools, tmp_path, functions):
-    """Unset or `default`: the same application leaves only MPI_Init_thread and
-    MPI_Finalize (it calls no other function of the table's interesting ones), and its
-    files name the table's functions and no other."""
+def test_default_mode_records_the_operations(mpi, core, sample_tools, tmp_path, functions):
+    """Unset or `default`: the same application leaves the calls of every function whose
+    kind (from the model) is not `other`, with MPI_Init_thread and MPI_Finalize, and no
+    other call."""
     _need_trace_tools()
     env = {} if functions is None else {"QMPI_TRACE_FUNCTIONS": functions}
-    _run_all_app(mpi, core, f"{sample_tools}/libtrace.so", tmp_path, **env)
+    calls = _run_all_app(mpi, core, f"{sample_tools}/libtrace.so", tmp_path, **env)
+    kinds = _kinds(mpi)
+    expected = Counter({key: n for key, n in calls.items() if kinds[key[1]] != "other"})
+    assert {name for _, name in expected} >= {"MPI_Sendrecv", "MPI_Type_commit"}
+    for rank in range(2):
+        expected[(rank, "MPI_Init_thread")] = expected[(rank, "MPI_Finalize")] = 1
     enters = _otf2_enters_per_rank(_merge(tmp_path, 1) / "traces.otf2")
-    assert enters == Counter({(rank, f): 1 for rank in range(2) for f in ("MPI_Init_thread", "MPI_Finalize")})
-    _, codes = _raw_calls(tmp_path / "run", 1)
-    assert codes and all(sorted(c.values()) == list(range(TABLE_CODES)) for c in codes)
+    assert enters == expected
 
 
-def test_trace_c_alone_keeps_the_table(mpi, core, tmp_path):
-    """trace.c compiled by itself (as bench/ builds it) has no generated wrappers: `all`
-    adds only the table's ordinary functions, MPI_Comm_rank and MPI_Comm_size."""
+def test_trace_without_generated_wrappers(mpi, core, tmp_path):
+    """The three C files alone, without the wrappers qmpigen generates (trace_roles.qmpi,
+    trace_all.qmpi): the weak references are NULL and only their own functions are
+    traced, MPI_Init_thread and MPI_Finalize here, even with `all`."""
     _need_trace_tools()
-    tool = mpi.build_tool(SAMPLE_TOOLS / "trace.c", core, tmp_path / "libtrace.so", ["-lpthread"])
+    sources = [SAMPLE_TOOLS / name for name in ("trace.c", "trace_requests.c", "trace_args.c")]
+    tool = mpi.build_tool(sources, core, tmp_path / "libtrace.so", ["-lpthread"])
     _run_all_app(mpi, core, str(tool), tmp_path, QMPI_TRACE_FUNCTIONS="all")
     enters = _otf2_enters_per_rank(_merge(tmp_path, 1) / "traces.otf2")
-    assert enters == Counter(
-        {
-            (rank, f): 1
-            for rank in range(2)
-            for f in ("MPI_Init_thread", "MPI_Finalize", "MPI_Comm_rank", "MPI_Comm_size")
-        }
-    )
+    assert enters == Counter({(rank, f): 1 for rank in range(2) for f in ("MPI_Init_thread", "MPI_Finalize")})

@@ -63,7 +63,7 @@ def test_negative_codes(tmp_path, what):
     if what == "comm":
         extra = w.calls(w.np.array([w.CODE["MPI_Barrier"]]), w.np.array([1_000_100]), w.np.array([1_000_200]), -7)
     else:
-        extra = w.record("FUNCTION", (-3,), layout.BY_NAME["FUNCTION"].layout, b"MPI_Bad\0")
+        extra = w.record("FUNCTION", (-3, 0), layout.BY_NAME["FUNCTION"].layout, b"MPI_Bad\0")
     _file(tmp_path / "run", 1, w.rank_file(1, 4, extra=extra))
     code, lines = _merge(tmp_path / "run", tmp_path / "out")
     assert code == 0

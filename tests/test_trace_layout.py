@@ -1,8 +1,9 @@
-"""The trace layout's one home (qmpigen/trace/layout.py) and what derives from it: the
-generated parts of sample_tools/trace.c and docs/trace-format.md are exactly what the
-layout makes (byte for byte), the C structs compile with the layout's offsets and sizes,
-the reader's dtypes and struct formats agree with them, and the merger's collectives are
-the layout's. Also: `qmpigen trace` without its extra is one line and exit 2."""
+"""The trace layout's one home (qmpigen/trace/layout.py) and what derives from it:
+sample_tools/trace_format.h and docs/trace-format.md's tables are exactly what the layout
+makes (byte for byte), the C structs compile with the layout's offsets and sizes, the
+reader's dtypes and struct formats agree with them, the kinds are the function model's,
+and the merger's collective operations cover every collective. Also: `qmpigen trace`
+without its extra is one line and exit 2."""
 
 from __future__ import annotations
 
@@ -26,15 +27,14 @@ def test_generated_parts_are_up_to_date():
 
 
 def test_the_c_structs_compile_with_the_layouts_offsets(tmp_path):
-    """The generated part of trace.c alone (its _Static_asserts hold the offsets and sizes)."""
+    """trace_format.h alone (its _Static_asserts hold the offsets and sizes)."""
     compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
     if compiler is None:
         pytest.skip("no C compiler")
-    text = layout_text.TRACE_C.read_text()
-    block = text.split(layout_text.C_BEGIN)[1].split(layout_text.C_END)[0]
     source = tmp_path / "layout.c"
     source.write_text(
-        block + "int main(void) { struct call_record r = {CALL_RECORD_DEFAULTS}; return !CALL_RECORD_IS_SHORT(r); }\n"
+        f'#include "{layout_text.TRACE_H}"\n'
+        "int main(void) { struct call_record r = {CALL_RECORD_DEFAULTS}; return !CALL_RECORD_IS_SHORT(r); }\n"
     )
     proc = subprocess.run(
         [compiler, "-std=c11", "-Wall", "-Wextra", "-Werror", str(source), "-o", str(tmp_path / "layout")],
@@ -54,26 +54,49 @@ def test_the_readers_types_are_the_layouts():
         s = record.layout
         assert s.format.size == s.size == s.dtype.itemsize
         assert [s.dtype.fields[f.name][1] for f in s.fields] == s.offsets()
-    assert read.CALL_DTYPE == layout.CALL.layout.dtype and read.CALL_DTYPE.itemsize == 80
+    assert read.CALL_DTYPE == layout.CALL.layout.dtype and read.CALL_DTYPE.itemsize == 104
     assert read.HEADER.size == 64 and read.MAGIC == b"QMPITRC\0"
-    assert read.CALL_DEFAULTS == {"peer": -1, "root": -1, "datatype": -1, "file": -1}
+    assert read.CALL_DEFAULTS == {
+        "peer": -1,
+        "root": -1,
+        "datatype": -1,
+        "file": -1,
+        "source": -1,
+        "window": -1,
+        "created": -1,
+    }
     assert (read.R_CALL, read.R_COMPLETION, read.R_SHORT_CALL) == (6, 7, 10)
     assert np.dtype(read.SHORT_DTYPE).names[:8] == read.CALL_DTYPE.names[:8]
 
 
-def test_the_collectives_have_one_home():
+def test_the_kinds_are_the_function_models():
+    from qmpigen.mpi import roles
+
+    assert layout.KINDS == roles.KINDS
+    text = layout_text.TRACE_H.read_text()
+    assert re.findall(r"TRACE_KIND_(\w+) = (\d+)", text) == [(k, str(i)) for i, k in enumerate(roles.KINDS)]
+
+
+@pytest.mark.parametrize(
+    "name, op",
+    [
+        ("MPI_Barrier", "BARRIER"),
+        ("MPI_Ibarrier", "BARRIER"),
+        ("MPI_Bcast_init", "BCAST"),
+        ("MPI_Ialltoallv_c", "ALLTOALLV"),
+        ("MPI_Neighbor_allgather", "ALLGATHER"),
+        ("MPI_Ineighbor_alltoallw", "ALLTOALLW"),
+        ("MPI_Reduce_scatter_block", "REDUCE_SCATTER_BLOCK"),
+        ("MPI_Ireduce_scatter", "REDUCE_SCATTER"),
+        ("MPI_Iexscan", "EXSCAN"),
+        ("MPI_Scatterv", "SCATTERV"),
+    ],
+)
+def test_every_collective_has_its_otf2_operation(name, op):
     pytest.importorskip("numpy")
-    from qmpigen.trace import match
+    from qmpigen.trace import semantics
 
-    assert match.COLLECTIVES == set(layout.COLLECTIVES)
-    otf2_out = pytest.importorskip("qmpigen.trace.otf2_out")
-    from otf2.enums import CollectiveOp
-
-    assert otf2_out.COLLECTIVE_OPS == {name: getattr(CollectiveOp, op) for name, op in layout.COLLECTIVES.items()}
-    assert len(otf2_out.COLLECTIVE_OPS) == 9
-    # and trace.c's function table is the layout's
-    names = re.findall(r"X\(\w+, (\w+), [01]\)", layout_text.TRACE_C.read_text())
-    assert names == [f.name for f in layout.FUNCTIONS]
+    assert semantics.collective_op(name) == op
 
 
 def test_qmpigen_trace_without_its_extra_is_one_line(tmp_path):
@@ -93,7 +116,8 @@ def test_the_c_loops_use_otf2_outs_codes():
     """_loops.c's OP_* and COMPLETE_* enums have otf2_out.py's values."""
     otf2_out = pytest.importorskip("qmpigen.trace.otf2_out")
     text = (REPO / "qmpigen" / "trace" / "_loops.c").read_text()
-    names = re.search(r"enum \{ (OP_NONE[^}]*)\}", text)[1].replace(" ", "").split(",")
+    names = re.search(r"enum \{\s*(OP_NONE[^}]*)\}", text)[1].split()
+    names = [name.rstrip(",") for name in names]
     assert {name: getattr(otf2_out, name) for name in names} == {name: i for i, name in enumerate(names)}
     for name, value in re.findall(r"((?:COMPLETE|START)_\w+|CANCELLED) = (\d+)", text):
         assert getattr(otf2_out, name) == int(value)

@@ -14,8 +14,10 @@ import pytest
 np = pytest.importorskip("numpy")
 
 from qmpigen.trace import loops, read  # noqa: E402
+from qmpigen.trace.layout import KINDS as KINDS_ORDER  # noqa: E402
 
 FUNCS = {0: "MPI_Init", 1: "MPI_Send", 2: "MPI_Wait", 3: "MPI_Comm_rank"}
+KINDS = {0: "other", 1: "send", 2: "completion", 3: "other"}
 
 
 def record(kind: int, body: bytes) -> bytes:
@@ -25,8 +27,10 @@ def record(kind: int, body: bytes) -> bytes:
 
 
 def long_call(func: int, enter: int, peer: int = 1) -> bytes:
-    fields = struct.pack("<HBBQQiiiiiiqqqQ", func, 0, 0, enter, enter + 5, 0, peer, 7, -1, 3, -1, 2, 8, 0, 0)
-    return struct.pack("<HH", read.R_CALL, 80) + fields
+    fields = struct.pack(
+        "<HBBQQiiiiiiqqqQiiiiq", func, 0, 0, enter, enter + 5, 0, peer, 7, -1, 3, -1, 2, 8, 0, 0, -1, 0, -1, -1, 0
+    )
+    return struct.pack("<HH", read.R_CALL, 104) + fields
 
 
 def short_call(func: int, enter: int) -> bytes:
@@ -38,11 +42,12 @@ def completion(request: int) -> bytes:
 
 
 def rank_file(tail: bytes = b"") -> bytes:
-    header = read.HEADER.pack(read.MAGIC, 2, read.HEADER.size, 0, 0, 0, 1, 2, 1, 0, 0, 0, 0)
+    header = read.HEADER.pack(read.MAGIC, 4, read.HEADER.size, 0, 0, 0, 1, 2, 1, 0, 0, 0, 0)
     body = b"".join(
-        record(read.R_FUNCTION, struct.pack("<i", code) + name.encode() + b"\0") for code, name in FUNCS.items()
+        record(read.R_FUNCTION, struct.pack("<ii", code, KINDS_ORDER.index(KINDS[code])) + name.encode() + b"\0")
+        for code, name in FUNCS.items()
     )
-    body += record(read.R_COMM, struct.pack("<iii", 0, 2, 0) + struct.pack("<i", 1))
+    body += record(read.R_COMM, struct.pack("<iiii", 0, 2, 0, 2) + struct.pack("<ii", 0, 1))
     body += read.TIMER.pack(read.R_TIMER, read.TIMER.size, 0, 100, 1000)
     calls = []
     for i in range(300):  # runs of long calls broken by short ones and completions
@@ -68,7 +73,7 @@ def read_both(tmp_path, data: bytes, monkeypatch):
     finally:
         monkeypatch.delenv("QMPIGEN_TRACE_NO_NATIVE")
         loops._loaded.clear()
-    for name in ("functions", "comms", "timers", "problem"):
+    for name in ("functions", "kinds", "comms", "timers", "problem"):
         assert getattr(with_c, name) == getattr(without, name), name
     assert with_c.calls.tobytes() == without.calls.tobytes()
     assert with_c.completions.tobytes() == without.completions.tobytes()
@@ -80,7 +85,8 @@ def test_a_whole_file_reads_the_same_both_ways(tmp_path, monkeypatch):
     assert got.problem is None and len(got.calls) == 306 and len(got.completions) == 6
     assert got.functions == FUNCS and got.comms == {0: (0, 1)}
     short = got.calls[got.calls["func"] == 3]
-    assert len(short) == 43 and (short["peer"] == -1).all() and (short["size"] == 80).all()
+    assert len(short) == 43 and (short["peer"] == -1).all() and (short["size"] == 104).all()
+    assert got.kinds == KINDS
     assert got.completions["request"].tolist() == [0xABC + i for i in range(49, 300, 50)]
 
 

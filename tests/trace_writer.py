@@ -13,7 +13,25 @@ import numpy as np
 from qmpigen.trace import layout
 
 KIND = {r.name: r.kind for r in layout.RECORDS}
-CODE = {f.mpi_name: f.code for f in layout.FUNCTIONS}
+# the functions synthetic files call: (name, kind); codes are their places here (a real
+# file's are the core's indices)
+FUNCTIONS = (
+    ("MPI_Init", "other"),
+    ("MPI_Finalize", "other"),
+    ("MPI_Send", "send"),
+    ("MPI_Recv", "recv"),
+    ("MPI_Isend", "isend"),
+    ("MPI_Irecv", "irecv"),
+    ("MPI_Wait", "completion"),
+    ("MPI_Waitall", "completion"),
+    ("MPI_Barrier", "collective"),
+    ("MPI_Bcast", "collective"),
+    ("MPI_File_open", "file_open"),
+    ("MPI_File_write_at", "file_write"),
+    ("MPI_File_read_at", "file_read"),
+    ("MPI_File_iwrite_at", "file_write"),
+)
+CODE = {name: code for code, (name, _) in enumerate(FUNCTIONS)}
 HEAD = struct.Struct("<HH")
 
 
@@ -56,8 +74,8 @@ def header(
 
 def preamble(program: str = "synth", host: str = "node") -> bytes:
     out = [
-        record("FUNCTION", (f.code,), layout.BY_NAME["FUNCTION"].layout, f.mpi_name.encode() + b"\0")
-        for f in layout.FUNCTIONS
+        record("FUNCTION", (code, layout.KINDS.index(kind)), layout.BY_NAME["FUNCTION"].layout, name.encode() + b"\0")
+        for code, (name, kind) in enumerate(FUNCTIONS)
     ]
     out.append(
         record("PROCESS", (0,), layout.BY_NAME["PROCESS"].layout, program.encode() + b"\0" + host.encode() + b"\0")
@@ -88,8 +106,10 @@ def calls(
     peer: Optional[np.ndarray] = None,
     tag: int = 0,
     nbytes: int = 8,
+    receive: Optional[np.ndarray] = None,
 ) -> bytes:
-    """CALL records (layout.CALL's dtype), one per row."""
+    """CALL records (layout.CALL's dtype), one per row; `peer` is a receive's source
+    where `receive` is set (its bytes received)."""
     rows = np.zeros(len(func), layout.CALL.layout.dtype)
     for f in layout.CALL.layout.fields:
         if f.default:
@@ -98,6 +118,10 @@ def calls(
     rows["func"], rows["enter"], rows["leave"], rows["comm"] = func, enter, leave, comm_id
     if peer is not None:
         rows["peer"], rows["tag"], rows["bytes"], rows["count"] = peer, tag, nbytes, nbytes
+        if receive is not None:
+            rows["source"] = np.where(receive, peer, -1)
+            rows["peer"] = np.where(receive, -1, peer)
+            rows["recv_bytes"] = np.where(receive, nbytes, 0)
     return rows.tobytes()
 
 
@@ -127,7 +151,7 @@ def rank_file(
         comm(0, [] if world_size > 100_000 else list(range(world_size))),
         fixed_record("TIMER", 0, t0, t0),
         fixed_record("CLOCK", 0, t0, 0, 0),
-        calls(func, enter, enter + 500, 0, peer, 7, 8),
+        calls(func, enter, enter + 500, 0, peer, 7, 8, receive=func == CODE["MPI_Recv"]),
         extra,
         fixed_record("CLOCK", 1, int(enter[-1]), 0, 0),
         fixed_record("TIMER", 0, int(enter[-1]) + 600, int(enter[-1]) + 600),

@@ -40,7 +40,8 @@ class Group:
         return (
             any(fnmatch.fnmatchcase(name, glob) for glob in self.include)
             or any(function.has_category(c) for c in self.categories)
-            or bool(self.kinds) and roles_of(function).kind in self.kinds
+            or bool(self.kinds)
+            and roles_of(function).kind in self.kinds
         )
 
 

@@ -11,17 +11,53 @@
 
 /* ---- OTF2 events of one location ---- */
 /* What a call adds between its Enter and Leave, and what a completion is: the values of
- * otf2_out.py's OP_* and COMPLETE_* (tests/test_trace_layout.py compares them). */
-enum { OP_NONE, OP_SEND, OP_RECV, OP_ISEND, OP_IRECV_REQUEST, OP_COLLECTIVE, OP_IO };
-enum { COMPLETE_ISEND = 1, COMPLETE_IRECV = 2, START_ISEND = 3, START_IRECV = 4, CANCELLED = 5 };
+ * otf2_out.py's OP_* and COMPLETE_* (tests/test_trace_layout.py compares them). The
+ * columns each one reads are otf2_out.py's CALL_FIELDS and COMPLETION_FIELDS. */
+enum {
+    OP_NONE,
+    OP_SEND,
+    OP_RECV,
+    OP_ISEND,
+    OP_IRECV_REQUEST,
+    OP_COLLECTIVE,
+    OP_IO,
+    OP_SENDRECV,
+    OP_ICOLLECTIVE,
+    OP_IO_NONBLOCKING,
+    OP_IO_CREATE,
+    OP_IO_DESTROY,
+    OP_IO_SEEK,
+    OP_RMA,
+    OP_RMA_REQUEST
+};
+enum {
+    COMPLETE_ISEND = 1,
+    COMPLETE_IRECV = 2,
+    START_ISEND = 3,
+    START_IRECV = 4,
+    CANCELLED = 5,
+    COMPLETE_COLLECTIVE = 6,
+    COMPLETE_IO = 7,
+    COMPLETE_RMA = 8,
+    START_COLLECTIVE = 9
+};
+enum { RMA_PUT, RMA_GET, RMA_ATOMIC }; /* an RMA call's tag: RMA_ATOMIC + OTF2_RmaAtomicType */
+enum { IO_FLAG_NON_BLOCKING = 1 };     /* OTF2_IO_OPERATION_FLAG_NON_BLOCKING */
 typedef int (*time_region_fn)(void *, void *, uint64_t, uint32_t);
 typedef int (*p2p_fn)(void *, void *, uint64_t, uint32_t, uint32_t, uint32_t, uint64_t);
 typedef int (*ip2p_fn)(void *, void *, uint64_t, uint32_t, uint32_t, uint32_t, uint64_t, uint64_t);
 typedef int (*request_fn)(void *, void *, uint64_t, uint64_t);
 typedef int (*time_fn)(void *, void *, uint64_t);
 typedef int (*coll_end_fn)(void *, void *, uint64_t, uint8_t, uint32_t, uint32_t, uint64_t, uint64_t);
+typedef int (*coll_complete_fn)(void *, void *, uint64_t, uint8_t, uint32_t, uint32_t, uint64_t, uint64_t, uint64_t);
 typedef int (*io_begin_fn)(void *, void *, uint64_t, uint32_t, uint8_t, uint32_t, uint64_t, uint64_t);
 typedef int (*io_complete_fn)(void *, void *, uint64_t, uint32_t, uint64_t, uint64_t);
+typedef int (*handle_request_fn)(void *, void *, uint64_t, uint32_t, uint64_t);
+typedef int (*io_create_fn)(void *, void *, uint64_t, uint32_t, uint8_t, uint32_t, uint32_t);
+typedef int (*io_destroy_fn)(void *, void *, uint64_t, uint32_t);
+typedef int (*io_seek_fn)(void *, void *, uint64_t, uint32_t, int64_t, uint8_t, uint64_t);
+typedef int (*rma_fn)(void *, void *, uint64_t, uint32_t, uint32_t, uint64_t, uint64_t);
+typedef int (*rma_atomic_fn)(void *, void *, uint64_t, uint32_t, uint32_t, uint8_t, uint64_t, uint64_t, uint64_t);
 struct api {
     time_region_fn enter, leave;
     p2p_fn send, recv;
@@ -32,6 +68,15 @@ struct api {
     io_begin_fn io_begin;
     io_complete_fn io_complete;
     request_fn request_cancelled;
+    request_fn coll_request;
+    coll_complete_fn coll_complete;
+    handle_request_fn io_issued;
+    io_create_fn io_create;
+    io_destroy_fn io_destroy;
+    io_seek_fn io_seek;
+    rma_fn rma_put, rma_get;
+    rma_atomic_fn rma_atomic;
+    handle_request_fn rma_complete_blocking, rma_complete_nonblocking;
 };
 struct calls {
     int64_t n;
@@ -40,6 +85,8 @@ struct calls {
     const uint8_t *op;
     const uint32_t *peer, *comm, *tag;
     const uint64_t *bytes, *request;
+    const uint32_t *recv_peer, *recv_tag;
+    const uint64_t *recv_bytes;
 };
 struct completions {
     int64_t n;
@@ -47,8 +94,105 @@ struct completions {
     const uint8_t *kind;
     const uint64_t *request;
     const uint32_t *sender, *comm, *tag;
-    const uint64_t *bytes;
+    const uint64_t *bytes, *recv_bytes;
 };
+
+/* An RMA operation's event: a put, a get, or an atomic of OTF2 type tag - RMA_ATOMIC. */
+static int rma_event(const struct api *f, void *w, const struct calls *c, int64_t i, uint64_t t)
+{
+    uint32_t type = c->tag[i];
+    if (type == RMA_PUT)
+        return f->rma_put(w, 0, t, c->comm[i], c->peer[i], c->bytes[i], c->request[i]);
+    if (type == RMA_GET)
+        return f->rma_get(w, 0, t, c->comm[i], c->peer[i], c->bytes[i], c->request[i]);
+    return f->rma_atomic(w, 0, t, c->comm[i], c->peer[i], (uint8_t)(type - RMA_ATOMIC), c->bytes[i], c->recv_bytes[i],
+                         c->request[i]);
+}
+
+/* The events of call i between its Enter and Leave; -1 on an OTF2 error. */
+static int64_t call_events(const struct api *f, void *w, const struct calls *c, int64_t i, int *rc)
+{
+    uint64_t t0 = c->enter[i], t1 = c->leave[i];
+    switch (c->op[i]) {
+    case OP_SEND:
+        *rc |= f->send(w, 0, t0, c->peer[i], c->comm[i], c->tag[i], c->bytes[i]);
+        return 1;
+    case OP_RECV:
+        *rc |= f->recv(w, 0, t1, c->peer[i], c->comm[i], c->tag[i], c->bytes[i]);
+        return 1;
+    case OP_SENDRECV:
+        *rc |= f->send(w, 0, t0, c->peer[i], c->comm[i], c->tag[i], c->bytes[i]);
+        *rc |= f->recv(w, 0, t1, c->recv_peer[i], c->comm[i], c->recv_tag[i], c->recv_bytes[i]);
+        return 2;
+    case OP_ISEND:
+        *rc |= f->isend(w, 0, t0, c->peer[i], c->comm[i], c->tag[i], c->bytes[i], c->request[i]);
+        return 1;
+    case OP_IRECV_REQUEST:
+        *rc |= f->irecv_request(w, 0, t0, c->request[i]);
+        return 1;
+    case OP_COLLECTIVE:
+        *rc |= f->coll_begin(w, 0, t0);
+        *rc |= f->coll_end(w, 0, t1, (uint8_t)c->tag[i], c->comm[i], c->peer[i], c->bytes[i], c->recv_bytes[i]);
+        return 2;
+    case OP_ICOLLECTIVE:
+        *rc |= f->coll_request(w, 0, t0, c->request[i]);
+        return 1;
+    case OP_IO:
+        *rc |= f->io_begin(w, 0, t0, c->comm[i], (uint8_t)c->tag[i], c->recv_tag[i], c->bytes[i], c->request[i]);
+        *rc |= f->io_complete(w, 0, t1, c->comm[i], c->bytes[i], c->request[i]);
+        return 2;
+    case OP_IO_NONBLOCKING:
+        *rc |= f->io_begin(w, 0, t0, c->comm[i], (uint8_t)c->tag[i], c->recv_tag[i] | IO_FLAG_NON_BLOCKING, c->bytes[i],
+                           c->request[i]);
+        *rc |= f->io_issued(w, 0, t1, c->comm[i], c->request[i]);
+        return 2;
+    case OP_IO_CREATE:
+        *rc |= f->io_create(w, 0, t1, c->comm[i], (uint8_t)c->tag[i], c->recv_tag[i], 0);
+        return 1;
+    case OP_IO_DESTROY:
+        *rc |= f->io_destroy(w, 0, t1, c->comm[i]);
+        return 1;
+    case OP_IO_SEEK:
+        *rc |= f->io_seek(w, 0, t1, c->comm[i], (int64_t)c->bytes[i], (uint8_t)c->tag[i], c->recv_bytes[i]);
+        return 1;
+    case OP_RMA:
+        *rc |= rma_event(f, w, c, i, t0);
+        *rc |= f->rma_complete_blocking(w, 0, t1, c->comm[i], c->request[i]);
+        return 2;
+    case OP_RMA_REQUEST:
+        *rc |= rma_event(f, w, c, i, t0);
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+static int completion_event(const struct api *f, void *w, const struct completions *k, int64_t j, uint64_t t1)
+{
+    switch (k->kind[j]) {
+    case COMPLETE_ISEND:
+        return f->isend_complete(w, 0, t1, k->request[j]);
+    case COMPLETE_IRECV:
+        return f->irecv(w, 0, t1, k->sender[j], k->comm[j], k->tag[j], k->bytes[j], k->request[j]);
+    /* a persistent request's start: its send or receive request, as Isend/Irecv have */
+    case START_ISEND:
+        return f->isend(w, 0, t1, k->sender[j], k->comm[j], k->tag[j], k->bytes[j], k->request[j]);
+    case START_IRECV:
+        return f->irecv_request(w, 0, t1, k->request[j]);
+    case COMPLETE_COLLECTIVE:
+        return f->coll_complete(w, 0, t1, (uint8_t)k->tag[j], k->comm[j], k->sender[j], k->bytes[j], k->recv_bytes[j],
+                                k->request[j]);
+    case START_COLLECTIVE:
+        return f->coll_request(w, 0, t1, k->request[j]);
+    case COMPLETE_IO:
+        return f->io_complete(w, 0, t1, k->comm[j], k->bytes[j], k->request[j]);
+    case COMPLETE_RMA:
+        return f->rma_complete_nonblocking(w, 0, t1, k->comm[j], k->request[j]);
+    default:
+        return f->request_cancelled(w, 0, t1, k->request[j]);
+    }
+}
+
 /* The number of events written, or -1 - (index of the call whose events failed). */
 int64_t qmpi_write_events(const struct api *f, void *w, const struct calls *c, const struct completions *k)
 {
@@ -56,53 +200,9 @@ int64_t qmpi_write_events(const struct api *f, void *w, const struct calls *c, c
     for (i = 0; i < c->n; i++) {
         uint64_t t0 = c->enter[i], t1 = c->leave[i];
         int rc = f->enter(w, 0, t0, c->region[i]);
-        switch (c->op[i]) {
-        case OP_SEND:
-            rc |= f->send(w, 0, t0, c->peer[i], c->comm[i], c->tag[i], c->bytes[i]);
-            events++;
-            break;
-        case OP_RECV:
-            rc |= f->recv(w, 0, t1, c->peer[i], c->comm[i], c->tag[i], c->bytes[i]);
-            events++;
-            break;
-        case OP_ISEND:
-            rc |= f->isend(w, 0, t0, c->peer[i], c->comm[i], c->tag[i], c->bytes[i], c->request[i]);
-            events++;
-            break;
-        case OP_IRECV_REQUEST:
-            rc |= f->irecv_request(w, 0, t0, c->request[i]);
-            events++;
-            break;
-        case OP_COLLECTIVE:
-            rc |= f->coll_begin(w, 0, t0);
-            rc |= f->coll_end(w, 0, t1, (uint8_t)c->tag[i], c->comm[i], c->peer[i], c->bytes[i], c->bytes[i]);
-            events += 2;
-            break;
-        case OP_IO:
-            rc |= f->io_begin(w, 0, t0, c->comm[i], (uint8_t)c->tag[i], 0, c->bytes[i], c->request[i]);
-            rc |= f->io_complete(w, 0, t1, c->comm[i], c->bytes[i], c->request[i]);
-            events += 2;
-            break;
-        }
+        events += call_events(f, w, c, i, &rc);
         for (; j < k->n && k->call[j] == i; j++) {
-            switch (k->kind[j]) {
-            case COMPLETE_ISEND:
-                rc |= f->isend_complete(w, 0, t1, k->request[j]);
-                break;
-            case COMPLETE_IRECV:
-                rc |= f->irecv(w, 0, t1, k->sender[j], k->comm[j], k->tag[j], k->bytes[j], k->request[j]);
-                break;
-            /* a persistent request's start: its send or receive request, as Isend/Irecv have */
-            case START_ISEND:
-                rc |= f->isend(w, 0, t1, k->sender[j], k->comm[j], k->tag[j], k->bytes[j], k->request[j]);
-                break;
-            case START_IRECV:
-                rc |= f->irecv_request(w, 0, t1, k->request[j]);
-                break;
-            default:
-                rc |= f->request_cancelled(w, 0, t1, k->request[j]);
-                break;
-            }
+            rc |= completion_event(f, w, k, j, t1);
             events++;
         }
         rc |= f->leave(w, 0, t1, c->region[i]);

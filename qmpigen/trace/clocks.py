@@ -16,9 +16,10 @@ if TYPE_CHECKING:
 
 def ticks_to_ns(files: List[FileInfo]) -> Callable[[np.ndarray], np.ndarray]:
     """Ticks -> CLOCK_MONOTONIC ns for one rank: the line through its first and last timer
-    pairs (all its threads read the same tick counter). Format 1 files hold ns already."""
+    pairs (all its threads read the same tick counter); without timer records, ticks are
+    taken as ns."""
     points = sorted({p for f in files for p in f.head.timers})
-    if any(f.head.version == 1 for f in files) or not points:
+    if not points:
         return lambda t: t.astype(np.int64)
     (t0, n0), (t1, n1) = points[0], points[-1]
     slope = (n1 - n0) / (t1 - t0) if t1 > t0 else 1.0

@@ -17,12 +17,10 @@ import matplotlib  # noqa: F401
 import numpy as np
 import otf2  # noqa: F401
 
+from . import semantics
 from .clocks import aligned_ns, clock_alignment, ticks_to_ns
-from .match import (
-    PERSISTENT_INITS,
-    REQUEST_STARTS,
-    match_requests,
-)
+from .layout import KINDS
+from .match import match_requests
 from .read import (
     CALL_HAS_REQUEST,
     REQUEST_STARTED,
@@ -97,11 +95,15 @@ START_DTYPE = np.dtype(
     [
         ("handle", "<u8"),
         ("time", "<i8"),
+        ("kind", "u1"),  # the starting call's kind (index in layout.KINDS)
         ("send", "?"),
         ("comm", "<i4"),
-        ("peer", "<i4"),
+        ("peer", "<i4"),  # a receive's source; a collective's root
         ("tag", "<i4"),
         ("bytes", "<i8"),
+        ("recv_bytes", "<i8"),
+        ("object", "<i4"),  # I/O: the file id; one-sided: the window id
+        ("op", "u1"),  # a collective's OTF2 CollectiveOp
     ]
 )
 
@@ -111,6 +113,10 @@ class RankRequests:
     """A rank's request starts over all its files (file order)."""
 
     request_id: np.ndarray  # numbered across the merged trace
+    kind: np.ndarray  # the starting call's kind (persistent starts: their init's)
+    op: np.ndarray  # collectives: OTF2 CollectiveOp
+    recv_bytes: np.ndarray
+    object: np.ndarray  # file or window id (the rank's own)
     is_isend: np.ndarray
     comm: np.ndarray  # merged communicator id
     peer: np.ndarray  # world rank (persistent starts: from their Send_init/Recv_init)
@@ -121,6 +127,34 @@ class RankRequests:
 
 def _codes(rank_file: RankFile, names: set) -> np.ndarray:
     return np.array([code for code, name in rank_file.functions.items() if name in names], np.uint16)
+
+
+def _fill_start(start: np.ndarray, rank_file: RankFile, calls: np.ndarray, rows: np.ndarray) -> None:
+    """A request start (or persistent init) per call of `rows`: its kind, whether it is a
+    send, and its message (a receive's peer is its source)."""
+    func = calls["func"][rows]
+    kind_of = np.zeros(max(rank_file.functions, default=0) + 1, np.uint8)
+    for code, kind in rank_file.kinds.items():
+        kind_of[code] = KINDS.index(kind)
+    start["kind"] = kind_of[func]
+    start["send"] = semantics.of_kinds(rank_file, func, semantics.REQUEST_SENDS | semantics.PERSISTENT_SENDS)
+    receive = semantics.of_kinds(rank_file, func, semantics.REQUEST_RECEIVES | semantics.PERSISTENT_RECEIVES)
+    collective = semantics.of_kinds(rank_file, func, semantics.REQUEST_COLLECTIVES | semantics.PERSISTENT_COLLECTIVES)
+    start["comm"], start["tag"] = calls["comm"][rows], calls["tag"][rows]
+    start["peer"] = np.where(
+        receive, calls["source"][rows], np.where(collective, calls["root"][rows], calls["peer"][rows])
+    )
+    start["recv_bytes"] = calls["recv_bytes"][rows]
+    start["object"] = np.where(calls["window"][rows] >= 0, calls["window"][rows], calls["file"][rows])
+    op_of = np.zeros(len(kind_of), np.uint8)
+    for code, name in rank_file.functions.items():
+        op_of[code] = semantics.collective_op_value(name)
+    start["op"] = op_of[func]
+    start["bytes"] = np.where(
+        semantics.of_kinds(rank_file, func, semantics.IO_READS) & (calls["recv_bytes"][rows] > 0),
+        calls["recv_bytes"][rows],
+        calls["bytes"][rows],
+    )
 
 
 def _pass1(path: Path, report: MergeReport, members: Dict[Tuple[int, ...], Tuple[int, ...]]) -> Optional[FileInfo]:
@@ -147,26 +181,21 @@ def _pass1(path: Path, report: MergeReport, members: Dict[Tuple[int, ...], Tuple
     info.init_leave = int(calls["leave"][init].max()) if init.any() else None
     info.finalize_enter = int(calls["enter"][finalize].min()) if finalize.any() else None
     has_request = calls["flags"] & CALL_HAS_REQUEST != 0
-    starts = np.flatnonzero(np.isin(calls["func"], _codes(rank_file, REQUEST_STARTS)) & has_request)
+    starts = np.flatnonzero(semantics.of_kinds(rank_file, calls["func"], semantics.REQUEST_STARTS) & has_request)
     done = rank_file.completions
     started = np.flatnonzero(done["flags"] & REQUEST_STARTED != 0)
     info.starts, info.started = starts, started
-    send_codes = _codes(rank_file, {"MPI_Isend"} | {n for n, send in PERSISTENT_INITS.items() if send})
     start = np.zeros(len(starts) + len(started), START_DTYPE)
     start["handle"][: len(starts)] = calls["request"][starts]
     start["time"][: len(starts)] = calls["leave"][starts].astype(np.int64)
-    start["send"][: len(starts)] = np.isin(calls["func"][starts], send_codes)
-    for name in ("comm", "peer", "tag", "bytes"):
-        start[name][: len(starts)] = calls[name][starts]
+    _fill_start(start[: len(starts)], rank_file, calls, starts)
     start["handle"][len(starts) :] = done["request"][started]
     start["time"][len(starts) :] = calls["leave"][done["call"][started]].astype(np.int64)
     info.start = start
-    inits = np.flatnonzero(np.isin(calls["func"], _codes(rank_file, set(PERSISTENT_INITS))) & has_request)
+    inits = np.flatnonzero(semantics.of_kinds(rank_file, calls["func"], semantics.PERSISTENT_INITS) & has_request)
     info.inits = np.zeros(len(inits), START_DTYPE)
     info.inits["handle"], info.inits["time"] = calls["request"][inits], calls["leave"][inits].astype(np.int64)
-    info.inits["send"] = np.isin(calls["func"][inits], send_codes)
-    for name in ("comm", "peer", "tag", "bytes"):
-        info.inits[name] = calls[name][inits]
+    _fill_start(info.inits, rank_file, calls, inits)
     info.done = np.flatnonzero(done["flags"] & REQUEST_STARTED == 0)
     info.done_handle = done["request"][info.done]
     info.done_time = calls["leave"][done["call"][info.done]].astype(np.int64)
@@ -230,7 +259,7 @@ def _match_rank_requests(
     if len(persistent):
         init = _persistent(start[persistent], inits)
         valid[persistent] = init >= 0
-        for name in ("send", "comm", "peer", "tag", "bytes"):
+        for name in ("kind", "send", "comm", "peer", "tag", "bytes", "recv_bytes", "object", "op"):
             start[name][persistent] = np.where(init >= 0, inits[name][np.maximum(init, 0)], 0) if len(inits) else 0
     for f, offset in zip(files, offsets.tolist()):
         f.start_offset = offset
@@ -240,6 +269,10 @@ def _match_rank_requests(
         )
     return RankRequests(
         np.arange(next_id, next_id + int(offsets[-1]), dtype=np.uint64),
+        start["kind"].copy(),
+        start["op"].copy(),
+        start["recv_bytes"].astype(np.int64),
+        start["object"].astype(np.int64),
         start["send"].copy(),
         lookup(*comm_table, start["comm"]),
         start["peer"].astype(np.int64),
@@ -296,9 +329,9 @@ def _one_run(infos: List[FileInfo], report: MergeReport) -> List[FileInfo]:
 
 
 def _file_notes(f: FileInfo, report: MergeReport) -> None:
-    """A version 3 file that did not reach MPI_Finalize (no END record), or lost calls."""
+    """A file that did not reach MPI_Finalize (no END record), or lost calls."""
     head = f.head
-    if head.version < 3 or head.problem:
+    if head.problem:
         return
     if head.end_calls is None:
         report.note(
@@ -337,6 +370,34 @@ class Gathered:
     requests: Any
     member_table: Any
     comm_size: Any
+    # one-sided windows: per rank, its window ids and their merged ids (sorted by id); per
+    # merged window, its merged communicator
+    window_tables: Dict[int, Tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+    window_comm: Dict[int, int] = field(default_factory=dict)
+
+
+def _windows(by_rank, global_comm: Dict[Tuple[int, int], int]) -> Tuple[Dict, Dict[int, int]]:
+    """Windows merged across ranks: a window is created collectively on a communicator,
+    so the n-th window a rank created on a communicator is the n-th of every member."""
+    keys: Dict[Tuple[int, int], int] = {}
+    window_comm: Dict[int, int] = {}
+    tables = {}
+    for rank, files in sorted(by_rank.items()):
+        defined: Dict[int, int] = {}
+        for f in files:
+            defined.update(f.head.windows)
+        seen: Dict[int, int] = defaultdict(int)
+        pairs = []
+        for local_id in sorted(defined):
+            comm = global_comm.get((rank, defined[local_id]), -1)
+            if comm < 0:
+                continue
+            gid = keys.setdefault((comm, seen[comm]), len(keys))
+            seen[comm] += 1
+            window_comm[gid] = comm
+            pairs.append((local_id, gid))
+        tables[rank] = (np.array([p[0] for p in pairs], np.int64), np.array([p[1] for p in pairs], np.int64))
+    return tables, window_comm
 
 
 def gather(directory: Path, paths: List[Path], report: MergeReport) -> Gathered:
@@ -421,6 +482,7 @@ def gather(directory: Path, paths: List[Path], report: MergeReport) -> Gathered:
         next_request += len(requests[rank].request_id)
     member_table = {gid: np.array(ranks, np.int64) for gid, ranks in members.items()}
     comm_size = np.array([len(members[gid]) for gid in range(len(members))] + [0], np.int64)
+    window_tables, window_comm = _windows(by_rank, global_comm)
     return Gathered(
         infos=infos,
         world_size=world_size,
@@ -437,4 +499,6 @@ def gather(directory: Path, paths: List[Path], report: MergeReport) -> Gathered:
         requests=requests,
         member_table=member_table,
         comm_size=comm_size,
+        window_tables=window_tables,
+        window_comm=window_comm,
     )

@@ -21,11 +21,14 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Tuple
+
+from qmpigen.mpi import roles as _roles
 
 MAGIC = b"QMPITRC\0"
-VERSION = 3  # written by trace.c; the reader also takes 1 (call times in ns) and 2 (no run id, no END record)
-READ_VERSIONS = (1, 2, 3)
+VERSION = 4  # written by trace.c and read; files of versions 1-3 are refused (merge them with
+# the qmpigen that wrote them: their calls carried a fixed table's codes, no kinds)
+READ_VERSIONS = (4,)
 RECORD_ALIGNMENT = 8  # every record's size is a multiple of it
 
 # C type -> (numpy type, struct code, size)
@@ -96,7 +99,6 @@ class Record:
 
 HEAD = (Field("kind", "uint16_t"), Field("size", "uint16_t", "total bytes"))
 COMM_CHUNK = 1000  # members per COMM record: with its head, at most 4,020 bytes (trace.c's records are <= 4096)
-COMM_V2 = struct.Struct("<ii")  # a version 2 COMM record's fixed part: id, comm_size
 
 HEADER = Struct(
     "file_header",
@@ -134,11 +136,16 @@ RECORDS: Tuple[Record, ...] = (
     Record(
         1,
         "FUNCTION",
-        Struct("function_fixed", (Field("code", "int32_t"),)),
+        Struct(
+            "function_fixed",
+            (
+                Field("code", "int32_t", "the code its calls carry"),
+                Field("kind", "int32_t", "what the function does: its index in KINDS"),
+            ),
+        ),
         True,
         "NUL-terminated name (`MPI_Send`)",
-        "the table's codes at the start of every file, any other code before its first call in the file "
-        "(see Function codes)",
+        "before the function's first call in the file",
     ),
     Record(2, "PROCESS", Struct("process_fixed", (Field("reserved", "int32_t"),)), True, "program NUL host NUL"),
     Record(
@@ -155,8 +162,7 @@ RECORDS: Tuple[Record, ...] = (
         ),
         True,
         "i32 world rank of each member listed, in local rank order",
-        f"a communicator of more than {COMM_CHUNK} members spans several records (version 3; version 2: "
-        "id and comm_size, then every member)",
+        f"a communicator of more than {COMM_CHUNK} members spans several records",
     ),
     Record(
         4,
@@ -170,10 +176,15 @@ RECORDS: Tuple[Record, ...] = (
                 Field("nints", "int32_t"),
                 Field("naddrs", "int32_t"),
                 Field("ntypes", "int32_t", "nints, naddrs, ntypes: `MPI_Type_get_envelope`"),
+                Field("combiner", "int32_t", "the constructor: `MPI_COMBINER_*`'s index in COMBINERS"),
+                Field("reserved", "int32_t"),
+                Field("lb", "int64_t", "`MPI_Type_get_extent`"),
+                Field("extent", "int64_t"),
             ),
         ),
         True,
         "NUL-terminated name",
+        "datatypes are defined at their first use or creation (`MPI_Type_vector`: the CALL's `created`)",
     ),
     Record(
         5,
@@ -192,15 +203,20 @@ RECORDS: Tuple[Record, ...] = (
             "call_record",
             _CALL_HEAD
             + (
-                Field("peer", "int32_t", "world rank; -1 none, -2 any", -1),
-                Field("tag", "int32_t", "Comm_split: color"),
+                Field("peer", "int32_t", "dest or target: world rank; -1 none", -1),
+                Field("tag", "int32_t", "tag (a send's in Sendrecv); File_open: access mode (FILE_MODE); whence"),
                 Field("root", "int32_t", "world rank", -1),
-                Field("datatype", "int32_t", "datatype id", -1),
+                Field("datatype", "int32_t", "datatype id (the send side's)", -1),
                 Field("file", "int32_t", "file id", -1),
-                Field("count", "int64_t"),
-                Field("bytes", "int64_t"),
-                Field("offset", "int64_t", "Comm_split/dup: new comm id"),
+                Field("count", "int64_t", "elements (the send side's)"),
+                Field("bytes", "int64_t", "count x datatype size: bytes sent, written, put, or of `count`"),
+                Field("offset", "int64_t", "file offset, view displacement, size; target displacement"),
                 Field("request", "uint64_t", "request handle"),
+                Field("source", "int32_t", "source: world rank; -1 none, -2 MPI_ANY_SOURCE", -1),
+                Field("recv_tag", "int32_t", "the receive tag of Sendrecv"),
+                Field("window", "int32_t", "window id", -1),
+                Field("created", "int32_t", "the id of the communicator, file, window or datatype made", -1),
+                Field("recv_bytes", "int64_t", "bytes received, read or fetched (the receive side)"),
             ),
         ),
         doc="one traced call",
@@ -268,12 +284,32 @@ RECORDS: Tuple[Record, ...] = (
                 Field("calls", "uint64_t", "call records in the file"),
             ),
         ),
-        doc="the file's last record, written at `MPI_Finalize` (version 3): a file without it was cut short",
+        doc="the file's last record, written at `MPI_Finalize`: a file without it was cut short",
+    ),
+    Record(
+        12,
+        "WINDOW",
+        Struct(
+            "window_record",
+            HEAD
+            + (
+                Field("id", "int32_t"),
+                Field("comm", "int32_t", "the communicator it was created on (target ranks are its ranks)"),
+                Field("reserved", "int32_t"),
+            ),
+        ),
+        doc="a one-sided window, defined where it is created",
     ),
 )
 BY_NAME = {r.name: r for r in RECORDS}
-CALL, SHORT_CALL, COMPLETION, CLOCK, TIMER, END = (
-    BY_NAME[n] for n in ("CALL", "SHORT_CALL", "COMPLETION", "CLOCK", "TIMER", "END")
+CALL, SHORT_CALL, COMPLETION, CLOCK, TIMER, END, WINDOW = (
+    BY_NAME[n] for n in ("CALL", "SHORT_CALL", "COMPLETION", "CLOCK", "TIMER", "END", "WINDOW")
+)
+# MPI's datatype constructors (MPI 5.0 table 5.1), in this order in TYPE records: trace.c
+# maps the MPI's MPI_COMBINER_ values (which differ per MPI) to these indices.
+COMBINERS: Tuple[str, ...] = tuple(
+    "NAMED DUP CONTIGUOUS VECTOR HVECTOR INDEXED HINDEXED INDEXED_BLOCK HINDEXED_BLOCK STRUCT SUBARRAY DARRAY "
+    "F90_REAL F90_COMPLEX F90_INTEGER RESIZED".split()
 )
 
 FLAGS = (
@@ -281,6 +317,14 @@ FLAGS = (
     ("CALL_FAILED", 2, "the function returned an MPI error code"),
 )
 PEERS = (("PEER_NONE", -1), ("PEER_ANY", -2))
+# MPI_File_open's access mode in a CALL's tag: OTF2's access mode (0 read-only, 1 write-only,
+# 2 read-write) in the low bits, and these (the MPI's own MPI_MODE_ values differ per MPI)
+FILE_MODES = (
+    ("FILE_MODE_CREATE", 0x100, "MPI_MODE_CREATE"),
+    ("FILE_MODE_EXCLUSIVE", 0x200, "MPI_MODE_EXCL"),
+    ("FILE_MODE_DELETE_ON_CLOSE", 0x400, "MPI_MODE_DELETE_ON_CLOSE"),
+    ("FILE_MODE_APPEND", 0x800, "MPI_MODE_APPEND"),
+)
 REQUEST_FLAGS = (
     ("REQUEST_CANCELLED", 1, "the request was cancelled (`MPI_Test_cancelled`)"),
     ("REQUEST_FREED", 2, "`MPI_Request_free`: the application let go of the request"),
@@ -288,63 +332,9 @@ REQUEST_FLAGS = (
 )
 
 
-@dataclass(frozen=True)
-class Function:
-    code: int
-    name: str  # without MPI_
-    interesting: bool  # traced always; else only with QMPI_TRACE_FUNCTIONS=all
-    collective: Optional[str] = None  # its OTF2 CollectiveOp member, if it is one
-
-    @property
-    def mpi_name(self) -> str:
-        return "MPI_" + self.name
-
-
-_TABLE = (
-    ("Init", 1, None),
-    ("Init_thread", 1, None),
-    ("Finalize", 1, None),
-    ("Send", 1, None),
-    ("Ssend", 1, None),
-    ("Recv", 1, None),
-    ("Isend", 1, None),
-    ("Irecv", 1, None),
-    ("Wait", 1, None),
-    ("Waitall", 1, None),
-    ("Test", 1, None),
-    ("Barrier", 1, "BARRIER"),
-    ("Bcast", 1, "BCAST"),
-    ("Reduce", 1, "REDUCE"),
-    ("Allreduce", 1, "ALLREDUCE"),
-    ("Comm_split", 1, "CREATE_HANDLE"),
-    ("Comm_dup", 1, "CREATE_HANDLE"),
-    ("Comm_free", 1, "DESTROY_HANDLE"),
-    ("File_open", 1, "CREATE_HANDLE"),
-    ("File_close", 1, "DESTROY_HANDLE"),
-    ("File_write_at", 1, None),
-    ("File_read_at", 1, None),
-    ("Comm_rank", 0, None),
-    ("Comm_size", 0, None),
-    # appended (codes are stable): every other way a request is created, started or completed
-    ("Waitany", 1, None),
-    ("Waitsome", 1, None),
-    ("Testany", 1, None),
-    ("Testsome", 1, None),
-    ("Testall", 1, None),
-    ("Send_init", 1, None),
-    ("Ssend_init", 1, None),
-    ("Recv_init", 1, None),
-    ("Start", 1, None),
-    ("Startall", 1, None),
-    ("Request_free", 1, None),
-    ("Cancel", 1, None),
-)
-# trace.c's own functions: stable codes, the same for every MPI (others: len + core index)
-FUNCTIONS: Tuple[Function, ...] = tuple(
-    Function(code, name, bool(interesting), collective) for code, (name, interesting, collective) in enumerate(_TABLE)
-)
-# MPI name -> OTF2 CollectiveOp member name
-COLLECTIVES: Dict[str, str] = {f.mpi_name: f.collective for f in FUNCTIONS if f.collective}
+# What a function does, from the function model (qmpigen.mpi.roles): a FUNCTION record
+# carries its index here, so the merger knows a call's events without a list of names.
+KINDS: Tuple[str, ...] = _roles.KINDS
 
 
 def _check() -> None:
@@ -354,7 +344,7 @@ def _check() -> None:
     for r in RECORDS:
         if not r.variable:
             assert r.size % RECORD_ALIGNMENT == 0 and r.layout.fields[:2] == HEAD, r.name
-    assert HEADER.size == 64 and CALL.size == 80 and SHORT_CALL.size == 32 and END.size == 16
+    assert HEADER.size == 64 and CALL.size == 104 and SHORT_CALL.size == 32 and END.size == 16
 
 
 _check()

@@ -10,13 +10,6 @@ from typing import Dict, Iterator, List, Tuple
 
 import numpy as np
 
-from . import layout
-
-SENDS = {"MPI_Send", "MPI_Ssend"}
-COLLECTIVES = set(layout.COLLECTIVES)  # the calls written as OTF2 collective operations
-REQUEST_STARTS = {"MPI_Isend", "MPI_Irecv"}
-PERSISTENT_INITS = {"MPI_Send_init": True, "MPI_Ssend_init": True, "MPI_Recv_init": False}  # name -> a send
-
 # One side of a message: world ranks, the merged communicator, where and when (aligned
 # ns: the send call's enter, the receive's completion).
 ENDPOINT_DTYPE = np.dtype(

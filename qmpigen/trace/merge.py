@@ -16,7 +16,7 @@ import ctypes
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Dict, FrozenSet, List, Optional, Tuple
+from typing import FrozenSet, List, Optional
 
 # the rest of the trace extra, imported here so that a missing one fails at once (the CLI
 # turns the ImportError into one line)
@@ -26,16 +26,9 @@ import otf2  # noqa: F401
 
 from .clocks import axis_span
 from .gather import MergeError, MergeReport, gather, lookup
-from .match import (
-    COLLECTIVES,
-    ENDPOINT_DTYPE,
-    SENDS,
-    EndpointSpill,
-    match,
-)
+from .layout import CALL
+from .match import EndpointSpill, match
 from .read import (
-    REQUEST_CANCELLED,
-    REQUEST_FREED,
     iter_level,
     levels_in,
     read_rank_file,
@@ -43,7 +36,7 @@ from .read import (
 )
 
 OUTPUTS = frozenset({"otf2", "json", "timeline"})
-RECORD = np.dtype((np.void, 80))  # a call record as 80 opaque bytes
+RECORD = np.dtype((np.void, CALL.size))  # a call record as opaque bytes
 M_MMAP_THRESHOLD = -3  # glibc's <malloc.h>
 
 
@@ -72,24 +65,8 @@ def merge(directory: Path, out: Path, level: Optional[int] = None, outputs: Froz
 
 
 def _merge(directory: Path, out: Path, level: Optional[int], outputs: FrozenSet[str], archive_box: List) -> MergeReport:
-    from .otf2_out import (
-        CALL_FIELDS,
-        CANCELLED,
-        COLLECTIVE_OPS,
-        COMPLETE_IRECV,
-        COMPLETE_ISEND,
-        COMPLETION_FIELDS,
-        IO_CALLS,
-        OP_COLLECTIVE,
-        OP_IRECV_REQUEST,
-        OP_ISEND,
-        OP_RECV,
-        OP_SEND,
-        START_IRECV,
-        START_ISEND,
-        Otf2Writer,
-        io_events,
-    )
+    from .events import Pass2, file_events
+    from .otf2_out import Otf2Writer
     from .perfetto import ARG_FIELDS, PerfettoWriter
     from .timeline import Timeline
 
@@ -105,39 +82,9 @@ def _merge(directory: Path, out: Path, level: Optional[int], outputs: FrozenSet[
     report = MergeReport()
     # pass 1: headers, definitions, clocks, timers, requests (qmpigen.trace.gather)
     g = gather(directory, paths, report)
-    (
-        infos,
-        world_size,
-        by_rank,
-        threads,
-        hosts,
-        comm_keys,
-        members,
-        local_rank,
-        comm_tables,
-        to_ns,
-        aligned,
-        origin,
-        requests,
-        member_table,
-        comm_size,
-    ) = (
-        g.infos,
-        g.world_size,
-        g.by_rank,
-        g.threads,
-        g.hosts,
-        g.comm_keys,
-        g.members,
-        g.local_rank,
-        g.comm_tables,
-        g.to_ns,
-        g.aligned,
-        g.origin,
-        g.requests,
-        g.member_table,
-        g.comm_size,
-    )
+    infos, world_size, by_rank, threads, hosts = g.infos, g.world_size, g.by_rank, g.threads, g.hosts
+    comm_keys, members, comm_tables = g.comm_keys, g.members, g.comm_tables
+    to_ns, aligned, origin = g.to_ns, g.aligned, g.origin
 
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=str(out.parent.resolve())))
     try:
@@ -159,7 +106,7 @@ def _merge(directory: Path, out: Path, level: Optional[int], outputs: FrozenSet[
         timeline = Timeline(world_size, [(f.head.rank, f.head.thread) for f in infos if f.calls])
         timeline.set_axis([axis_span(f, aligned[f.head.rank], to_ns[f.head.rank], origin) for f in infos if f.calls])
         spill = EndpointSpill(staging / ".messages")
-        io_handles: Dict[Tuple[int, int], int] = {}
+        pass2 = Pass2(g, comm_refs, archive)
         # pass 2: events, one file at a time, in rank order
         for info in infos:
             rank_file = read_rank_file(info.head.path)
@@ -190,8 +137,7 @@ def _merge(directory: Path, out: Path, level: Optional[int], outputs: FrozenSet[
             func = to_index[calls["func"]]
             names = timeline.functions
             comm_gid = lookup(*comm_tables[rank], calls["comm"])
-            has_comm = comm_gid >= 0
-            undefined = (calls["comm"] != -1) & ~has_comm
+            undefined = (calls["comm"] != -1) & (comm_gid < 0)
             if undefined.any():
                 report.note(
                     info.head.path.name,
@@ -199,165 +145,15 @@ def _merge(directory: Path, out: Path, level: Optional[int], outputs: FrozenSet[
                     f"rank does not define (first: {int(calls['comm'][undefined][0])}); merged "
                     "without it",
                 )
-
-            def is_func(wanted, names=names, func=func) -> np.ndarray:
-                table = np.zeros(len(names), bool)  # a lookup per call: isin sorts
-                table[[timeline.index[w] for w in wanted if w in timeline.index]] = True
-                return table[func]
-
-            def local(world: np.ndarray, gid_of: np.ndarray) -> np.ndarray:
-                """World ranks -> ranks in each one's communicator (-1: not a member)."""
-                result = np.full(len(world), -1, np.int64)
-                rows = np.flatnonzero((gid_of >= 0) & (world >= 0) & (world < world_size))
-                gids = gid_of[rows]
-                for gid in np.unique(gids).tolist():
-                    mine = rows[gids == gid]
-                    result[mine] = lookup(*local_rank[gid], world[mine])
-                return result
-
-            peer_local = local(calls["peer"].astype(np.int64), comm_gid)
-            root_local = local(calls["root"].astype(np.int64), comm_gid)
-            p2p_ok = has_comm & (calls["peer"] >= 0) & (peer_local >= 0)
-            is_send = is_func(SENDS) & p2p_ok
-            is_recv = is_func({"MPI_Recv"}) & p2p_ok
-            started = np.zeros(n, bool)
-            started[position[info.starts]] = True
-            request_id = np.zeros(n, np.uint64)
-            rank_requests = requests[rank]
-            request_id[position[info.starts]] = rank_requests.request_id[
-                info.start_offset : info.start_offset + len(info.starts)
-            ]
-            is_isend = started & is_func({"MPI_Isend"}) & p2p_ok
-            is_irecv = started & is_func({"MPI_Irecv"}) & has_comm
-            is_collective = is_func(COLLECTIVES) & has_comm
-            is_io = is_func(IO_CALLS) & (calls["file"] >= 0)
-            # persistent starts (STARTED records after Start/Startall): their request's message
-            done = rank_file.completions
-            p = info.start_offset + len(info.starts) + np.arange(len(info.started))
-            p_ok = rank_requests.valid[p] & (rank_requests.comm[p] >= 0)
-            p_peer_local = local(rank_requests.peer[p], rank_requests.comm[p])
-            p_send = p_ok & rank_requests.is_isend[p] & (p_peer_local >= 0)
-            p_recv = p_ok & ~rank_requests.is_isend[p]
-            p_call = position[done["call"][info.started]]
-            # messages, world ranks
-            s = is_send | is_isend
-            endpoint = np.empty(int(s.sum()) + int(p_send.sum()), ENDPOINT_DTYPE)
-            endpoint["sender"] = rank
-            endpoint["receiver"] = np.concatenate([calls["peer"][s], rank_requests.peer[p][p_send]])
-            endpoint["comm"] = np.concatenate([comm_gid[s], rank_requests.comm[p][p_send]])
-            endpoint["tag"] = np.concatenate([calls["tag"][s], rank_requests.tag[p][p_send]])
-            endpoint["bytes"] = np.concatenate([calls["bytes"][s], rank_requests.bytes[p][p_send]])
-            endpoint["time"] = np.concatenate([enter[s], leave[p_call[p_send]]])
-            endpoint["thread"] = thread
-            spill.add(0, endpoint[np.argsort(endpoint["time"], kind="stable")])
-            endpoint = np.empty(int(is_recv.sum()), ENDPOINT_DTYPE)
-            endpoint["sender"], endpoint["receiver"], endpoint["comm"] = calls["peer"][is_recv], rank, comm_gid[is_recv]
-            endpoint["tag"], endpoint["bytes"], endpoint["time"], endpoint["thread"] = (
-                calls["tag"][is_recv],
-                calls["bytes"][is_recv],
-                leave[is_recv],
-                thread,
-            )
-            spill.add(1, endpoint)
-            # completions: of a send (OTF2 IsendComplete), of a receive (OTF2 Irecv), cancelled
-            # (OTF2 RequestCancelled); an Irecv let go by MPI_Request_free has no event (what
-            # arrives, if anything, is not known)
-            k = info.done_start
-            found = k >= 0
-            k = np.where(found, k, 0)
-            no_start = len(rank_requests.request_id) == 0
-            is_send_done = found & (False if no_start else rank_requests.is_isend[k])
-            done_gid = np.where(found, -1 if no_start else rank_requests.comm[k], -1)
-            flags = done["flags"][info.done]
-            source = done["source"][info.done].astype(np.int64)
-            cancelled = found & (flags & REQUEST_CANCELLED != 0)
-            freed = flags & REQUEST_FREED != 0
-            is_recv_done = (
-                found
-                & ~is_send_done
-                & ~cancelled
-                & ~freed
-                & (source >= 0)
-                & (done_gid >= 0)
-                & (source < comm_size[done_gid])
-            )
-            is_send_done &= ~cancelled
-            keep = is_send_done | is_recv_done | cancelled
-            n_started = int(p_send.sum() + p_recv.sum())
-            completion = np.zeros(int(keep.sum()) + n_started, [(name, dtype) for name, dtype in COMPLETION_FIELDS])
-            m = int(keep.sum())
-            completion["call"][:m] = position[done["call"][info.done][keep]]
-            completion["request"][:m] = rank_requests.request_id[k[keep]] if m else 0
-            completion["kind"][:m] = np.where(
-                cancelled[keep], CANCELLED, np.where(is_send_done[keep], COMPLETE_ISEND, COMPLETE_IRECV)
-            )
-            completion["sender"][:m] = np.where(is_recv_done[keep], source[keep], 0)
-            completion["comm"][:m] = np.where(is_recv_done[keep], comm_refs[done_gid[keep]], 0)
-            completion["tag"][:m] = np.where(
-                is_recv_done[keep], done["tag"][info.done][keep].astype(np.int64) & 0xFFFFFFFF, 0
-            )
-            completion["bytes"][:m] = np.where(is_recv_done[keep], np.maximum(done["bytes"][info.done][keep], 0), 0)
-            ps = p_send | p_recv
-            completion["call"][m:] = p_call[ps]
-            completion["request"][m:] = rank_requests.request_id[p[ps]]
-            completion["kind"][m:] = np.where(p_send[ps], START_ISEND, START_IRECV)
-            completion["sender"][m:] = np.maximum(p_peer_local[ps], 0)
-            completion["comm"][m:] = comm_refs[rank_requests.comm[p][ps]]
-            completion["tag"][m:] = rank_requests.tag[p][ps] & 0xFFFFFFFF
-            completion["bytes"][m:] = np.maximum(rank_requests.bytes[p][ps], 0)
-            completion = completion[np.argsort(completion["call"], kind="stable")]
-            r = np.flatnonzero(is_recv_done)
-            endpoint = np.empty(len(r), ENDPOINT_DTYPE)
-            sender_world = np.empty(len(r), np.int64)
-            for g in np.unique(done_gid[r]).tolist():
-                mine = done_gid[r] == g
-                sender_world[mine] = member_table[g][source[r][mine]]
-            endpoint["sender"], endpoint["receiver"], endpoint["comm"] = sender_world, rank, done_gid[r]
-            endpoint["tag"], endpoint["bytes"], endpoint["time"], endpoint["thread"] = (
-                done["tag"][info.done][r],
-                done["bytes"][info.done][r],
-                leave[position[done["call"][info.done][r]]],
-                thread,
-            )
-            spill.add(1, endpoint)
-            if archive is not None:
-                events = np.zeros(n, [(name, dtype) for name, dtype in CALL_FIELDS])
-                events["enter"], events["leave"] = enter, leave
+            found = file_events(pass2, info, rank_file, calls, enter, leave, position)
+            spill.add(0, found.sends)
+            spill.add(1, found.receives)
+            if archive is not None and found.columns is not None:
                 region_of = np.zeros(len(names), np.int64)
-                for f in np.unique(func).tolist():  # regions of the functions called only
-                    region_of[f] = archive.region(names[f])._ref
-                events["region"] = region_of[func]
-                op = np.zeros(n, np.uint8)
-                op[is_send], op[is_recv], op[is_isend], op[is_irecv] = OP_SEND, OP_RECV, OP_ISEND, OP_IRECV_REQUEST
-                op[is_collective & ~(is_send | is_recv)] = OP_COLLECTIVE
-                events["peer"] = np.where(
-                    is_collective, np.where(root_local >= 0, root_local, 0xFFFFFFFF), np.maximum(peer_local, 0)
-                )
-                events["comm"] = np.where(has_comm, comm_refs[comm_gid], 0xFFFFFFFF)
-                collective_op = np.zeros(len(names), np.int64)
-                for name, value in COLLECTIVE_OPS.items():
-                    if name in timeline.index:
-                        collective_op[timeline.index[name]] = value.value
-                events["tag"] = np.where(is_collective, collective_op[func], calls["tag"].astype(np.int64) & 0xFFFFFFFF)
-                events["bytes"] = np.maximum(calls["bytes"], 0)
-                events["request"] = request_id
-                if is_io.any():
-                    io_events(
-                        archive,
-                        rank_file,
-                        rank,
-                        calls,
-                        func,
-                        timeline,
-                        events,
-                        op,
-                        is_io,
-                        comm_gid,
-                        comm_refs,
-                        io_handles,
-                    )
-                events["op"] = op
-                report.otf2_events += archive.write_events(rank, thread, events, completion)
+                for code, name in rank_file.functions.items():  # regions of the functions called only
+                    region_of[to_index[code]] = archive.region(name, rank_file.kinds.get(code, "other"))._ref
+                found.columns["region"] = region_of[func]
+                report.otf2_events += archive.write_events(rank, thread, found.columns, found.completion)
             if json_out is not None:
                 json_out.track(rank, thread, rank_file.host)
                 args = {name: calls[name].astype(np.int64) for name in ARG_FIELDS}

@@ -18,7 +18,6 @@ from typing import Any, Dict, List, Optional, Tuple
 import numpy as np
 import otf2
 from otf2.enums import (
-    CollectiveOp,
     GroupType,
     IoParadigmClass,
     IoParadigmFlag,
@@ -28,30 +27,47 @@ from otf2.enums import (
     RegionRole,
 )
 
-from . import loops
-from .layout import COLLECTIVES
-from .read import RankFile
-
-COLLECTIVE_OPS = {name: getattr(CollectiveOp, op) for name, op in COLLECTIVES.items()}
-ROLES = {
-    "MPI_Send": RegionRole.POINT2POINT,
-    "MPI_Recv": RegionRole.POINT2POINT,
-    "MPI_Barrier": RegionRole.BARRIER,
-    "MPI_File_read_at": RegionRole.FILE_IO,
-    "MPI_File_write_at": RegionRole.FILE_IO,
-}
-
+from . import loops, semantics
 
 # What a call adds between its Enter and Leave (the `op` array of _loops.c's qmpi_write_events).
-OP_NONE, OP_SEND, OP_RECV, OP_ISEND, OP_IRECV_REQUEST, OP_COLLECTIVE, OP_IO = range(7)
+(
+    OP_NONE,
+    OP_SEND,
+    OP_RECV,
+    OP_ISEND,
+    OP_IRECV_REQUEST,
+    OP_COLLECTIVE,
+    OP_IO,
+    OP_SENDRECV,
+    OP_ICOLLECTIVE,
+    OP_IO_NONBLOCKING,
+    OP_IO_CREATE,
+    OP_IO_DESTROY,
+    OP_IO_SEEK,
+    OP_RMA,
+    OP_RMA_REQUEST,
+) = range(15)
 # what a completion-side event is: a completed Isend or Irecv, a persistent request's
-# start (written like Isend and Irecv), a cancelled request
-COMPLETE_ISEND, COMPLETE_IRECV, START_ISEND, START_IRECV, CANCELLED = 1, 2, 3, 4, 5
+# start (written like Isend and Irecv), a cancelled request, a completed nonblocking
+# collective, I/O or one-sided operation, a persistent collective's start
+(
+    COMPLETE_ISEND,
+    COMPLETE_IRECV,
+    START_ISEND,
+    START_IRECV,
+    CANCELLED,
+    COMPLETE_COLLECTIVE,
+    COMPLETE_IO,
+    COMPLETE_RMA,
+    START_COLLECTIVE,
+) = range(1, 10)
+RMA_PUT, RMA_GET, RMA_ATOMIC = 0, 1, 2  # an RMA call's tag: RMA_ATOMIC + OTF2 RmaAtomicType
 # The OTF2 library's event chunk: a location's writer holds one until it is closed,
 # which write_events does as soon as the location's events are written (one rank file
 # each), so memory does not grow with the number of locations.
 CHUNK_BYTES = 256 * 1024
 IO_MODE_READ, IO_MODE_WRITE = 0, 1  # OTF2_IO_OPERATION_MODE_*
+IO_FLAG_NON_BLOCKING, IO_FLAG_COLLECTIVE = 1, 2  # OTF2_IO_OPERATION_FLAG_*
 
 
 def definition_chunk_bytes(members: int) -> int:
@@ -80,6 +96,17 @@ API_FUNCTIONS = (
     "IoOperationBegin",
     "IoOperationComplete",
     "MpiRequestCancelled",
+    "NonBlockingCollectiveRequest",
+    "NonBlockingCollectiveComplete",
+    "IoOperationIssued",
+    "IoCreateHandle",
+    "IoDestroyHandle",
+    "IoSeek",
+    "RmaPut",
+    "RmaGet",
+    "RmaAtomic",
+    "RmaOpCompleteBlocking",
+    "RmaOpCompleteNonBlocking",
 )
 CALL_FIELDS = (
     ("enter", "<u8"),
@@ -91,6 +118,9 @@ CALL_FIELDS = (
     ("tag", "<u4"),
     ("bytes", "<u8"),
     ("request", "<u8"),
+    ("recv_peer", "<u4"),
+    ("recv_tag", "<u4"),  # I/O: the operation's flags (collective)
+    ("recv_bytes", "<u8"),
 )
 COMPLETION_FIELDS = (
     ("call", "<i8"),
@@ -100,6 +130,7 @@ COMPLETION_FIELDS = (
     ("comm", "<u4"),
     ("tag", "<u4"),
     ("bytes", "<u8"),
+    ("recv_bytes", "<u8"),
 )
 
 
@@ -120,6 +151,17 @@ class _Api(ctypes.Structure):
             "io_begin",
             "io_complete",
             "request_cancelled",
+            "coll_request",
+            "coll_complete",
+            "io_issued",
+            "io_create",
+            "io_destroy",
+            "io_seek",
+            "rma_put",
+            "rma_get",
+            "rma_atomic",
+            "rma_complete_blocking",
+            "rma_complete_nonblocking",
         )
     ]
 
@@ -204,11 +246,15 @@ class Otf2Writer:
             self.comms[comm_id] = self.defs.comm(name, group=group)
         return self.comms[comm_id]
 
-    def region(self, func: str):
+    def window(self, gid: int, comm):
+        """A one-sided window (merged across ranks) on its communicator."""
+        return self.defs.rma_win(f"window {gid}", comm=comm)
+
+    def region(self, func: str, kind: str):
+        """`func`'s region; its role from its kind (semantics.REGION_ROLES)."""
         if func not in self.regions:
-            self.regions[func] = self.defs.region(
-                func, paradigm=Paradigm.MPI, region_role=ROLES.get(func, RegionRole.FUNCTION)
-            )
+            role = semantics.region_role(func, kind)
+            self.regions[func] = self.defs.region(func, paradigm=Paradigm.MPI, region_role=getattr(RegionRole, role))
         return self.regions[func]
 
     def io_handle(self, rank: int, name: str, comm):
@@ -275,15 +321,15 @@ class Otf2Writer:
 
     def _write_python(self, handle: int, columns, done) -> int:
         """_loops.c's loop through ctypes, where the extension was not built."""
-        lib = self.lib
-        u32, u64, u8, vp = ctypes.c_uint32, ctypes.c_uint64, ctypes.c_uint8, ctypes.c_void_p
+        u32, u64, u8, i64, vp = ctypes.c_uint32, ctypes.c_uint64, ctypes.c_uint8, ctypes.c_int64, ctypes.c_void_p
+        p2p, ip2p = [vp, vp, u64, u32, u32, u32, u64], [vp, vp, u64, u32, u32, u32, u64, u64]
         signatures = {
             "Enter": [vp, vp, u64, u32],
             "Leave": [vp, vp, u64, u32],
-            "MpiSend": [vp, vp, u64, u32, u32, u32, u64],
-            "MpiRecv": [vp, vp, u64, u32, u32, u32, u64],
-            "MpiIsend": [vp, vp, u64, u32, u32, u32, u64, u64],
-            "MpiIrecv": [vp, vp, u64, u32, u32, u32, u64, u64],
+            "MpiSend": p2p,
+            "MpiRecv": p2p,
+            "MpiIsend": ip2p,
+            "MpiIrecv": ip2p,
             "MpiIsendComplete": [vp, vp, u64, u64],
             "MpiIrecvRequest": [vp, vp, u64, u64],
             "MpiCollectiveBegin": [vp, vp, u64],
@@ -291,54 +337,115 @@ class Otf2Writer:
             "IoOperationBegin": [vp, vp, u64, u32, u8, u32, u64, u64],
             "IoOperationComplete": [vp, vp, u64, u32, u64, u64],
             "MpiRequestCancelled": [vp, vp, u64, u64],
+            "NonBlockingCollectiveRequest": [vp, vp, u64, u64],
+            "NonBlockingCollectiveComplete": [vp, vp, u64, u8, u32, u32, u64, u64, u64],
+            "IoOperationIssued": [vp, vp, u64, u32, u64],
+            "IoCreateHandle": [vp, vp, u64, u32, u8, u32, u32],
+            "IoDestroyHandle": [vp, vp, u64, u32],
+            "IoSeek": [vp, vp, u64, u32, i64, u8, u64],
+            "RmaPut": [vp, vp, u64, u32, u32, u64, u64],
+            "RmaGet": [vp, vp, u64, u32, u32, u64, u64],
+            "RmaAtomic": [vp, vp, u64, u32, u32, u8, u64, u64, u64],
+            "RmaOpCompleteBlocking": [vp, vp, u64, u32, u64],
+            "RmaOpCompleteNonBlocking": [vp, vp, u64, u32, u64],
         }
         f = {}
         for name, argtypes in signatures.items():
-            function = getattr(lib, f"OTF2_EvtWriter_{name}")
+            function = getattr(self.lib, f"OTF2_EvtWriter_{name}")
             function.argtypes, function.restype = argtypes, ctypes.c_int
             f[name] = function
-        enter, leave, region, op, peer, comm, tag, nbytes, request = (col.tolist() for col in columns)
-        k_call, k_kind, k_request, k_sender, k_comm, k_tag, k_bytes = (col.tolist() for col in done)
-        events, j, m = 0, 0, len(k_call)
-        for i in range(len(enter)):
-            t0, t1 = enter[i], leave[i]
-            rc = f["Enter"](handle, None, t0, region[i])
-            kind = op[i]
-            if kind == OP_SEND:
-                rc |= f["MpiSend"](handle, None, t0, peer[i], comm[i], tag[i], nbytes[i])
-                events += 1
-            elif kind == OP_RECV:
-                rc |= f["MpiRecv"](handle, None, t1, peer[i], comm[i], tag[i], nbytes[i])
-                events += 1
-            elif kind == OP_ISEND:
-                rc |= f["MpiIsend"](handle, None, t0, peer[i], comm[i], tag[i], nbytes[i], request[i])
-                events += 1
-            elif kind == OP_IRECV_REQUEST:
-                rc |= f["MpiIrecvRequest"](handle, None, t0, request[i])
-                events += 1
-            elif kind == OP_COLLECTIVE:
-                rc |= f["MpiCollectiveBegin"](handle, None, t0)
-                rc |= f["MpiCollectiveEnd"](handle, None, t1, tag[i], comm[i], peer[i], nbytes[i], nbytes[i])
-                events += 2
-            elif kind == OP_IO:
-                rc |= f["IoOperationBegin"](handle, None, t0, comm[i], tag[i], 0, nbytes[i], request[i])
-                rc |= f["IoOperationComplete"](handle, None, t1, comm[i], nbytes[i], request[i])
-                events += 2
-            while j < m and k_call[j] == i:
-                kind = k_kind[j]
-                if kind == COMPLETE_ISEND:
-                    rc |= f["MpiIsendComplete"](handle, None, t1, k_request[j])
-                elif kind == COMPLETE_IRECV:
-                    rc |= f["MpiIrecv"](handle, None, t1, k_sender[j], k_comm[j], k_tag[j], k_bytes[j], k_request[j])
-                elif kind == START_ISEND:
-                    rc |= f["MpiIsend"](handle, None, t1, k_sender[j], k_comm[j], k_tag[j], k_bytes[j], k_request[j])
-                elif kind == START_IRECV:
-                    rc |= f["MpiIrecvRequest"](handle, None, t1, k_request[j])
-                else:
-                    rc |= f["MpiRequestCancelled"](handle, None, t1, k_request[j])
+        c = dict(zip([name for name, _ in CALL_FIELDS], (col.tolist() for col in columns)))
+        k = dict(zip([name for name, _ in COMPLETION_FIELDS], (col.tolist() for col in done)))
+
+        def rma(i: int, t: int) -> int:
+            what = c["tag"][i]
+            if what in (RMA_PUT, RMA_GET):
+                call = f["RmaPut"] if what == RMA_PUT else f["RmaGet"]
+                return call(handle, None, t, c["comm"][i], c["peer"][i], c["bytes"][i], c["request"][i])
+            return f["RmaAtomic"](
+                handle,
+                None,
+                t,
+                c["comm"][i],
+                c["peer"][i],
+                what - RMA_ATOMIC,
+                c["bytes"][i],
+                c["recv_bytes"][i],
+                c["request"][i],
+            )
+
+        def call_events(i: int) -> Tuple[int, int]:
+            t0, t1, op = c["enter"][i], c["leave"][i], c["op"][i]
+            peer, comm, tag, nbytes, request = c["peer"][i], c["comm"][i], c["tag"][i], c["bytes"][i], c["request"][i]
+            if op == OP_SEND:
+                return f["MpiSend"](handle, None, t0, peer, comm, tag, nbytes), 1
+            if op == OP_RECV:
+                return f["MpiRecv"](handle, None, t1, peer, comm, tag, nbytes), 1
+            if op == OP_SENDRECV:
+                rc = f["MpiSend"](handle, None, t0, peer, comm, tag, nbytes)
+                return rc | f["MpiRecv"](
+                    handle, None, t1, c["recv_peer"][i], comm, c["recv_tag"][i], c["recv_bytes"][i]
+                ), 2
+            if op == OP_ISEND:
+                return f["MpiIsend"](handle, None, t0, peer, comm, tag, nbytes, request), 1
+            if op == OP_IRECV_REQUEST:
+                return f["MpiIrecvRequest"](handle, None, t0, request), 1
+            if op == OP_COLLECTIVE:
+                rc = f["MpiCollectiveBegin"](handle, None, t0)
+                return rc | f["MpiCollectiveEnd"](handle, None, t1, tag, comm, peer, nbytes, c["recv_bytes"][i]), 2
+            if op == OP_ICOLLECTIVE:
+                return f["NonBlockingCollectiveRequest"](handle, None, t0, request), 1
+            if op in (OP_IO, OP_IO_NONBLOCKING):
+                flags = c["recv_tag"][i] | (IO_FLAG_NON_BLOCKING if op == OP_IO_NONBLOCKING else 0)
+                rc = f["IoOperationBegin"](handle, None, t0, comm, tag, flags, nbytes, request)
+                if op == OP_IO:
+                    return rc | f["IoOperationComplete"](handle, None, t1, comm, nbytes, request), 2
+                return rc | f["IoOperationIssued"](handle, None, t1, comm, request), 2
+            if op == OP_IO_CREATE:
+                return f["IoCreateHandle"](handle, None, t1, comm, tag, c["recv_tag"][i], 0), 1
+            if op == OP_IO_DESTROY:
+                return f["IoDestroyHandle"](handle, None, t1, comm), 1
+            if op == OP_IO_SEEK:
+                return f["IoSeek"](handle, None, t1, comm, nbytes, tag, c["recv_bytes"][i]), 1
+            if op == OP_RMA:
+                return rma(i, t0) | f["RmaOpCompleteBlocking"](handle, None, t1, comm, request), 2
+            if op == OP_RMA_REQUEST:
+                return rma(i, t0), 1
+            return 0, 0
+
+        def completion_event(j: int, t1: int) -> int:
+            kind, request, comm = k["kind"][j], k["request"][j], k["comm"][j]
+            if kind == COMPLETE_ISEND:
+                return f["MpiIsendComplete"](handle, None, t1, request)
+            if kind in (COMPLETE_IRECV, START_ISEND):
+                call = f["MpiIrecv"] if kind == COMPLETE_IRECV else f["MpiIsend"]
+                return call(handle, None, t1, k["sender"][j], comm, k["tag"][j], k["bytes"][j], request)
+            if kind == START_IRECV:
+                return f["MpiIrecvRequest"](handle, None, t1, request)
+            if kind == COMPLETE_COLLECTIVE:
+                return f["NonBlockingCollectiveComplete"](
+                    handle, None, t1, k["tag"][j], comm, k["sender"][j], k["bytes"][j], k["recv_bytes"][j], request
+                )
+            if kind == START_COLLECTIVE:
+                return f["NonBlockingCollectiveRequest"](handle, None, t1, request)
+            if kind == COMPLETE_IO:
+                return f["IoOperationComplete"](handle, None, t1, comm, k["bytes"][j], request)
+            if kind == COMPLETE_RMA:
+                return f["RmaOpCompleteNonBlocking"](handle, None, t1, comm, request)
+            return f["MpiRequestCancelled"](handle, None, t1, request)
+
+        events, j, m = 0, 0, len(k["call"])
+        for i in range(len(c["enter"])):
+            t1 = c["leave"][i]
+            rc = f["Enter"](handle, None, c["enter"][i], c["region"][i])
+            rc_call, n = call_events(i)
+            rc |= rc_call
+            events += n
+            while j < m and k["call"][j] == i:
+                rc |= completion_event(j, t1)
                 events += 1
                 j += 1
-            rc |= f["Leave"](handle, None, t1, region[i])
+            rc |= f["Leave"](handle, None, t1, c["region"][i])
             events += 2
             if rc:
                 return -1 - i
@@ -368,41 +475,3 @@ class Otf2Writer:
             self.writer._realtime_timestamp = realtime_s
         self.writer.close()
         self.writer = None
-
-
-IO_CALLS = {"MPI_File_write_at": 1, "MPI_File_read_at": 0}  # name -> OTF2 I/O operation mode
-
-
-def io_events(
-    archive,
-    rank_file: RankFile,
-    rank: int,
-    calls: np.ndarray,
-    func: np.ndarray,
-    timeline,
-    events: np.ndarray,
-    op: np.ndarray,
-    is_io: np.ndarray,
-    comm_gid: np.ndarray,
-    comm_refs: np.ndarray,
-    io_handles: Dict[Tuple[int, int], int],
-) -> None:
-    """MPI-IO reads and writes as OTF2 I/O operations on the rank's handle of the file
-    (defined at its first use: name from the FILE record, communicator from File_open)."""
-    opened = is_io | np.isin(func, [timeline.index.get("MPI_File_open", -1)])
-    for i in np.flatnonzero(opened).tolist():
-        file_id = int(calls["file"][i])
-        if file_id < 0 or (rank, file_id) in io_handles:
-            continue
-        name = rank_file.files.get(file_id, (f"file {file_id}", 0))[0]
-        comm = archive.comms.get(int(comm_gid[i])) if comm_gid[i] >= 0 else None
-        io_handles[(rank, file_id)] = archive.io_handle(rank, name, comm)._ref
-    mode = np.zeros(len(timeline.functions), np.int64)
-    for name, value in IO_CALLS.items():
-        if name in timeline.index:
-            mode[timeline.index[name]] = value
-    rows = np.flatnonzero(is_io)
-    op[rows] = OP_IO
-    events["comm"][rows] = [io_handles[(rank, int(f))] for f in calls["file"][rows].tolist()]
-    events["tag"][rows] = mode[func[rows]]
-    events["request"][rows] = rows  # the matching id: unique per location

@@ -27,14 +27,28 @@ Data = Union[bytes, mmap.mmap]  # a rank file's contents: mapped, or empty bytes
 
 # the layout's facts (layout.py), as the reader uses them
 MAGIC = layout.MAGIC
-VERSIONS = layout.READ_VERSIONS  # 1: call times in ns; 2: in ticks, with timer records
+VERSIONS = layout.READ_VERSIONS
 HEADER = layout.HEADER.format
 RECORD_HEAD = struct.Struct("<" + "".join(layout.C_TYPES[f.ctype][1] for f in layout.HEAD))
 COMPLETION = layout.COMPLETION.layout.format
 CLOCK = layout.CLOCK.layout.format
 TIMER = layout.TIMER.layout.format
 END = layout.END.layout.format
-(R_FUNCTION, R_PROCESS, R_COMM, R_TYPE, R_FILE, R_CALL, R_COMPLETION, R_CLOCK, R_TIMER, R_SHORT_CALL, R_END) = (
+WINDOW = layout.WINDOW.layout.format
+(
+    R_FUNCTION,
+    R_PROCESS,
+    R_COMM,
+    R_TYPE,
+    R_FILE,
+    R_CALL,
+    R_COMPLETION,
+    R_CLOCK,
+    R_TIMER,
+    R_SHORT_CALL,
+    R_END,
+    R_WINDOW,
+) = (
     layout.BY_NAME[name].kind
     for name in (
         "FUNCTION",
@@ -48,6 +62,7 @@ END = layout.END.layout.format
         "TIMER",
         "SHORT_CALL",
         "END",
+        "WINDOW",
     )
 )
 CALL_HAS_REQUEST, CALL_FAILED = (value for _, value, _ in layout.FLAGS)
@@ -88,17 +103,20 @@ class RankFile:
     thread: int
     level: int
     world_size: int
-    version: int = 2
+    version: int = layout.VERSION
     realtime_origin_ns: int = 0
-    run_id: int = 0  # version 3: the run's identity (0: unknown)
+    run_id: int = 0  # the run's identity
     pid: int = 0
     end_calls: Optional[int] = None  # the END record's count of call records (None: no END record)
     program: str = ""
     host: str = ""
     functions: Dict[int, str] = field(default_factory=dict)  # code -> name
+    kinds: Dict[int, str] = field(default_factory=dict)  # code -> kind (layout.KINDS)
     comms: Dict[int, Tuple[int, ...]] = field(default_factory=dict)  # id -> world ranks
     comm_parts: Dict[int, Dict[int, Tuple[int, ...]]] = field(default_factory=dict)  # id -> first -> members
-    types: Dict[int, Tuple[int, str]] = field(default_factory=dict)  # id -> (size, name or envelope)
+    types: Dict[int, Tuple[int, str]] = field(default_factory=dict)  # id -> (size, name or constructor)
+    type_shapes: Dict[int, Tuple[str, int, int]] = field(default_factory=dict)  # id -> (constructor, lb, extent)
+    windows: Dict[int, int] = field(default_factory=dict)  # id -> communicator id (-1: unknown)
     files: Dict[int, Tuple[str, int]] = field(default_factory=dict)  # id -> (name, initial size)
     clocks: Dict[int, Tuple[int, int]] = field(default_factory=dict)  # phase -> (local ns, offset ns)
     timers: List[Tuple[int, int]] = field(default_factory=list)  # (ticks, ns)
@@ -127,10 +145,13 @@ def read_header(data: Data) -> Tuple[int, int, int, int, int, int, int, int]:
     if magic != MAGIC:
         raise TraceFileError("not a qmpi trace file (bad magic)")
     if version not in VERSIONS:
-        raise TraceFileError(f"format version {version}, this qmpigen reads versions {', '.join(map(str, VERSIONS))}")
+        raise TraceFileError(
+            f"format version {version}; this qmpigen reads version {', '.join(map(str, VERSIONS))} "
+            "(merge older files with the qmpigen whose trace tool wrote them)"
+        )
     if header_size != HEADER.size or not (0 <= rank < world_size) or thread < 0 or level < 0:
         raise TraceFileError("corrupt header")
-    return version, rank, thread, level, world_size, realtime, pid, run_id if version >= 3 else 0
+    return version, rank, thread, level, world_size, realtime, pid, run_id
 
 
 def read_rank_file(path: Path) -> RankFile:
@@ -179,24 +200,23 @@ def _walk_problem(data: Data, pos: int, end: int) -> str:
 def _other_record(data: Data, pos: int, kind: int, size: int, out: RankFile) -> Optional[str]:
     """Reads a definition, clock or timer record into `out`; why it is corrupt, or None."""
     fixed = FIXED.get(kind)
-    if kind == R_COMM and out.version < 3:
-        fixed = layout.COMM_V2
     if fixed is not None:
         if RECORD_HEAD.size + fixed.size > size:
             return f"corrupt record at byte {pos} (kind {kind}, size {size})"
         values = fixed.unpack_from(data, pos + RECORD_HEAD.size)
         tail = pos + RECORD_HEAD.size + fixed.size  # where the variable part starts
     if kind == R_FUNCTION:
-        (code,) = values
-        if not 0 <= code <= MAX_FUNCTION_CODE:
-            return f"corrupt function record at byte {pos} (code {code})"
+        code, function_kind = values
+        if not 0 <= code <= MAX_FUNCTION_CODE or not 0 <= function_kind < len(layout.KINDS):
+            return f"corrupt function record at byte {pos} (code {code}, kind {function_kind})"
         out.functions[code] = _string(data, tail, pos + size)
+        out.kinds[code] = layout.KINDS[function_kind]
     elif kind == R_PROCESS:
         program, _, rest = data[tail : pos + size].partition(b"\0")
         out.program = program.decode(errors="replace")
         out.host = rest.split(b"\0", 1)[0].decode(errors="replace")
     elif kind == R_COMM:
-        comm_id, comm_size, first, count = values if len(values) == 4 else values + (0, values[1])
+        comm_id, comm_size, first, count = values
         if (
             comm_id < 0
             or comm_size < 0
@@ -215,12 +235,14 @@ def _other_record(data: Data, pos: int, kind: int, size: int, out: RankFile) -> 
                 out.comms[comm_id] = members
             del out.comm_parts[comm_id]
     elif kind == R_TYPE:
-        type_id, type_size, named, nints, naddrs, ntypes = values
+        type_id, type_size, named, nints, naddrs, ntypes, combiner, _, lb, extent = values
         name = _string(data, tail, pos + size)
+        constructor = layout.COMBINERS[combiner] if 0 <= combiner < len(layout.COMBINERS) else "unknown"
         out.types[type_id] = (
             type_size,
-            name if named or name else f"derived(ints={nints},addrs={naddrs},types={ntypes})",
+            name if named or name else f"{constructor.lower()}(ints={nints},addrs={naddrs},types={ntypes})",
         )
+        out.type_shapes[type_id] = (constructor, lb, extent)
     elif kind == R_FILE:
         file_id, _, initial = values
         out.files[file_id] = (_string(data, tail, pos + size), initial)
@@ -232,6 +254,11 @@ def _other_record(data: Data, pos: int, kind: int, size: int, out: RankFile) -> 
         out.timers.append((ticks, ns))
     elif kind == R_END and size == END.size:
         out.end_calls = END.unpack_from(data, pos)[3]
+    elif kind == R_WINDOW and size == WINDOW.size:
+        _, _, window_id, comm_id, _ = WINDOW.unpack_from(data, pos)
+        if window_id < 0:
+            return f"corrupt window record at byte {pos}"
+        out.windows[window_id] = comm_id
     else:
         return f"corrupt record at byte {pos} (kind {kind}, size {size})"
     return None

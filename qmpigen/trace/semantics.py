@@ -1,0 +1,149 @@
+"""What the merger makes of each function kind (qmpigen.mpi.roles, carried by the FUNCTION
+records): which calls are messages, requests, collectives, I/O or one-sided operations,
+and which OTF2 collective operation a collective is. The one place that says it:
+gather.py, merge.py, otf2_out.py and docs/tracing.md's table read these sets."""
+
+from __future__ import annotations
+
+from typing import Dict, FrozenSet, Iterable
+
+import numpy as np
+
+from .read import RankFile
+
+# blocking point-to-point: the send side at the call's enter, the receive side at its leave
+SENDS: FrozenSet[str] = frozenset({"send", "sendrecv"})
+RECEIVES: FrozenSet[str] = frozenset({"recv", "mrecv", "sendrecv"})
+# calls that start a request a Wait/Test completes later, by what the request is
+REQUEST_SENDS: FrozenSet[str] = frozenset({"isend"})
+REQUEST_RECEIVES: FrozenSet[str] = frozenset({"irecv", "imrecv"})
+REQUEST_COLLECTIVES: FrozenSet[str] = frozenset({"icollective", "ineighbor"})
+REQUEST_IO: FrozenSet[str] = frozenset({"file_read", "file_write"})
+REQUEST_RMA: FrozenSet[str] = frozenset({"rma_put", "rma_get", "rma_atomic"})
+REQUEST_STARTS: FrozenSet[str] = REQUEST_SENDS | REQUEST_RECEIVES | REQUEST_COLLECTIVES | REQUEST_IO | REQUEST_RMA
+# persistent requests: each MPI_Start starts one instance of the init's operation
+PERSISTENT_SENDS: FrozenSet[str] = frozenset({"send_init"})
+PERSISTENT_RECEIVES: FrozenSet[str] = frozenset({"recv_init"})
+PERSISTENT_COLLECTIVES: FrozenSet[str] = frozenset({"collective_init", "neighbor_init"})
+PERSISTENT_INITS: FrozenSet[str] = PERSISTENT_SENDS | PERSISTENT_RECEIVES | PERSISTENT_COLLECTIVES
+COLLECTIVES: FrozenSet[str] = frozenset({"collective", "neighbor"})
+IO_READS: FrozenSet[str] = frozenset({"file_read"})
+IO_WRITES: FrozenSet[str] = frozenset({"file_write"})
+IO: FrozenSet[str] = IO_READS | IO_WRITES
+RMA: FrozenSet[str] = frozenset({"rma_put", "rma_get", "rma_atomic"})
+
+# OTF2 CollectiveOp member per collective, by the function's base name: the name without
+# MPI_, the nonblocking I, Neighbor_, _init and _c (MPI_Ialltoallv_c -> Alltoallv).
+# Neighbourhood collectives are their non-neighbourhood namesakes: OTF2 has no
+# members of their own.
+COLLECTIVE_OPS: Dict[str, str] = {
+    "Barrier": "BARRIER",
+    "Bcast": "BCAST",
+    "Gather": "GATHER",
+    "Gatherv": "GATHERV",
+    "Scatter": "SCATTER",
+    "Scatterv": "SCATTERV",
+    "Allgather": "ALLGATHER",
+    "Allgatherv": "ALLGATHERV",
+    "Alltoall": "ALLTOALL",
+    "Alltoallv": "ALLTOALLV",
+    "Alltoallw": "ALLTOALLW",
+    "Allreduce": "ALLREDUCE",
+    "Reduce": "REDUCE",
+    "Reduce_scatter": "REDUCE_SCATTER",
+    "Reduce_scatter_block": "REDUCE_SCATTER_BLOCK",
+    "Scan": "SCAN",
+    "Exscan": "EXSCAN",
+}
+
+
+def collective_base(name: str) -> str:
+    """MPI_Ialltoallv_c -> Alltoallv; MPI_Neighbor_allgather_init -> Allgather. Any text
+    (a rank file's names are not trusted) gives some string."""
+    short = name.split("_", 1)[-1] or "?"
+    for suffix in ("_c", "_init"):
+        if short.endswith(suffix):
+            short = short[: -len(suffix)]
+    if short.startswith("Ineighbor_") or short.startswith("Neighbor_"):
+        short = short.split("_", 1)[1]
+    elif short.startswith("I") and short[1:].capitalize() in COLLECTIVE_OPS:
+        short = short[1:]
+    return short[:1].upper() + short[1:]
+
+
+def collective_op(name: str) -> str:
+    """The OTF2 CollectiveOp member name of a collective function ("BARRIER" when none fits)."""
+    return COLLECTIVE_OPS.get(collective_base(name), "BARRIER")
+
+
+# One-sided atomics as OTF2 RmaAtomicType, by base name; the rest of the accumulate family
+# is ACCUMULATE, and a fetching one (Get_accumulate, Fetch_and_op) FETCH_AND_ACCUMULATE.
+RMA_ATOMIC_TYPES = {
+    "Accumulate": "ACCUMULATE",
+    "Raccumulate": "ACCUMULATE",
+    "Get_accumulate": "FETCH_AND_ACCUMULATE",
+    "Rget_accumulate": "FETCH_AND_ACCUMULATE",
+    "Fetch_and_op": "FETCH_AND_ACCUMULATE",
+    "Compare_and_swap": "COMPARE_AND_SWAP",
+}
+# Collective MPI-IO (OTF2's COLLECTIVE operation flag): the _all and _ordered families.
+COLLECTIVE_IO = ("_all", "_ordered")
+
+
+# OTF2 RegionRole per kind (FUNCTION for the rest).
+REGION_ROLES = {
+    **dict.fromkeys(("send", "recv", "sendrecv", "isend", "irecv", "imrecv", "mrecv", "probe"), "POINT2POINT"),
+    **dict.fromkeys(("send_init", "recv_init", "start", "completion", "request_free"), "POINT2POINT"),
+    **dict.fromkeys(("file_read", "file_write"), "FILE_IO"),
+    **dict.fromkeys(("file_open", "file_close", "file_delete", "file_meta"), "FILE_IO_METADATA"),
+    **dict.fromkeys(("rma_put", "rma_get", "rma_atomic", "rma_sync", "window_create", "window_free"), "RMA"),
+}
+
+
+COLLECTIVE_KINDS = COLLECTIVES | REQUEST_COLLECTIVES | PERSISTENT_COLLECTIVES
+# a collective's role by its OTF2 operation: who sends to whom
+COLLECTIVE_ROLES = {
+    "BARRIER": "BARRIER",
+    **dict.fromkeys(("BCAST", "SCATTER", "SCATTERV"), "COLL_ONE2ALL"),
+    **dict.fromkeys(("GATHER", "GATHERV", "REDUCE"), "COLL_ALL2ONE"),
+    **dict.fromkeys(("ALLGATHER", "ALLGATHERV", "ALLTOALL", "ALLTOALLV", "ALLTOALLW", "ALLREDUCE"), "COLL_ALL2ALL"),
+    **dict.fromkeys(("REDUCE_SCATTER", "REDUCE_SCATTER_BLOCK"), "COLL_ALL2ALL"),
+}
+
+
+def region_role(name: str, kind: str) -> str:
+    """The OTF2 RegionRole member of a function of `kind`."""
+    if kind in COLLECTIVE_KINDS:
+        return COLLECTIVE_ROLES.get(collective_op(name), "COLL_OTHER")
+    return REGION_ROLES.get(kind, "FUNCTION")
+
+
+def rma_atomic_type(name: str) -> int:
+    from otf2.enums import RmaAtomicType
+
+    base = name.split("_", 1)[-1].removesuffix("_c")
+    return int(getattr(RmaAtomicType, RMA_ATOMIC_TYPES.get(base, "ACCUMULATE")).value)
+
+
+def collective_io(name: str) -> bool:
+    return any(part in name for part in COLLECTIVE_IO)
+
+
+def collective_op_value(name: str) -> int:
+    """collective_op as OTF2's number (0 for a function that is not a collective)."""
+    from otf2.enums import CollectiveOp
+
+    return int(getattr(CollectiveOp, collective_op(name)).value)
+
+
+def codes(rank_file: RankFile, kinds: Iterable[str]) -> np.ndarray:
+    """The file's function codes of these kinds."""
+    wanted = frozenset(kinds)
+    return np.array([code for code, kind in rank_file.kinds.items() if kind in wanted], np.uint16)
+
+
+def of_kinds(rank_file: RankFile, func: np.ndarray, kinds: Iterable[str]) -> np.ndarray:
+    """Per call (its function code), whether its function is of one of these kinds."""
+    table = np.zeros(max(rank_file.functions, default=0) + 1, bool)
+    table[codes(rank_file, kinds)] = True
+    return table[np.minimum(func, len(table) - 1)] & (func < len(table))
