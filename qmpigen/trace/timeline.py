@@ -26,7 +26,8 @@ class Timeline:
     def __init__(self, world_size: int, tracks: Optional[List[Tuple[int, int]]] = None) -> None:
         self.functions: List[str] = []  # index -> name
         self.index: Dict[str, int] = {}
-        self.lo, self.hi, self.xlabel = 0.0, 1.0, ""
+        self.lo, self.hi, self.xlabel = 0.0, 1.0, ""  # the axis drawn, ms
+        self.start_ns, self.end_ns, self.clipped = 0, 1_000_000, False  # the calls drawn: those inside
         self.columns: Dict[Tuple[int, int], Dict[int, np.ndarray]] = defaultdict(dict)  # track -> func -> used
         self.time_per_function: Dict[Tuple[int, str], List[int]] = defaultdict(lambda: [0, 0])  # calls, ns
         self.world_size = world_size
@@ -51,22 +52,49 @@ class Timeline:
         """The time axis, from each track's (first enter, last leave, end of its MPI_Init,
         start of its MPI_Finalize), aligned ns. MPI_Init and MPI_Finalize take far longer
         than the work between them: the axis shows from the end of the last Init to the
-        start of the first Finalize when there are both."""
-        lo = min((s[0] for s in spans), default=0) / 1e6
-        hi = max((s[1] for s in spans), default=1_000_000) / 1e6
+        start of the first Finalize when there are both, and calls are cut at its edges
+        (drawn only where they are inside it). Without that window the axis holds every
+        call, with a margin."""
+        self.start_ns = min((s[0] for s in spans), default=0)
+        self.end_ns = max((s[1] for s in spans), default=1_000_000)
         self.xlabel = "time (ms, aligned to rank 0's clock)"
         init_ends = [s[2] for s in spans if s[2] is not None]
         finalize_starts = [s[3] for s in spans if s[3] is not None]
-        if init_ends and finalize_starts and min(finalize_starts) > max(init_ends):
-            lo, hi = max(init_ends) / 1e6, min(finalize_starts) / 1e6
-            self.xlabel += "; from the end of the last MPI_Init to the start of the first MPI_Finalize"
-        if hi <= lo:
-            hi = lo + 1.0
-        self.lo, self.hi = lo - 0.03 * (hi - lo), hi + 0.03 * (hi - lo)
+        self.clipped = bool(init_ends and finalize_starts and min(finalize_starts) > max(init_ends))
+        if self.clipped:
+            self.start_ns, self.end_ns = max(init_ends), min(finalize_starts)
+            self.xlabel += (
+                "; from the end of the last MPI_Init to the start of the first MPI_Finalize, calls cut at both edges"
+            )
+        if self.end_ns <= self.start_ns:
+            self.end_ns = self.start_ns + 1_000_000
+        lo, hi = self.start_ns / 1e6, self.end_ns / 1e6
+        # a margin only where nothing lies beyond it: in a cut axis, bars drawn in a margin
+        # would contradict the label
+        margin = 0.0 if self.clipped else 0.03 * (hi - lo)
+        self.lo, self.hi = lo - margin, hi + margin
+
+    def visible(self, enter_ns: np.ndarray, leave_ns: np.ndarray) -> np.ndarray:
+        """Calls with some time inside [start_ns, end_ns] (an instant call on an edge
+        counts; a call ending exactly where the axis starts does not: the last MPI_Init)."""
+        start, end = self.start_ns, self.end_ns
+        inside = (leave_ns > start) & (enter_ns < end)
+        return (enter_ns <= end) & (leave_ns >= start) & (inside | (enter_ns == leave_ns))
+
+    def column_span(self, enter_ns: np.ndarray, leave_ns: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+        """First and last pixel column of visible calls (the columns holding their first
+        and last ns, cut to the axis). Floats: a wild clock value must not overflow."""
+        per_ns = COLUMNS / (self.end_ns - self.start_ns)
+
+        def column(t: np.ndarray) -> np.ndarray:
+            at = np.floor((t.astype(np.float64) - self.start_ns) * per_ns)
+            return np.clip(at, 0, COLUMNS - 1).astype(np.int64)
+
+        return column(enter_ns), column(np.maximum(leave_ns - 1, enter_ns))
 
     def add(self, rank: int, thread: int, func: np.ndarray, enter_ns: np.ndarray, leave_ns: np.ndarray) -> None:
-        """A track's calls (`func` holds function_index values): counted, and drawn into
-        the columns each function occupies."""
+        """A track's calls (`func` holds function_index values): counted, and those inside
+        the axis drawn into the columns each function occupies."""
         duration = leave_ns - enter_ns
         counts = np.bincount(func, minlength=len(self.functions))
         times = np.bincount(func, weights=duration, minlength=len(self.functions))
@@ -74,20 +102,17 @@ class Timeline:
             entry = self.time_per_function[(rank, self.functions[f])]
             entry[0] += int(counts[f])
             entry[1] += int(times[f])
-        width = (self.hi - self.lo) / COLUMNS
-        start = enter_ns / 1e6
-        first = np.clip(((start - self.lo) / width).astype(np.int64), -1, COLUMNS)
-        last = np.clip(((start + np.maximum(duration, 1) / 1e6 - self.lo) / width).astype(np.int64), -1, COLUMNS)
         if self.drawn is not None and (rank, thread) not in self.drawn:
             return
+        shown = self.visible(enter_ns, leave_ns)
+        func = func[shown]
+        first, last = self.column_span(enter_ns[shown], leave_ns[shown])
         track = self.columns[(rank, thread)]
-        for f in np.flatnonzero(counts).tolist():
+        for f in np.unique(func).tolist():
             mine = func == f
-            # +1 where a call's columns begin, -1 after they end (columns -1 .. COLUMNS, shifted by one)
-            cover = np.bincount(first[mine] + 1, minlength=COLUMNS + 3) - np.bincount(
-                last[mine] + 2, minlength=COLUMNS + 3
-            )
-            used = np.cumsum(cover)[1 : COLUMNS + 1] > 0
+            # +1 where a call's columns begin, -1 after they end
+            cover = np.bincount(first[mine], minlength=COLUMNS + 1) - np.bincount(last[mine] + 1, minlength=COLUMNS + 1)
+            used = np.cumsum(cover)[:COLUMNS] > 0
             track[f] = track[f] | used if f in track else used
 
     def add_messages(self, senders: np.ndarray, receivers: np.ndarray, total_hint: int) -> None:
@@ -138,6 +163,13 @@ class Timeline:
         return "\n".join(lines) + "\n"
 
     def plot(self, path: Path, title: str) -> None:
+        import matplotlib.pyplot as plt
+
+        fig = self.figure(title)
+        fig.savefig(path, dpi=110, metadata={"Software": None})
+        plt.close(fig)
+
+    def figure(self, title: str):
         """The columns each function occupies per track, as bars; the sampled messages as
         one LineCollection (one Line2D each took minutes for 100,000)."""
         import matplotlib
@@ -152,7 +184,7 @@ class Timeline:
         colour_of = {f: i for i, f in enumerate(order)}
         colours = plt.get_cmap("tab20")
         lo, hi = self.lo, self.hi
-        width = (hi - lo) / COLUMNS
+        origin, width = self.start_ns / 1e6, (self.end_ns - self.start_ns) / 1e6 / COLUMNS  # the columns' axis
         if self.track_count is not None and self.track_count > len(self.tracks or ()):
             title += f" ({len(tracks)} of {self.track_count} tracks shown, evenly spaced)"
         fig, ax = plt.subplots(figsize=(12, 1.2 + 0.5 * len(tracks)))
@@ -161,7 +193,7 @@ class Timeline:
                 edges = np.diff(np.concatenate([[0], used.astype(np.int8), [0]]))
                 begins, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
                 if len(begins):
-                    bars = list(zip((lo + begins * width).tolist(), ((ends - begins) * width).tolist()))
+                    bars = list(zip((origin + begins * width).tolist(), ((ends - begins) * width).tolist()))
                     ax.broken_barh(bars, (row[track] - 0.4, 0.8), color=colours(colour_of[f] % 20))
         if self.lines:
             line = np.concatenate(self.lines)
@@ -192,5 +224,4 @@ class Timeline:
         with warnings.catch_warnings():  # a tall legend beside few tracks: no tight layout, no matter
             warnings.simplefilter("ignore", UserWarning)
             fig.tight_layout()
-        fig.savefig(path, dpi=110, metadata={"Software": None})
-        plt.close(fig)
+        return fig
