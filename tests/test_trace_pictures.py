@@ -97,3 +97,93 @@ def test_without_init_and_finalize_the_axis_holds_every_call():
     assert lo < 10 and hi > 30 and min(b[1] for b in bars) >= lo and max(b[2] for b in bars) <= hi
     assert "cut" not in ax.get_xlabel()
     _close(fig)
+
+
+def _pixel_widths(ax, bars) -> np.ndarray:
+    x0 = ax.transData.transform(np.stack([[b[1] for b in bars], np.zeros(len(bars))], axis=1))[:, 0]
+    x1 = ax.transData.transform(np.stack([[b[2] for b in bars], np.zeros(len(bars))], axis=1))[:, 0]
+    return x1 - x0
+
+
+def test_a_50_ns_call_in_a_2_s_run_is_drawn_and_not_hidden():
+    """Every function of the legend has bars at least MIN_BAR_PX wide, the narrow ones
+    over the wide ones; a read and a write 100 ns apart share their pixels in stripes
+    rather than one hiding the other."""
+    from qmpigen.trace.timeline_plot import MIN_BAR_PX
+
+    second = 1_000_000_000
+    calls = {
+        (0, 0): [
+            ("MPI_Init", 0, 10 * MS),
+            ("MPI_Barrier", 10 * MS, second),
+            ("MPI_Isend", second, second + 50),
+            ("MPI_Wait", second + 50, 2 * second),
+            ("MPI_Finalize", 2 * second, 2 * second + 10 * MS),
+        ],
+        (1, 0): [
+            ("MPI_Init", 0, 10 * MS),
+            ("MPI_Allreduce", 10 * MS, 1500 * MS),
+            ("MPI_File_write_at", 1500 * MS, 1500 * MS + 100),
+            ("MPI_File_read_at", 1500 * MS + 200, 1500 * MS + 300),
+            ("MPI_Allreduce", 1500 * MS + 300, 2 * second),
+            ("MPI_Finalize", 2 * second, 2 * second + 10 * MS),
+        ],
+    }
+    fig = _timeline(calls).figure("t")
+    ax = fig.axes[0]
+    bars = _bars(ax)
+    widths = _pixel_widths(ax, bars)
+    assert widths.min() >= MIN_BAR_PX - 1e-6
+    legend = {text.get_text() for text in ax.get_legend().get_texts()}
+    assert legend == {"MPI_Barrier", "MPI_Isend", "MPI_Wait", "MPI_Allreduce", "MPI_File_write_at", "MPI_File_read_at"}
+    assert {gid.split()[1] for gid, *_ in bars} == legend
+    layer = {c.get_gid(): c.get_zorder() for c in ax.collections}
+    assert (
+        layer["calls MPI_Isend narrow"] > layer["calls MPI_Barrier"]
+        and layer["calls MPI_Isend narrow"] > layer["calls MPI_Wait"]
+    )
+    (write,) = [b for b in bars if b[0] == "calls MPI_File_write_at narrow"]
+    (read,) = [b for b in bars if b[0] == "calls MPI_File_read_at narrow"]
+    assert (write[1], write[2]) == (read[1], read[2])  # the same pixels, in stripes
+    assert min(write[4], read[4]) <= max(write[3], read[3]) and write[4] - write[3] > 0.1
+    _close(fig)
+
+
+def _messages(timeline: Timeline, rows) -> None:
+    """(sender, receiver, send ns, receive ns) rows as matched pairs."""
+    from qmpigen.trace.match import ENDPOINT_DTYPE
+
+    senders = np.zeros(len(rows), ENDPOINT_DTYPE)
+    receivers = np.zeros(len(rows), ENDPOINT_DTYPE)
+    for i, (s, r, t0, t1) in enumerate(rows):
+        senders[i] = (s, r, 0, 0, 8, t0, 0)
+        receivers[i] = (s, r, 0, 0, 8, t1, 0)
+    timeline.add_messages(senders, receivers, len(rows))
+
+
+def test_messages_have_arrowheads_at_the_receiver():
+    calls = {
+        (rank, 0): [("MPI_Init", 0, 1 * MS), ("MPI_Send", 1 * MS, 9 * MS), ("MPI_Finalize", 9 * MS, 10 * MS)]
+        for rank in range(3)
+    }
+    timeline = _timeline(calls)
+    sent = [(0, 2, 2 * MS, 3 * MS), (2, 1, 4 * MS, 4 * MS), (1, 0, 6 * MS, 8 * MS)]
+    _messages(timeline, sent)
+    fig = timeline.figure("t")
+    ax = fig.axes[0]
+    (lines,) = [c for c in ax.collections if c.get_gid() == "messages"]
+    (arrows,) = [c for c in ax.collections if c.get_gid() == "message arrows"]
+    segments = lines.get_segments()
+    heads = [path.vertices[:3] for path in arrows.get_paths()]
+    assert len(segments) == len(heads) == 3
+    for (s, r, t0, t1), segment, head in zip(sent, segments, heads):
+        (x0, y0), (x1, y1) = segment
+        assert (x0, x1) == (t0 / MS, t1 / MS)
+        assert (y0 < y1) == (r > s)  # rank r's row is row r
+        tip, base = head[0], (head[1] + head[2]) / 2
+        assert np.allclose(tip, (x1, y1))
+        # the head points from the sender to the receiver: its base lies towards the sender
+        assert np.hypot(*(base - (x0, y0))) < np.hypot(*(tip - (x0, y0)))
+    labels = [text.get_text() for text in ax.get_legend().get_texts()]
+    assert "message, sender → receiver" in labels
+    _close(fig)

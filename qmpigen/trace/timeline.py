@@ -1,12 +1,12 @@
-"""The timeline picture (ranks x time, calls coloured by function, messages as lines)
-and the text summary (time per function per rank, message matrix)."""
+"""What the timeline picture (ranks x time, calls coloured by function, messages as
+arrows; drawn by timeline_plot.py) and the text summary (time per function per rank,
+message matrix) need, gathered while the merge runs."""
 
 from __future__ import annotations
 
-import warnings
 from collections import defaultdict
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple, cast
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -165,63 +165,14 @@ class Timeline:
     def plot(self, path: Path, title: str) -> None:
         import matplotlib.pyplot as plt
 
+        from .timeline_plot import DPI
+
         fig = self.figure(title)
-        fig.savefig(path, dpi=110, metadata={"Software": None})
+        fig.savefig(path, dpi=DPI, metadata={"Software": None})
         plt.close(fig)
 
     def figure(self, title: str):
-        """The columns each function occupies per track, as bars; the sampled messages as
-        one LineCollection (one Line2D each took minutes for 100,000)."""
-        import matplotlib
+        """timeline.png's figure (qmpigen.trace.timeline_plot)."""
+        from .timeline_plot import draw
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-        from matplotlib.collections import LineCollection
-
-        tracks = sorted(self.columns)
-        row = {track: i for i, track in enumerate(tracks)}
-        order = sorted(range(len(self.functions)), key=lambda f: self.functions[f])
-        colour_of = {f: i for i, f in enumerate(order)}
-        colours = plt.get_cmap("tab20")
-        lo, hi = self.lo, self.hi
-        origin, width = self.start_ns / 1e6, (self.end_ns - self.start_ns) / 1e6 / COLUMNS  # the columns' axis
-        if self.track_count is not None and self.track_count > len(self.tracks or ()):
-            title += f" ({len(tracks)} of {self.track_count} tracks shown, evenly spaced)"
-        fig, ax = plt.subplots(figsize=(12, 1.2 + 0.5 * len(tracks)))
-        for track in tracks:
-            for f, used in sorted(self.columns[track].items()):
-                edges = np.diff(np.concatenate([[0], used.astype(np.int8), [0]]))
-                begins, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
-                if len(begins):
-                    bars = list(zip((origin + begins * width).tolist(), ((ends - begins) * width).tolist()))
-                    ax.broken_barh(bars, (row[track] - 0.4, 0.8), color=colours(colour_of[f] % 20))
-        if self.lines:
-            line = np.concatenate(self.lines)
-            y0 = np.array([row.get(t, -1) for t in zip(line["rank0"].tolist(), line["thread0"].tolist())], float)
-            y1 = np.array([row.get(t, -1) for t in zip(line["rank1"].tolist(), line["thread1"].tolist())], float)
-            keep = (y0 >= 0) & (y1 >= 0)
-            if keep.any():
-                segments = np.stack(
-                    [np.stack([line["x0"][keep], y0[keep]], axis=1), np.stack([line["x1"][keep], y1[keep]], axis=1)],
-                    axis=1,
-                )
-                ax.add_collection(LineCollection(cast(Sequence, segments), colors="black", linewidths=0.6, alpha=0.7))
-        ax.set_xlim(lo, hi)
-        ax.set_yticks(range(len(tracks)))
-        ax.set_yticklabels([f"rank {r}" + (f" t{t}" if t else "") for r, t in tracks])
-        ax.set_ylim(len(tracks) - 0.5, -0.5)
-        ax.set_xlabel(self.xlabel)
-        ax.set_title(title)
-        used_functions = sorted({f for columns in self.columns.values() for f in columns}, key=lambda f: colour_of[f])
-        handles = [plt.Rectangle((0, 0), 1, 1, color=colours(colour_of[f] % 20)) for f in used_functions]
-        ax.legend(
-            handles,
-            [self.functions[f] for f in used_functions],
-            loc="upper left",
-            bbox_to_anchor=(1.0, 1.0),
-            fontsize=7,
-        )
-        with warnings.catch_warnings():  # a tall legend beside few tracks: no tight layout, no matter
-            warnings.simplefilter("ignore", UserWarning)
-            fig.tight_layout()
-        return fig
+        return draw(self, title)
