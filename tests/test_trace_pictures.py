@@ -187,3 +187,69 @@ def test_messages_have_arrowheads_at_the_receiver():
     labels = [text.get_text() for text in ax.get_legend().get_texts()]
     assert "message, sender → receiver" in labels
     _close(fig)
+
+
+def _io(timeline: Timeline, rank: int, rows) -> None:
+    """(enter ns, leave ns, bytes, is_write) I/O calls of `rank`'s thread 0."""
+    enter, leave, nbytes, write = (np.array(column) for column in zip(*rows))
+    timeline.add_io(
+        rank, 0, enter.astype(np.int64), leave.astype(np.int64), nbytes.astype(np.int64), write.astype(bool)
+    )
+
+
+def _io_run() -> Timeline:
+    """Rank 1 writes 3 times and reads once, rank 0 does no I/O, rank 2 reads once."""
+    io = {
+        1: [("MPI_File_write_at", 20, 30, 1000), ("MPI_File_write_at", 40, 41, 24), ("MPI_File_read_at", 60, 70, 512)]
+        + [("MPI_File_write_at", 80, 90, 4096)],
+        2: [("MPI_File_read_at", 50, 95, 300)],
+    }
+    calls = {}
+    for rank in range(3):
+        rows = [(name, e * MS, v * MS) for name, e, v, _ in io.get(rank, [])]
+        rows += [("MPI_Init", 0, 10 * MS), ("MPI_Finalize", 100 * MS, 110 * MS)]
+        calls[(rank, 0)] = sorted(rows, key=lambda row: row[1])
+    timeline = _timeline(calls)
+    for rank, rows in io.items():
+        _io(timeline, rank, [(e * MS, v * MS, b, "write" in name) for name, e, v, b in rows])
+    return timeline
+
+
+def test_io_calls_are_drawn_on_the_lane_under_their_track():
+    timeline = _io_run()
+    fig = timeline.figure("t")
+    ax = fig.axes[0]
+    from qmpigen.trace.timeline_plot import Rows
+
+    rows = Rows(True)
+    lane = {rank: (rank + rows.io[0], rank + rows.io[0] + rows.io[1]) for rank in range(3)}
+    calls = {rank: (rank + rows.calls[0], rank + rows.calls[0] + rows.calls[1]) for rank in range(3)}
+    io_bars = [b for b in _bars(ax) if b[0].startswith("io ")]
+    drawn = {(b[0], round(b[1]), round(b[2]), next(r for r in lane if lane[r] == (b[3], b[4]))) for b in io_bars}
+    assert drawn == {
+        ("io write", 20, 30, 1),
+        ("io write", 40, 41, 1),
+        ("io write", 80, 90, 1),
+        ("io read", 60, 70, 1),
+        ("io read", 50, 95, 2),
+    }
+    for gid, _, _, y0, y1 in _bars(ax):
+        if gid.startswith("calls "):  # the calls themselves stay on the track, above its lane
+            assert any(calls[r][0] <= y0 and y1 <= calls[r][1] for r in calls)
+    labels = [text.get_text() for text in ax.get_legend().get_texts()]
+    assert "I/O lane: read" in labels and "I/O lane: write" in labels
+    assert [t.get_text() for t in ax.get_yticklabels(minor=True)] == ["I/O"] * 3
+    _close(fig)
+    summary = timeline.summary(0, 0)
+    assert "rank 1           1 /            512        3 /           5120" in summary
+    assert "rank 2           1 /            300        0 /              0" in summary
+    assert "rank 0 " not in summary.split("I/O per rank")[1].split("messages")[0]
+
+
+def test_no_io_no_lane():
+    calls = {(0, 0): [("MPI_Init", 0, MS), ("MPI_Barrier", MS, 2 * MS), ("MPI_Finalize", 2 * MS, 3 * MS)]}
+    fig = _timeline(calls).figure("t")
+    ax = fig.axes[0]
+    assert not ax.get_yticklabels(minor=True) and not [b for b in _bars(ax) if b[0].startswith("io ")]
+    assert "I/O per rank" not in _timeline(calls).summary(0, 0)
+    _close(fig)

@@ -29,6 +29,8 @@ class Timeline:
         self.lo, self.hi, self.xlabel = 0.0, 1.0, ""  # the axis drawn, ms
         self.start_ns, self.end_ns, self.clipped = 0, 1_000_000, False  # the calls drawn: those inside
         self.columns: Dict[Tuple[int, int], Dict[int, np.ndarray]] = defaultdict(dict)  # track -> func -> used
+        self.io_columns: Dict[Tuple[int, int], Dict[bool, np.ndarray]] = {}  # track -> is_write -> used
+        self.io_totals: Dict[int, List[int]] = {}  # rank -> read calls, bytes read, write calls, bytes written
         self.time_per_function: Dict[Tuple[int, str], List[int]] = defaultdict(lambda: [0, 0])  # calls, ns
         self.world_size = world_size
         # message pairs, sparse: (sender, receiver) -> [count, bytes] (a pair per message at most)
@@ -110,10 +112,38 @@ class Timeline:
         track = self.columns[(rank, thread)]
         for f in np.unique(func).tolist():
             mine = func == f
-            # +1 where a call's columns begin, -1 after they end
-            cover = np.bincount(first[mine], minlength=COLUMNS + 1) - np.bincount(last[mine] + 1, minlength=COLUMNS + 1)
-            used = np.cumsum(cover)[:COLUMNS] > 0
+            used = _cover(first[mine], last[mine])
             track[f] = track[f] | used if f in track else used
+
+    def add_io(
+        self,
+        rank: int,
+        thread: int,
+        enter_ns: np.ndarray,
+        leave_ns: np.ndarray,
+        nbytes: np.ndarray,
+        is_write: np.ndarray,
+    ) -> None:
+        """A track's I/O calls, reads and writes (which calls those are is the merge's
+        decision): counted per rank and drawn on the track's I/O lane."""
+        if not len(enter_ns):
+            return
+        nbytes = np.maximum(nbytes, 0)  # a count unknown or corrupt: no bytes, as in OTF2
+        entry = self.io_totals.setdefault(rank, [0, 0, 0, 0])
+        for write in (False, True):
+            mine = is_write == write
+            entry[2 * write] += int(mine.sum())
+            entry[2 * write + 1] += int(nbytes[mine].sum())
+        if self.drawn is not None and (rank, thread) not in self.drawn:
+            return
+        shown = self.visible(enter_ns, leave_ns)
+        first, last = self.column_span(enter_ns[shown], leave_ns[shown])
+        lanes = self.io_columns.setdefault((rank, thread), {})
+        for write in (False, True):
+            mine = is_write[shown] == write
+            if mine.any():
+                used = _cover(first[mine], last[mine])
+                lanes[write] = lanes[write] | used if write in lanes else used
 
     def add_messages(self, senders: np.ndarray, receivers: np.ndarray, total_hint: int) -> None:
         """Matched pairs (ENDPOINT_DTYPE, pairwise), one sender's at a time: counted, and
@@ -143,6 +173,10 @@ class Timeline:
         lines = ["time per function per rank (calls, total ms):"]
         for (rank, func), (calls, ns) in sorted(self.time_per_function.items()):
             lines.append(f"  rank {rank:<4} {func:<22} {calls:>8} {ns / 1e6:>12.3f}")
+        if self.io_totals:
+            lines.append("I/O per rank (calls / bytes read, calls / bytes written):")
+            for rank, (reads, read, writes, written) in sorted(self.io_totals.items()):
+                lines.append(f"  rank {rank:<4} {reads:>8} / {read:>14} {writes:>8} / {written:>14}")
         ranks = sorted({r for pair in self.pairs for r in pair})
         if self.world_size <= MATRIX_RANKS:
             lines.append("messages sender -> receiver (count / bytes):")
@@ -176,3 +210,10 @@ class Timeline:
         from .timeline_plot import draw
 
         return draw(self, title)
+
+
+def _cover(first: np.ndarray, last: np.ndarray) -> np.ndarray:
+    """The columns of calls from column `first` to `last` (inclusive) as a bool array:
+    +1 where a call's columns begin, -1 after they end, summed."""
+    cover = np.bincount(first, minlength=COLUMNS + 1) - np.bincount(last + 1, minlength=COLUMNS + 1)
+    return np.cumsum(cover)[:COLUMNS] > 0

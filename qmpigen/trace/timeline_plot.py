@@ -1,7 +1,8 @@
 """timeline.png drawn from a Timeline: per track, a bar per run of pixel columns a
 function occupies, never narrower than MIN_BAR_PX (a 50 ns call in a 2 s run still
 shows), the narrow ones drawn over the wide ones; messages as lines with an arrowhead at
-the receiver."""
+the receiver; an I/O lane under each track, reads and writes in their own colours, when
+the trace has I/O."""
 
 from __future__ import annotations
 
@@ -16,6 +17,9 @@ DPI = 110  # the figure's and the PNG's: pixel sizes below are the PNG's pixels
 MIN_BAR_PX = 2.0
 ARROW_LENGTH_PX, ARROW_HALF_WIDTH_PX = 7.0, 2.5
 MESSAGE_COLOUR = "#202020"
+IO_COLOURS = {False: "#2166ac", True: "#b2182b"}  # is_write -> colour
+IO_LABELS = {False: "I/O lane: read", True: "I/O lane: write"}
+LANE_BACKGROUND = "#f2f2f2"
 # Init and Finalize bracket the run, long and uninteresting: greys, kept out of the palette
 BOOKENDS = {"MPI_Init": "#d9d9d9", "MPI_Init_thread": "#d9d9d9", "MPI_Finalize": "#b0b0b0"}
 # distinct colours first (tab10, then tab20's light ones, then tab20b and tab20c), greys left out
@@ -38,10 +42,13 @@ def function_colours(names: Sequence[str]) -> Dict[str, str]:
 
 
 class Rows:
-    """Where a track's bars go on the (inverted) y axis: track i around y = i."""
+    """Where a track's bars go on the (inverted) y axis: track i around y = i; with I/O
+    lanes, the calls above and the track's I/O lane under them."""
 
-    def __init__(self) -> None:
-        self.calls = (-0.4, 0.8)  # offset from i, height
+    def __init__(self, lanes: bool) -> None:
+        self.lanes = lanes
+        self.calls = (-0.42, 0.58) if lanes else (-0.4, 0.8)  # offset from i, height
+        self.io = (0.2, 0.22)
         self.message = self.calls[0] + self.calls[1] / 2  # messages meet the calls' middle
 
 
@@ -134,18 +141,22 @@ def draw(timeline: Timeline, title: str):
     from matplotlib.patches import Rectangle
 
     tl = timeline
-    tracks = sorted(tl.columns)
+    io_columns: Dict = getattr(tl, "io_columns", {})
+    tracks = sorted(set(tl.columns) | set(io_columns))
     row = {track: i for i, track in enumerate(tracks)}
-    rows = Rows()
+    rows = Rows(bool(io_columns))
     drawn = sorted({f for columns in tl.columns.values() for f in columns}, key=lambda f: tl.functions[f])
     colour = function_colours([tl.functions[f] for f in drawn])
     handles: List = [Rectangle((0, 0), 1, 1, color=colour[tl.functions[f]]) for f in drawn]
     labels = [tl.functions[f] for f in drawn]
+    writes = sorted({w for lanes in io_columns.values() for w in lanes})
+    handles += [Rectangle((0, 0), 1, 1, color=IO_COLOURS[w]) for w in writes]
+    labels += [IO_LABELS[w] for w in writes]
     if tl.lines:
         handles.append(Line2D([], [], color=MESSAGE_COLOUR, linewidth=0.8, marker=">", markersize=4))
         labels.append("message, sender → receiver")
     columns = 1 if len(labels) <= 24 else 2
-    height = max(1.2 + 0.5 * len(tracks), 0.9 + 0.17 * -(-len(labels) // columns))
+    height = max(1.2 + (0.6 if rows.lanes else 0.5) * len(tracks), 0.9 + 0.17 * -(-len(labels) // columns))
     if tl.track_count is not None and tl.track_count > len(tl.tracks or ()):
         title += f" ({len(tracks)} of {tl.track_count} tracks shown, evenly spaced)"
     fig, ax = plt.subplots(figsize=(12, height), dpi=DPI)
@@ -154,6 +165,10 @@ def draw(timeline: Timeline, title: str):
     ax.set_ylim(len(tracks) - 0.5, -0.5)
     ax.set_yticks([i + rows.message for i in range(len(tracks))])
     ax.set_yticklabels([f"rank {r}" + (f" t{t}" if t else "") for r, t in tracks])
+    if rows.lanes:
+        ax.set_yticks([i + rows.io[0] + rows.io[1] / 2 for i in range(len(tracks))], minor=True)
+        ax.set_yticklabels(["I/O"] * len(tracks), minor=True, fontsize=6, color="#606060")
+        ax.tick_params(axis="y", which="minor", length=0)
     ax.set_xlabel(tl.xlabel)
     ax.set_title(title)
     ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=7, ncol=columns)
@@ -179,6 +194,18 @@ def draw(timeline: Timeline, title: str):
         {f: colour[tl.functions[f]] for f in drawn},
         {f: f"calls {tl.functions[f]}" for f in drawn},
     )
+    if rows.lanes:
+        for i in range(len(tracks)):
+            ax.axhspan(i + rows.io[0], i + rows.io[0] + rows.io[1], color=LANE_BACKGROUND, zorder=0, linewidth=0)
+        add_bars(
+            [
+                (int(w), row[t] + rows.io[0], rows.io[1], *runs(io_columns[t][w]))
+                for t in io_columns
+                for w in io_columns[t]
+            ],
+            {int(w): IO_COLOURS[w] for w in (False, True)},
+            {0: "io read", 1: "io write"},
+        )
     draw_messages(tl, ax, row, rows.message, LineCollection, PolyCollection)
     return fig
 
