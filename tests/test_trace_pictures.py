@@ -253,3 +253,136 @@ def test_no_io_no_lane():
     assert not ax.get_yticklabels(minor=True) and not [b for b in _bars(ax) if b[0].startswith("io ")]
     assert "I/O per rank" not in _timeline(calls).summary(0, 0)
     _close(fig)
+
+
+def _stacks(fig) -> Dict[Tuple[str, int], float]:
+    """(direction, rank) -> the rank's own bytes at the end of the axis, from the bands
+    io.png stacks (a StepPatch's values minus its baseline)."""
+    out = {}
+    for ax in fig.axes:
+        for patch in ax.patches:
+            gid = patch.get_gid() or ""
+            if gid.startswith("io ") and " rank " in gid:
+                values, _, baseline = patch.get_data()
+                out[(gid.split()[1], int(gid.split()[-1]))] = float(values[-1] - baseline[-1])
+    return out
+
+
+def test_io_picture_stacks_each_ranks_bytes():
+    timeline = _io_run()
+    fig = timeline.io_figure("t")
+    assert _stacks(fig) == {("written", 1): 5120.0, ("read", 1): 512.0, ("read", 2): 300.0}
+    for ax in fig.axes:
+        assert ax.get_xlim() == (timeline.lo, timeline.hi)  # the timeline's axis
+    labels = [text.get_text() for text in fig.axes[0].get_legend().get_texts()]
+    assert labels == ["rank 2: 0 B written, 300 B read", "rank 1: 5 KiB written, 512 B read"]  # as stacked
+    # the steps rise where the calls complete: rank 1 has written 1024 bytes by 41 ms
+    for patch in fig.axes[0].patches:
+        if patch.get_gid() == "io written rank 1":
+            values, edges, baseline = patch.get_data()
+
+            def at(ms: float, values=values, edges=edges) -> float:
+                return values[np.searchsorted(edges, ms, side="right") - 1]
+
+            assert (at(25.0), at(35.0), at(60.0), at(95.0)) == (0, 1000, 1024, 5120)
+            assert not baseline.any()  # rank 1 is the lowest band
+    _close(fig)
+
+
+def test_io_png_only_with_io(tmp_path):
+    with_io, without = tmp_path / "a", tmp_path / "b"
+    with_io.mkdir()
+    without.mkdir()
+    _io_run().plot(with_io / "timeline.png", "t")
+    calls = {(0, 0): [("MPI_Init", 0, MS), ("MPI_Barrier", MS, 2 * MS), ("MPI_Finalize", 2 * MS, 3 * MS)]}
+    _timeline(calls).plot(without / "timeline.png", "t")
+    assert sorted(p.name for p in with_io.iterdir()) == ["io.png", "timeline.png"]
+    assert sorted(p.name for p in without.iterdir()) == ["timeline.png"]
+    assert (with_io / "io.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_io_picture_of_many_ranks_sampled():
+    """100 ranks with I/O, 64 tracks drawn: 8 of them in the legend, the dashed line of
+    all ranks' bytes over the sampled ranks' stack."""
+    calls = {
+        (rank, 0): [("MPI_Init", 0, MS), ("MPI_File_write_at", 2 * MS, 3 * MS), ("MPI_Finalize", 9 * MS, 10 * MS)]
+        for rank in range(100)
+    }
+    timeline = _timeline(calls)
+    for rank in range(100):
+        _io(timeline, rank, [(2 * MS, 3 * MS, 10, True)])
+    fig = timeline.io_figure("t")
+    stacks = _stacks(fig)
+    assert len(stacks) == 64 and set(stacks.values()) == {10.0}
+    (everyone,) = [p for p in fig.axes[0].patches if p.get_gid() == "io written all ranks"]
+    assert everyone.get_data()[0][-1] == 1000
+    legend = fig.axes[0].get_legend()
+    assert legend.get_title().get_text() == "8 of the 64 ranks drawn" and len(legend.get_texts()) == 8
+    assert "no reads" in [t.get_text() for t in fig.axes[1].texts]
+    _close(fig)
+
+
+def _io_rank_file(rank: int, world_size: int, io: bool) -> bytes:
+    """A rank of tests/trace_writer.py's kind that opens a file and writes (100 x (rank
+    + 1) bytes) and reads (50 bytes) it when `io`, else calls MPI_Barrier twice."""
+    import trace_writer as w
+
+    from qmpigen.trace import layout
+
+    names = ["MPI_Init", "MPI_File_open", "MPI_File_write_at", "MPI_File_read_at", "MPI_File_close", "MPI_Finalize"]
+    if not io:
+        names[1:5] = ["MPI_Barrier", "MPI_Barrier"]
+    t0 = 1_000_000
+    rows = np.zeros(len(names), layout.CALL.layout.dtype)
+    for f in layout.CALL.layout.fields:
+        if f.default:
+            rows[f.name] = f.default
+    rows["kind"], rows["size"], rows["comm"] = layout.CALL.kind, layout.CALL.size, 0
+    rows["func"] = [w.CODE[name] for name in names]
+    rows["enter"] = t0 + 1000 * np.arange(len(names), dtype=np.uint64)
+    rows["leave"] = rows["enter"] + 500
+    for i, name in enumerate(names):
+        if name.startswith("MPI_File_"):
+            rows["file"][i] = 0
+        if name in ("MPI_File_write_at", "MPI_File_read_at"):
+            rows["bytes"][i] = rows["count"][i] = 100 * (rank + 1) if "write" in name else 50
+    file_record = w.record("FILE", (0, 0, 0), layout.BY_NAME["FILE"].layout, b"data.bin\0")
+    end = int(rows["leave"][-1])
+    return b"".join(
+        [
+            w.header(rank, world_size),
+            w.preamble(),
+            w.comm(0, list(range(world_size))),
+            file_record,
+            w.fixed_record("TIMER", 0, t0, t0),
+            w.fixed_record("CLOCK", 0, t0, 0, 0),
+            rows.tobytes(),
+            w.fixed_record("CLOCK", 1, end, 0, 0),
+            w.fixed_record("TIMER", 0, end + 600, end + 600),
+            w.fixed_record("END", 0, len(names)),
+        ]
+    )
+
+
+@pytest.mark.parametrize("io", [True, False])
+def test_merge_writes_io_png_only_for_a_trace_with_io(tmp_path, io):
+    """The merge end to end on rank files without an MPI job: merge.py hands the I/O calls
+    to the timeline (read or write by name), io.png and the summary's I/O table follow."""
+    pytest.importorskip("otf2")
+    from qmpigen.trace import merge
+
+    run = tmp_path / "run"
+    run.mkdir()
+    for rank in range(3):
+        (run / f"synth_node_{rank}_0.L1.qtr").write_bytes(_io_rank_file(rank, 3, io))
+    lines: list = []
+    assert merge.run(run, tmp_path / "out", None, lines.append) == 0, lines
+    out = tmp_path / "out"
+    assert (out / "io.png").exists() == io
+    assert ("io.png, summary.txt)" in lines[-1]) == io and lines[-1].endswith("summary.txt)")
+    summary = (out / "summary.txt").read_text()
+    if io:
+        for rank in range(3):
+            assert f"rank {rank:<4} {1:>8} / {50:>14} {1:>8} / {100 * (rank + 1):>14}\n" in summary
+    else:
+        assert "I/O per rank" not in summary

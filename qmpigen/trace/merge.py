@@ -1,6 +1,6 @@
 """`qmpigen trace DIR -o OUT`: the per-rank files of one tool instance merged into
-OUT/traces.otf2 (+ OUT/traces/, OUT/traces.def), OUT/trace.json, OUT/timeline.png and
-OUT/summary.txt. Two streaming passes over the files, one file in memory at a time:
+OUT/traces.otf2 (+ OUT/traces/, OUT/traces.def), OUT/trace.json, OUT/timeline.png (and
+OUT/io.png when there is I/O) and OUT/summary.txt. Two streaming passes over the files, one file in memory at a time:
 pass 1 keeps each file's definitions, clocks, timers, requests and the span of its
 calls; pass 2 reads the calls again and writes them out. A file's calls are numpy
 arrays: times converted and aligned, requests and messages found, and OTF2, JSON and the
@@ -426,6 +426,6 @@ def run(directory: Path, out: Path, level: Optional[int], echo) -> int:
         echo(f"qmpigen: {note}")
     echo(
         f"qmpigen: merged {report.files} trace files, {report.events} calls, {report.messages} messages into "
-        f"{out}/ (traces.otf2, trace.json, timeline.png, summary.txt)"
+        f"{out}/ (traces.otf2, trace.json, timeline.png, {'io.png, ' if (out / 'io.png').exists() else ''}summary.txt)"
     )
     return 0

@@ -31,6 +31,11 @@ class Timeline:
         self.columns: Dict[Tuple[int, int], Dict[int, np.ndarray]] = defaultdict(dict)  # track -> func -> used
         self.io_columns: Dict[Tuple[int, int], Dict[bool, np.ndarray]] = {}  # track -> is_write -> used
         self.io_totals: Dict[int, List[int]] = {}  # rank -> read calls, bytes read, write calls, bytes written
+        # io.png: bytes read [0] and written [1] per column by the calls completed there, per
+        # drawn rank and for all ranks; calls completed outside the axis counted at its edges
+        self.io_bytes: Dict[int, np.ndarray] = {}
+        self.io_all = np.zeros((2, COLUMNS), np.int64)
+        self.io_outside = 0
         self.time_per_function: Dict[Tuple[int, str], List[int]] = defaultdict(lambda: [0, 0])  # calls, ns
         self.world_size = world_size
         # message pairs, sparse: (sender, receiver) -> [count, bytes] (a pair per message at most)
@@ -40,6 +45,7 @@ class Timeline:
             at = np.linspace(0, len(self.tracks) - 1, MAX_TRACKS).round().astype(int)
             self.tracks = [self.tracks[i] for i in sorted(set(at.tolist()))]
         self.drawn = None if self.tracks is None else set(self.tracks)
+        self.drawn_ranks = None if self.tracks is None else {rank for rank, _ in self.tracks}
         self.track_count = None if tracks is None else len(set(tracks))
         self.matched = 0
         self.lines: List[np.ndarray] = []  # (x0, track0, x1, track1) rows, ms and (rank, thread) keys
@@ -83,16 +89,16 @@ class Timeline:
         inside = (leave_ns > start) & (enter_ns < end)
         return (enter_ns <= end) & (leave_ns >= start) & (inside | (enter_ns == leave_ns))
 
+    def column(self, t_ns: np.ndarray) -> np.ndarray:
+        """The pixel column holding each time, cut to the axis. Floats: a wild clock value
+        must not overflow."""
+        at = np.floor((t_ns.astype(np.float64) - self.start_ns) * (COLUMNS / (self.end_ns - self.start_ns)))
+        return np.clip(at, 0, COLUMNS - 1).astype(np.int64)
+
     def column_span(self, enter_ns: np.ndarray, leave_ns: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
-        """First and last pixel column of visible calls (the columns holding their first
-        and last ns, cut to the axis). Floats: a wild clock value must not overflow."""
-        per_ns = COLUMNS / (self.end_ns - self.start_ns)
-
-        def column(t: np.ndarray) -> np.ndarray:
-            at = np.floor((t.astype(np.float64) - self.start_ns) * per_ns)
-            return np.clip(at, 0, COLUMNS - 1).astype(np.int64)
-
-        return column(enter_ns), column(np.maximum(leave_ns - 1, enter_ns))
+        """First and last pixel column of visible calls (those holding their first and
+        last ns)."""
+        return self.column(enter_ns), self.column(np.maximum(leave_ns - 1, enter_ns))
 
     def add(self, rank: int, thread: int, func: np.ndarray, enter_ns: np.ndarray, leave_ns: np.ndarray) -> None:
         """A track's calls (`func` holds function_index values): counted, and those inside
@@ -125,7 +131,8 @@ class Timeline:
         is_write: np.ndarray,
     ) -> None:
         """A track's I/O calls, reads and writes (which calls those are is the merge's
-        decision): counted per rank and drawn on the track's I/O lane."""
+        decision): counted per rank, drawn on the track's I/O lane and their bytes kept per
+        column of their completion for io.png."""
         if not len(enter_ns):
             return
         nbytes = np.maximum(nbytes, 0)  # a count unknown or corrupt: no bytes, as in OTF2
@@ -134,6 +141,17 @@ class Timeline:
             mine = is_write == write
             entry[2 * write] += int(mine.sum())
             entry[2 * write + 1] += int(nbytes[mine].sum())
+        done = self.column(leave_ns)
+        self.io_outside += int(((leave_ns < self.start_ns) | (leave_ns > self.end_ns)).sum())
+        ranks = self.drawn_ranks
+        for write in (False, True):
+            mine = is_write == write
+            # float weights hold bytes exactly up to 2^53 per column
+            binned = np.bincount(done[mine], weights=nbytes[mine].astype(np.float64), minlength=COLUMNS)
+            binned = np.rint(binned).astype(np.int64)
+            self.io_all[int(write)] += binned
+            if ranks is None or rank in ranks:
+                self.io_bytes.setdefault(rank, np.zeros((2, COLUMNS), np.int64))[int(write)] += binned
         if self.drawn is not None and (rank, thread) not in self.drawn:
             return
         shown = self.visible(enter_ns, leave_ns)
@@ -201,15 +219,28 @@ class Timeline:
 
         from .timeline_plot import DPI
 
-        fig = self.figure(title)
+        # io.png beside it, made only when the trace has I/O, its time axis under the
+        # timeline's (same width and place) when both fit
+        io = self.io_figure(title) if self.io_totals else None
+        fig = self.figure(title, None if io is None else (io.subplotpars.left, io.subplotpars.right))
         fig.savefig(path, dpi=DPI, metadata={"Software": None})
+        if io is not None:
+            io.subplots_adjust(left=fig.subplotpars.left, right=fig.subplotpars.right)
+            io.savefig(path.with_name("io.png"), dpi=DPI, metadata={"Software": None})
+            plt.close(io)
         plt.close(fig)
 
-    def figure(self, title: str):
+    def figure(self, title: str, margins: Optional[Tuple[float, float]] = None):
         """timeline.png's figure (qmpigen.trace.timeline_plot)."""
         from .timeline_plot import draw
 
-        return draw(self, title)
+        return draw(self, title, margins)
+
+    def io_figure(self, title: str):
+        """io.png's figure (qmpigen.trace.io_picture)."""
+        from .io_picture import draw_io
+
+        return draw_io(self, title)
 
 
 def _cover(first: np.ndarray, last: np.ndarray) -> np.ndarray:

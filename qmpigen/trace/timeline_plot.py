@@ -7,7 +7,7 @@ the trace has I/O."""
 from __future__ import annotations
 
 import warnings
-from typing import Dict, List, Sequence, Tuple, cast
+from typing import Dict, List, Optional, Sequence, Tuple, cast
 
 import numpy as np
 
@@ -129,9 +129,10 @@ def arrowheads(ax, x0: np.ndarray, y0: np.ndarray, x1: np.ndarray, y1: np.ndarra
     return to_px.inverted().transform(corners.reshape(-1, 2)).reshape(-1, 3, 2)
 
 
-def draw(timeline: Timeline, title: str):
+def draw(timeline: Timeline, title: str, margins: Optional[Tuple[float, float]] = None):
     """The figure: layout first (tick labels, legend), then what depends on the axes'
-    size in pixels (the narrowest bar, arrowheads)."""
+    size in pixels (the narrowest bar, arrowheads). `margins`: another figure's left and
+    right axes edges (io.png's), the narrower of the two taken so that both axes line up."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -175,6 +176,8 @@ def draw(timeline: Timeline, title: str):
     with warnings.catch_warnings():  # a tall legend beside few tracks: no tight layout, no matter
         warnings.simplefilter("ignore", UserWarning)
         fig.tight_layout()
+    if margins is not None:
+        fig.subplots_adjust(left=max(fig.subplotpars.left, margins[0]), right=min(fig.subplotpars.right, margins[1]))
     least = MIN_BAR_PX * (hi - lo) / ax.get_window_extent().width
     origin, column = tl.start_ns / 1e6, (tl.end_ns - tl.start_ns) / 1e6 / COLUMNS
 
