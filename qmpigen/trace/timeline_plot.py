@@ -65,31 +65,27 @@ def bars(
     lo: float,
     hi: float,
     least: float,
-) -> Dict[int, Tuple[List[np.ndarray], List[np.ndarray]]]:
+) -> Dict[int, Tuple[np.ndarray, np.ndarray]]:
     """(key, y, height, begins, ends) runs of columns -> per key, wide and narrow
-    rectangles (4 corners) in data coordinates. A run narrower than `least` becomes a bar
+    rectangles (n x 4 corners x 2) in data coordinates. A run narrower than `least` becomes a bar
     `least` wide on a grid of that width (inside the axis, which would cut it back); the
     keys meeting in one cell of a track share it in stripes, so that no call hides another
     (a read and a write 0.5 pixel apart)."""
-    out: Dict[int, Tuple[List[np.ndarray], List[np.ndarray]]] = {}
+    wide: Dict[int, List[np.ndarray]] = {}
     cells = max(int((hi - lo) / least), 1)
-    narrow_rows = []
+    narrow_rows = [np.zeros((0, 4))]
     for key, y, height, begins, ends in spans:
         x0, width = origin + begins * column, (ends - begins) * column
         thin = width < least
-        wide = out.setdefault(key, ([], []))[0]
-        wide += list(_boxes(x0[~thin], x0[~thin] + width[~thin], np.full((~thin).sum(), y), height))
+        wide.setdefault(key, []).append(_boxes(x0[~thin], x0[~thin] + width[~thin], np.full((~thin).sum(), y), height))
         cell = np.clip(np.floor((x0[thin] - lo) / least), 0, cells - 1)
         narrow_rows.append(
             np.stack([np.full(len(cell), y), cell, np.full(len(cell), key), np.full(len(cell), height)], 1)
         )
-    if not narrow_rows:
-        return out
     rows = np.unique(np.concatenate(narrow_rows), axis=0)  # sorted by track, cell, key
-    if not len(rows):
-        return out
     place = rows[:, :2]
-    first = np.concatenate([[True], (place[1:] != place[:-1]).any(axis=1)])
+    first = np.ones(len(rows), bool)  # where a (track, cell) group begins
+    first[1:] = (place[1:] != place[:-1]).any(axis=1)
     group = np.cumsum(first) - 1
     begin = np.flatnonzero(first)
     stripe = np.arange(len(rows)) - begin[group]
@@ -97,9 +93,7 @@ def bars(
     height = rows[:, 3] / share
     x0 = lo + rows[:, 1] * least
     boxes = _boxes(x0, x0 + least, rows[:, 0] + stripe * height, height)
-    for key in np.unique(rows[:, 2]).astype(int).tolist():
-        out.setdefault(key, ([], []))[1].extend(boxes[rows[:, 2] == key])
-    return out
+    return {key: (np.concatenate(chunks), boxes[rows[:, 2] == key]) for key, chunks in wide.items()}
 
 
 def _boxes(x0: np.ndarray, x1: np.ndarray, y: np.ndarray, height) -> np.ndarray:
@@ -184,10 +178,14 @@ def draw(timeline: Timeline, title: str, margins: Optional[Tuple[float, float]] 
     def add_bars(spans, face: Dict[int, str], gid: Dict[int, str]) -> None:
         for key, (wide, narrow) in sorted(bars(spans, origin, column, lo, hi, least).items()):
             for boxes, layer, suffix in ((wide, 1.0, ""), (narrow, 1.5, " narrow")):
-                if boxes:  # narrow bars over wide ones: a short call next to a long one stays seen
+                if len(boxes):  # narrow bars over wide ones: a short call next to a long one stays seen
                     ax.add_collection(
                         PolyCollection(
-                            boxes, facecolors=face[key], edgecolors="none", zorder=layer, gid=gid[key] + suffix
+                            cast(Sequence, boxes),  # an (n, 4, 2) array: the stubs want a sequence
+                            facecolors=face[key],
+                            edgecolors="none",
+                            zorder=layer,
+                            gid=gid[key] + suffix,
                         )
                     )
 
