@@ -1,6 +1,7 @@
 """What the timeline picture (ranks x time, calls coloured by function, messages as
-arrows; drawn by timeline_plot.py) and the text summary (time per function per rank,
-message matrix) need, gathered while the merge runs."""
+arrows, I/O on a lane per track; drawn by timeline_plot.py), the I/O picture (bytes per
+rank over time; io_picture.py) and the text summary (time per function per rank, I/O
+per rank, message matrix) need, gathered while the merge runs."""
 
 from __future__ import annotations
 
@@ -18,10 +19,12 @@ BUSIEST_PAIRS = 50
 
 
 class Timeline:
-    """What the picture and the summary need, in memory that does not grow with the
+    """What the pictures and the summary need, in memory that does not grow with the
     trace: per track and function, the pixel columns its calls occupy (the axis is known
-    before the calls come, from pass 1); calls and time per rank and function; the
-    message matrix; an evenly spaced sample of at most MAX_LINES messages to draw."""
+    before the calls come, from pass 1), and per track the columns of its reads and
+    writes; calls and time per rank and function; I/O calls and bytes per rank, and per
+    drawn rank its bytes per column; the message matrix; an evenly spaced sample of at
+    most MAX_LINES messages to draw."""
 
     def __init__(self, world_size: int, tracks: Optional[List[Tuple[int, int]]] = None) -> None:
         self.functions: List[str] = []  # index -> name

@@ -131,12 +131,12 @@ def draw(timeline: Timeline, title: str, margins: Optional[Tuple[float, float]] 
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from matplotlib.collections import LineCollection, PolyCollection
+    from matplotlib.collections import PolyCollection
     from matplotlib.lines import Line2D
     from matplotlib.patches import Rectangle
 
     tl = timeline
-    io_columns: Dict = getattr(tl, "io_columns", {})
+    io_columns = tl.io_columns
     tracks = sorted(set(tl.columns) | set(io_columns))
     row = {track: i for i, track in enumerate(tracks)}
     rows = Rows(bool(io_columns))
@@ -172,7 +172,7 @@ def draw(timeline: Timeline, title: str, margins: Optional[Tuple[float, float]] 
         fig.tight_layout()
     if margins is not None:
         fig.subplots_adjust(left=max(fig.subplotpars.left, margins[0]), right=min(fig.subplotpars.right, margins[1]))
-    least = MIN_BAR_PX * (hi - lo) / ax.get_window_extent().width
+    least = MIN_BAR_PX * (hi - lo) / ax.get_window_extent().width  # in ms, now that the axes' size is known
     origin, column = tl.start_ns / 1e6, (tl.end_ns - tl.start_ns) / 1e6 / COLUMNS
 
     def add_bars(spans, face: Dict[int, str], gid: Dict[int, str]) -> None:
@@ -207,13 +207,15 @@ def draw(timeline: Timeline, title: str, margins: Optional[Tuple[float, float]] 
             {int(w): IO_COLOURS[w] for w in (False, True)},
             {0: "io read", 1: "io write"},
         )
-    draw_messages(tl, ax, row, rows.message, LineCollection, PolyCollection)
+    draw_messages(tl, ax, row, rows.message)
     return fig
 
 
-def draw_messages(tl: Timeline, ax, row: Dict[Tuple[int, int], int], offset: float, line_class, poly_class) -> None:
+def draw_messages(tl: Timeline, ax, row: Dict[Tuple[int, int], int], offset: float) -> None:
     """The sampled messages as one LineCollection (one Line2D each took minutes for
     100,000) and their arrowheads as one PolyCollection."""
+    from matplotlib.collections import LineCollection, PolyCollection
+
     if not tl.lines:
         return
     line = np.concatenate(tl.lines)
@@ -225,12 +227,14 @@ def draw_messages(tl: Timeline, ax, row: Dict[Tuple[int, int], int], offset: flo
     x0, x1, y0, y1 = line["x0"][keep], line["x1"][keep], y0[keep] + offset, y1[keep] + offset
     segments = np.stack([np.stack([x0, y0], axis=1), np.stack([x1, y1], axis=1)], axis=1)
     ax.add_collection(
-        line_class(
+        LineCollection(
             cast(Sequence, segments), colors=MESSAGE_COLOUR, linewidths=0.7, alpha=0.75, zorder=3, gid="messages"
         )
     )
     heads = arrowheads(ax, x0, y0, x1, y1)
     if len(heads):
         ax.add_collection(
-            poly_class(list(heads), facecolors=MESSAGE_COLOUR, edgecolors="none", zorder=3.5, gid="message arrows")
+            PolyCollection(
+                cast(Sequence, heads), facecolors=MESSAGE_COLOUR, edgecolors="none", zorder=3.5, gid="message arrows"
+            )
         )
