@@ -1,6 +1,6 @@
 """`qmpigen trace DIR -o OUT`: the per-rank files of one tool instance merged into
-OUT/traces.otf2 (+ OUT/traces/, OUT/traces.def), OUT/trace.json, OUT/timeline.png (and
-OUT/io.png when there is I/O) and OUT/summary.txt. Two streaming passes over the files, one file in memory at a time:
+OUT/traces.otf2 (+ OUT/traces/, OUT/traces.def), OUT/trace.json, OUT/timeline.png and
+OUT/summary.txt. Two streaming passes over the files, one file in memory at a time:
 pass 1 keeps each file's definitions, clocks, timers, requests and the span of its
 calls; pass 2 reads the calls again and writes them out. A file's calls are numpy
 arrays: times converted and aligned, requests and messages found, and OTF2, JSON and the
@@ -8,7 +8,8 @@ timeline fed per file, with no Python work per call. Message endpoints wait on d
 (match.EndpointSpill) and are paired one sender at a time; the timeline keeps pixel
 columns, not calls: what stays in memory besides one file is its definitions and
 requests (Isend/Irecv calls, about 50 bytes each). Faulty files: one line each, the rest
-merged; written all-or-nothing into a staging directory moved into place."""
+merged; written all-or-nothing into a staging directory moved into place. OUT/io.png
+joins them when the trace has I/O."""
 
 from __future__ import annotations
 
