@@ -143,6 +143,12 @@ def test_above_tbcast_counts_and_messages(traced_run):
     assert completes == Counter({(rank, 64): 2 for rank in range(4)})
     data = str(work / "data.bin")
     assert handles == [(data, "MPI_COMM_WORLD")] and files == [data]
+    # the same I/O in the summary, per rank, and drawn beside the timeline in io.png
+    summary = (out / "summary.txt").read_text()
+    for rank in range(4):
+        reads, writes = calls[(rank, "MPI_File_read_at")], calls[(rank, "MPI_File_write_at")]
+        assert f"rank {rank:<4} {reads:>8} / {64 * reads:>14} {writes:>8} / {64 * writes:>14}\n" in summary
+    assert (out / "io.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_below_tbcast_sees_its_sends(traced_run):
@@ -173,7 +179,7 @@ def test_merge_is_deterministic_with_and_without_the_c_loops(traced_run):
         assert proc.returncode == 0, proc.stderr
         outs.append(out)
     for out in outs[1:]:
-        for name in ("trace.json", "summary.txt", "timeline.png"):
+        for name in ("trace.json", "summary.txt", "timeline.png", "io.png"):
             assert (out / name).read_bytes() == (outs[0] / name).read_bytes(), (out, name)
         for flags in ([], ["-G"]):
             shown = [

@@ -8,7 +8,8 @@ timeline fed per file, with no Python work per call. Message endpoints wait on d
 (match.EndpointSpill) and are paired one sender at a time; the timeline keeps pixel
 columns, not calls: what stays in memory besides one file is its definitions and
 requests (Isend/Irecv calls, about 50 bytes each). Faulty files: one line each, the rest
-merged; written all-or-nothing into a staging directory moved into place."""
+merged; written all-or-nothing into a staging directory moved into place. OUT/io.png
+joins them when the trace has I/O."""
 
 from __future__ import annotations
 
@@ -51,6 +52,13 @@ def _big_arrays_from_mmap() -> None:
     except (OSError, AttributeError):
         return
     mallopt(M_MMAP_THRESHOLD, 1 << 20)
+
+
+def io_direction(names: List[str]) -> np.ndarray:
+    """Per function index, for the pictures: 1 a write, 0 a read, -1 neither, by the
+    name (MPI_File_write_at, MPI_File_iread_all, ...): the one place this is decided."""
+    lower = [name.lower() for name in names]
+    return np.array([1 if "write" in n else 0 if "read" in n else -1 for n in lower], np.int64)
 
 
 def merge(directory: Path, out: Path, level: Optional[int] = None, outputs: FrozenSet[str] = OUTPUTS) -> MergeReport:
@@ -159,6 +167,11 @@ def _merge(directory: Path, out: Path, level: Optional[int], outputs: FrozenSet[
                 args = {name: calls[name].astype(np.int64) for name in ARG_FIELDS}
                 args["comm"] = comm_gid  # the merged communicator
                 json_out.slices(rank, thread, names, func, enter, leave, args, calls["depth"])
+            io_kind = io_direction(names)[func]
+            io_rows = np.flatnonzero(is_io & (io_kind >= 0))
+            timeline.add_io(
+                rank, thread, enter[io_rows], leave[io_rows], calls["bytes"][io_rows], io_kind[io_rows] == 1
+            )
             timeline.add(rank, thread, func, enter, leave)
             report.events += n
         # messages, one sender at a time (memory: that sender's messages)
@@ -210,6 +223,6 @@ def run(directory: Path, out: Path, level: Optional[int], echo) -> int:
         echo(f"qmpigen: {note}")
     echo(
         f"qmpigen: merged {report.files} trace files, {report.events} calls, {report.messages} messages into "
-        f"{out}/ (traces.otf2, trace.json, timeline.png, summary.txt)"
+        f"{out}/ (traces.otf2, trace.json, timeline.png, {'io.png, ' if (out / 'io.png').exists() else ''}summary.txt)"
     )
     return 0

@@ -1,12 +1,13 @@
-"""The timeline picture (ranks x time, calls coloured by function, messages as lines)
-and the text summary (time per function per rank, message matrix)."""
+"""What the timeline picture (ranks x time, calls coloured by function, messages as
+arrows, I/O on a lane per track; drawn by timeline_plot.py), the I/O picture (bytes per
+rank over time; io_picture.py) and the text summary (time per function per rank, I/O
+per rank, message matrix) need, gathered while the merge runs."""
 
 from __future__ import annotations
 
-import warnings
 from collections import defaultdict
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple, cast
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -18,16 +19,26 @@ BUSIEST_PAIRS = 50
 
 
 class Timeline:
-    """What the picture and the summary need, in memory that does not grow with the
+    """What the pictures and the summary need, in memory that does not grow with the
     trace: per track and function, the pixel columns its calls occupy (the axis is known
-    before the calls come, from pass 1); calls and time per rank and function; the
-    message matrix; an evenly spaced sample of at most MAX_LINES messages to draw."""
+    before the calls come, from pass 1), and per track the columns of its reads and
+    writes; calls and time per rank and function; I/O calls and bytes per rank, and per
+    drawn rank its bytes per column; the message matrix; an evenly spaced sample of at
+    most MAX_LINES messages to draw."""
 
     def __init__(self, world_size: int, tracks: Optional[List[Tuple[int, int]]] = None) -> None:
         self.functions: List[str] = []  # index -> name
         self.index: Dict[str, int] = {}
-        self.lo, self.hi, self.xlabel = 0.0, 1.0, ""
+        self.lo, self.hi, self.xlabel = 0.0, 1.0, ""  # the axis drawn, ms
+        self.start_ns, self.end_ns, self.clipped = 0, 1_000_000, False  # the calls drawn: those inside
         self.columns: Dict[Tuple[int, int], Dict[int, np.ndarray]] = defaultdict(dict)  # track -> func -> used
+        self.io_columns: Dict[Tuple[int, int], Dict[bool, np.ndarray]] = {}  # track -> is_write -> used
+        self.io_totals: Dict[int, List[int]] = {}  # rank -> read calls, bytes read, write calls, bytes written
+        # io.png: bytes read [0] and written [1] per column by the calls completed there, per
+        # drawn rank and for all ranks; calls completed outside the axis counted at its edges
+        self.io_bytes: Dict[int, np.ndarray] = {}
+        self.io_all = np.zeros((2, COLUMNS), np.int64)
+        self.io_outside = 0
         self.time_per_function: Dict[Tuple[int, str], List[int]] = defaultdict(lambda: [0, 0])  # calls, ns
         self.world_size = world_size
         # message pairs, sparse: (sender, receiver) -> [count, bytes] (a pair per message at most)
@@ -37,6 +48,7 @@ class Timeline:
             at = np.linspace(0, len(self.tracks) - 1, MAX_TRACKS).round().astype(int)
             self.tracks = [self.tracks[i] for i in sorted(set(at.tolist()))]
         self.drawn = None if self.tracks is None else set(self.tracks)
+        self.drawn_ranks = None if self.tracks is None else {rank for rank, _ in self.tracks}
         self.track_count = None if tracks is None else len(set(tracks))
         self.matched = 0
         self.lines: List[np.ndarray] = []  # (x0, track0, x1, track1) rows, ms and (rank, thread) keys
@@ -51,22 +63,49 @@ class Timeline:
         """The time axis, from each track's (first enter, last leave, end of its MPI_Init,
         start of its MPI_Finalize), aligned ns. MPI_Init and MPI_Finalize take far longer
         than the work between them: the axis shows from the end of the last Init to the
-        start of the first Finalize when there are both."""
-        lo = min((s[0] for s in spans), default=0) / 1e6
-        hi = max((s[1] for s in spans), default=1_000_000) / 1e6
+        start of the first Finalize when there are both, and calls are cut at its edges
+        (drawn only where they are inside it). Without that window the axis holds every
+        call, with a margin."""
+        self.start_ns = min((s[0] for s in spans), default=0)
+        self.end_ns = max((s[1] for s in spans), default=1_000_000)
         self.xlabel = "time (ms, aligned to rank 0's clock)"
         init_ends = [s[2] for s in spans if s[2] is not None]
         finalize_starts = [s[3] for s in spans if s[3] is not None]
-        if init_ends and finalize_starts and min(finalize_starts) > max(init_ends):
-            lo, hi = max(init_ends) / 1e6, min(finalize_starts) / 1e6
-            self.xlabel += "; from the end of the last MPI_Init to the start of the first MPI_Finalize"
-        if hi <= lo:
-            hi = lo + 1.0
-        self.lo, self.hi = lo - 0.03 * (hi - lo), hi + 0.03 * (hi - lo)
+        self.clipped = bool(init_ends and finalize_starts and min(finalize_starts) > max(init_ends))
+        if self.clipped:
+            self.start_ns, self.end_ns = max(init_ends), min(finalize_starts)
+            self.xlabel += (
+                "; from the end of the last MPI_Init to the start of the first MPI_Finalize, calls cut at both edges"
+            )
+        if self.end_ns <= self.start_ns:
+            self.end_ns = self.start_ns + 1_000_000
+        lo, hi = self.start_ns / 1e6, self.end_ns / 1e6
+        # a margin only where nothing lies beyond it: in a cut axis, bars drawn in a margin
+        # would contradict the label
+        margin = 0.0 if self.clipped else 0.03 * (hi - lo)
+        self.lo, self.hi = lo - margin, hi + margin
+
+    def visible(self, enter_ns: np.ndarray, leave_ns: np.ndarray) -> np.ndarray:
+        """Calls with some time inside [start_ns, end_ns] (an instant call on an edge
+        counts; a call ending exactly where the axis starts does not: the last MPI_Init)."""
+        start, end = self.start_ns, self.end_ns
+        inside = (leave_ns > start) & (enter_ns < end)
+        return (enter_ns <= end) & (leave_ns >= start) & (inside | (enter_ns == leave_ns))
+
+    def column(self, t_ns: np.ndarray) -> np.ndarray:
+        """The pixel column holding each time, cut to the axis. Floats: a wild clock value
+        must not overflow."""
+        at = np.floor((t_ns.astype(np.float64) - self.start_ns) * (COLUMNS / (self.end_ns - self.start_ns)))
+        return np.clip(at, 0, COLUMNS - 1).astype(np.int64)
+
+    def column_span(self, enter_ns: np.ndarray, leave_ns: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+        """First and last pixel column of visible calls (those holding their first and
+        last ns)."""
+        return self.column(enter_ns), self.column(np.maximum(leave_ns - 1, enter_ns))
 
     def add(self, rank: int, thread: int, func: np.ndarray, enter_ns: np.ndarray, leave_ns: np.ndarray) -> None:
-        """A track's calls (`func` holds function_index values): counted, and drawn into
-        the columns each function occupies."""
+        """A track's calls (`func` holds function_index values): counted, and those inside
+        the axis drawn into the columns each function occupies."""
         duration = leave_ns - enter_ns
         counts = np.bincount(func, minlength=len(self.functions))
         times = np.bincount(func, weights=duration, minlength=len(self.functions))
@@ -74,21 +113,58 @@ class Timeline:
             entry = self.time_per_function[(rank, self.functions[f])]
             entry[0] += int(counts[f])
             entry[1] += int(times[f])
-        width = (self.hi - self.lo) / COLUMNS
-        start = enter_ns / 1e6
-        first = np.clip(((start - self.lo) / width).astype(np.int64), -1, COLUMNS)
-        last = np.clip(((start + np.maximum(duration, 1) / 1e6 - self.lo) / width).astype(np.int64), -1, COLUMNS)
         if self.drawn is not None and (rank, thread) not in self.drawn:
             return
+        shown = self.visible(enter_ns, leave_ns)
+        func = func[shown]
+        first, last = self.column_span(enter_ns[shown], leave_ns[shown])
         track = self.columns[(rank, thread)]
-        for f in np.flatnonzero(counts).tolist():
+        for f in np.unique(func).tolist():
             mine = func == f
-            # +1 where a call's columns begin, -1 after they end (columns -1 .. COLUMNS, shifted by one)
-            cover = np.bincount(first[mine] + 1, minlength=COLUMNS + 3) - np.bincount(
-                last[mine] + 2, minlength=COLUMNS + 3
-            )
-            used = np.cumsum(cover)[1 : COLUMNS + 1] > 0
+            used = _cover(first[mine], last[mine])
             track[f] = track[f] | used if f in track else used
+
+    def add_io(
+        self,
+        rank: int,
+        thread: int,
+        enter_ns: np.ndarray,
+        leave_ns: np.ndarray,
+        nbytes: np.ndarray,
+        is_write: np.ndarray,
+    ) -> None:
+        """A track's I/O calls, reads and writes (which calls those are is the merge's
+        decision): counted per rank, drawn on the track's I/O lane and their bytes kept per
+        column of their completion for io.png."""
+        if not len(enter_ns):
+            return
+        nbytes = np.maximum(nbytes, 0)  # a count unknown or corrupt: no bytes, as in OTF2
+        entry = self.io_totals.setdefault(rank, [0, 0, 0, 0])
+        for write in (False, True):
+            mine = is_write == write
+            entry[2 * write] += int(mine.sum())
+            entry[2 * write + 1] += int(nbytes[mine].sum())
+        done = self.column(leave_ns)
+        self.io_outside += int(((leave_ns < self.start_ns) | (leave_ns > self.end_ns)).sum())
+        ranks = self.drawn_ranks
+        for write in (False, True):
+            mine = is_write == write
+            # float weights hold bytes exactly up to 2^53 per column
+            binned = np.bincount(done[mine], weights=nbytes[mine].astype(np.float64), minlength=COLUMNS)
+            binned = np.rint(binned).astype(np.int64)
+            self.io_all[int(write)] += binned
+            if ranks is None or rank in ranks:
+                self.io_bytes.setdefault(rank, np.zeros((2, COLUMNS), np.int64))[int(write)] += binned
+        if self.drawn is not None and (rank, thread) not in self.drawn:
+            return
+        shown = self.visible(enter_ns, leave_ns)
+        first, last = self.column_span(enter_ns[shown], leave_ns[shown])
+        lanes = self.io_columns.setdefault((rank, thread), {})
+        for write in (False, True):
+            mine = is_write[shown] == write
+            if mine.any():
+                used = _cover(first[mine], last[mine])
+                lanes[write] = lanes[write] | used if write in lanes else used
 
     def add_messages(self, senders: np.ndarray, receivers: np.ndarray, total_hint: int) -> None:
         """Matched pairs (ENDPOINT_DTYPE, pairwise), one sender's at a time: counted, and
@@ -118,6 +194,10 @@ class Timeline:
         lines = ["time per function per rank (calls, total ms):"]
         for (rank, func), (calls, ns) in sorted(self.time_per_function.items()):
             lines.append(f"  rank {rank:<4} {func:<22} {calls:>8} {ns / 1e6:>12.3f}")
+        if self.io_totals:
+            lines.append("I/O per rank (calls / bytes read, calls / bytes written):")
+            for rank, (reads, read, writes, written) in sorted(self.io_totals.items()):
+                lines.append(f"  rank {rank:<4} {reads:>8} / {read:>14} {writes:>8} / {written:>14}")
         ranks = sorted({r for pair in self.pairs for r in pair})
         if self.world_size <= MATRIX_RANKS:
             lines.append("messages sender -> receiver (count / bytes):")
@@ -138,59 +218,36 @@ class Timeline:
         return "\n".join(lines) + "\n"
 
     def plot(self, path: Path, title: str) -> None:
-        """The columns each function occupies per track, as bars; the sampled messages as
-        one LineCollection (one Line2D each took minutes for 100,000)."""
-        import matplotlib
-
-        matplotlib.use("Agg")
         import matplotlib.pyplot as plt
-        from matplotlib.collections import LineCollection
 
-        tracks = sorted(self.columns)
-        row = {track: i for i, track in enumerate(tracks)}
-        order = sorted(range(len(self.functions)), key=lambda f: self.functions[f])
-        colour_of = {f: i for i, f in enumerate(order)}
-        colours = plt.get_cmap("tab20")
-        lo, hi = self.lo, self.hi
-        width = (hi - lo) / COLUMNS
-        if self.track_count is not None and self.track_count > len(self.tracks or ()):
-            title += f" ({len(tracks)} of {self.track_count} tracks shown, evenly spaced)"
-        fig, ax = plt.subplots(figsize=(12, 1.2 + 0.5 * len(tracks)))
-        for track in tracks:
-            for f, used in sorted(self.columns[track].items()):
-                edges = np.diff(np.concatenate([[0], used.astype(np.int8), [0]]))
-                begins, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
-                if len(begins):
-                    bars = list(zip((lo + begins * width).tolist(), ((ends - begins) * width).tolist()))
-                    ax.broken_barh(bars, (row[track] - 0.4, 0.8), color=colours(colour_of[f] % 20))
-        if self.lines:
-            line = np.concatenate(self.lines)
-            y0 = np.array([row.get(t, -1) for t in zip(line["rank0"].tolist(), line["thread0"].tolist())], float)
-            y1 = np.array([row.get(t, -1) for t in zip(line["rank1"].tolist(), line["thread1"].tolist())], float)
-            keep = (y0 >= 0) & (y1 >= 0)
-            if keep.any():
-                segments = np.stack(
-                    [np.stack([line["x0"][keep], y0[keep]], axis=1), np.stack([line["x1"][keep], y1[keep]], axis=1)],
-                    axis=1,
-                )
-                ax.add_collection(LineCollection(cast(Sequence, segments), colors="black", linewidths=0.6, alpha=0.7))
-        ax.set_xlim(lo, hi)
-        ax.set_yticks(range(len(tracks)))
-        ax.set_yticklabels([f"rank {r}" + (f" t{t}" if t else "") for r, t in tracks])
-        ax.set_ylim(len(tracks) - 0.5, -0.5)
-        ax.set_xlabel(self.xlabel)
-        ax.set_title(title)
-        used_functions = sorted({f for columns in self.columns.values() for f in columns}, key=lambda f: colour_of[f])
-        handles = [plt.Rectangle((0, 0), 1, 1, color=colours(colour_of[f] % 20)) for f in used_functions]
-        ax.legend(
-            handles,
-            [self.functions[f] for f in used_functions],
-            loc="upper left",
-            bbox_to_anchor=(1.0, 1.0),
-            fontsize=7,
-        )
-        with warnings.catch_warnings():  # a tall legend beside few tracks: no tight layout, no matter
-            warnings.simplefilter("ignore", UserWarning)
-            fig.tight_layout()
-        fig.savefig(path, dpi=110, metadata={"Software": None})
+        from .timeline_plot import DPI
+
+        # io.png beside it, made only when the trace has I/O, its time axis under the
+        # timeline's (same width and place) when both fit
+        io = self.io_figure(title) if self.io_totals else None
+        fig = self.figure(title, None if io is None else (io.subplotpars.left, io.subplotpars.right))
+        fig.savefig(path, dpi=DPI, metadata={"Software": None})
+        if io is not None:
+            io.subplots_adjust(left=fig.subplotpars.left, right=fig.subplotpars.right)
+            io.savefig(path.with_name("io.png"), dpi=DPI, metadata={"Software": None})
+            plt.close(io)
         plt.close(fig)
+
+    def figure(self, title: str, margins: Optional[Tuple[float, float]] = None):
+        """timeline.png's figure (qmpigen.trace.timeline_plot)."""
+        from .timeline_plot import draw
+
+        return draw(self, title, margins)
+
+    def io_figure(self, title: str):
+        """io.png's figure (qmpigen.trace.io_picture)."""
+        from .io_picture import draw_io
+
+        return draw_io(self, title)
+
+
+def _cover(first: np.ndarray, last: np.ndarray) -> np.ndarray:
+    """The columns of calls from column `first` to `last` (inclusive) as a bool array:
+    +1 where a call's columns begin, -1 after they end, summed."""
+    cover = np.bincount(first, minlength=COLUMNS + 1) - np.bincount(last + 1, minlength=COLUMNS + 1)
+    return np.cumsum(cover)[:COLUMNS] > 0
