@@ -367,7 +367,7 @@ def _io_rank_file(rank: int, world_size: int, io: bool) -> bytes:
 @pytest.mark.parametrize("io", [True, False])
 def test_merge_writes_io_png_only_for_a_trace_with_io(tmp_path, io):
     """The merge end to end on rank files without an MPI job: merge.py hands the I/O calls
-    to the timeline (read or write by name), io.png and the summary's I/O table follow."""
+    to the timeline (read or write by kind), io.png and the summary's I/O table follow."""
     pytest.importorskip("otf2")
     from qmpigen.trace import merge
 

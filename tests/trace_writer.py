@@ -27,6 +27,7 @@ FUNCTIONS = (
     ("MPI_Barrier", "collective"),
     ("MPI_Bcast", "collective"),
     ("MPI_File_open", "file_open"),
+    ("MPI_File_close", "file_close"),
     ("MPI_File_write_at", "file_write"),
     ("MPI_File_read_at", "file_read"),
     ("MPI_File_iwrite_at", "file_write"),

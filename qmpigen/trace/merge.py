@@ -54,13 +54,6 @@ def _big_arrays_from_mmap() -> None:
     mallopt(M_MMAP_THRESHOLD, 1 << 20)
 
 
-def io_direction(names: List[str]) -> np.ndarray:
-    """Per function index, for the pictures: 1 a write, 0 a read, -1 neither, by the
-    name (MPI_File_write_at, MPI_File_iread_all, ...): the one place this is decided."""
-    lower = [name.lower() for name in names]
-    return np.array([1 if "write" in n else 0 if "read" in n else -1 for n in lower], np.int64)
-
-
 def merge(directory: Path, out: Path, level: Optional[int] = None, outputs: FrozenSet[str] = OUTPUTS) -> MergeReport:
     if not directory.is_dir():
         raise MergeError(f"{directory}: no such directory")
@@ -167,11 +160,7 @@ def _merge(directory: Path, out: Path, level: Optional[int], outputs: FrozenSet[
                 args = {name: calls[name].astype(np.int64) for name in ARG_FIELDS}
                 args["comm"] = comm_gid  # the merged communicator
                 json_out.slices(rank, thread, names, func, enter, leave, args, calls["depth"])
-            io_kind = io_direction(names)[func]
-            io_rows = np.flatnonzero(is_io & (io_kind >= 0))
-            timeline.add_io(
-                rank, thread, enter[io_rows], leave[io_rows], calls["bytes"][io_rows], io_kind[io_rows] == 1
-            )
+            timeline.add_io(rank, thread, enter[found.io_rows], leave[found.io_rows], found.io_bytes, found.io_write)
             timeline.add(rank, thread, func, enter, leave)
             report.events += n
         # messages, one sender at a time (memory: that sender's messages)
