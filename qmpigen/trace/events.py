@@ -203,7 +203,9 @@ def file_events(
     flags = done["flags"][info.done]
     source = done["source"][info.done].astype(np.int64)
     done_gid = np.where(found, -1 if no_start else rr.comm[k], -1)
-    cancelled = found & (flags & REQUEST_CANCELLED != 0)
+    # an I/O request's status says nothing of cancellation: ROMIO cannot cancel I/O, and
+    # MPICH 4.0's ROMIO leaves the status's cancelled bit set on completed requests
+    cancelled = found & (flags & REQUEST_CANCELLED != 0) & ~start_is(semantics.REQUEST_IO)
     freed = flags & REQUEST_FREED != 0
     live = ~cancelled & ~freed
     send_done = start_is(semantics.REQUEST_SENDS | semantics.PERSISTENT_SENDS) & ~cancelled
