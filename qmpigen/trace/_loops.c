@@ -254,8 +254,10 @@ static char *put_us(char *p, int64_t ns)
     return p;
 }
 
+#define SLICE_TEXT 1024 /* perfetto.py's SLICE_TEXT */
+
 /* One slice per call, lines joined by ",\n"; returns the bytes written, or -1 if `cap`
- * could be exceeded (the caller gives n * (longest name + 512)). args: ARG_FIELDS'
+ * could be exceeded (the caller gives n * (longest name + SLICE_TEXT)). args: ARG_FIELDS'
  * arrays in order, each value shown unless -1 or 0; nested: depth when > 0. */
 int64_t qmpi_json_slices(char *out, int64_t cap, int64_t n, const char *const *names, const int64_t *func,
                          const int64_t *enter, const int64_t *leave, const int64_t *const *args,
@@ -266,7 +268,7 @@ int64_t qmpi_json_slices(char *out, int64_t cap, int64_t n, const char *const *n
     int a;
     for (i = 0; i < n; i++) {
         int first = 1;
-        if (p - out + 512 + (int64_t)strlen(names[func[i]]) > cap)
+        if (p - out + SLICE_TEXT + (int64_t)strlen(names[func[i]]) > cap)
             return -1;
         if (i > 0)
             *p++ = ',', *p++ = '\n';

@@ -15,7 +15,25 @@ import numpy as np
 
 from . import loops
 
-ARG_FIELDS = ("comm", "peer", "tag", "root", "count", "bytes", "file", "offset")  # shown unless -1 or 0
+# a call record's fields shown as a slice's args, unless -1 or 0 (docs/trace-format.md says
+# what each holds per kind)
+ARG_FIELDS = (
+    "comm",
+    "peer",
+    "source",
+    "tag",
+    "recv_tag",
+    "root",
+    "count",
+    "bytes",
+    "recv_bytes",
+    "file",
+    "window",
+    "offset",
+    "datatype",
+    "created",
+)
+SLICE_TEXT = 1024  # the most a slice's text takes besides its name: 14 args of at most 40 bytes, and the rest
 
 
 def _us(ns: np.ndarray) -> np.ndarray:
@@ -154,7 +172,7 @@ class PerfettoWriter:
         self._native_write(
             "qmpi_json_slices",
             len(func),
-            512 + max(map(len, encoded)),
+            SLICE_TEXT + max(map(len, encoded)),
             c_names,
             ctypes.c_void_p(func.ctypes.data),
             ctypes.c_void_p(enter.ctypes.data),
