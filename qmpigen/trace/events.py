@@ -21,7 +21,7 @@ from typing import Any, Dict, Optional, Tuple
 import numpy as np
 
 from . import semantics
-from .gather import Gathered, lookup
+from .gather import Gathered
 from .layout import FILE_MODES, KINDS
 from .match import ENDPOINT_DTYPE
 from .otf2_out import (
@@ -57,6 +57,7 @@ from .otf2_out import (
     START_ISEND,
 )
 from .read import REQUEST_CANCELLED, REQUEST_FREED, RankFile
+from .requests import lookup
 
 FILE_MODE_CREATE, FILE_MODE_EXCLUSIVE = (value for name, value, _ in FILE_MODES[:2])
 IO_CREATION_CREATE, IO_CREATION_EXCLUSIVE = 1, 8  # OTF2_IO_CREATION_FLAG_*

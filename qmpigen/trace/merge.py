@@ -26,7 +26,7 @@ import numpy as np
 import otf2  # noqa: F401
 
 from .clocks import axis_span
-from .gather import MergeError, MergeReport, gather, lookup
+from .gather import MergeError, MergeReport, gather
 from .layout import CALL
 from .match import EndpointSpill, match
 from .read import (
@@ -35,6 +35,7 @@ from .read import (
     read_rank_file,
     trace_files,
 )
+from .requests import lookup
 
 OUTPUTS = frozenset({"otf2", "json", "timeline"})
 RECORD = np.dtype((np.void, CALL.size))  # a call record as opaque bytes
