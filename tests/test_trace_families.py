@@ -225,3 +225,14 @@ def test_summary_counts_are_the_applications(traced_families):
         {(rank, name): n for rank in range(RANKS) for name, n in reported[rank].items()}
     )
     assert all(reported[rank] == EXPECTED_CALLS for rank in range(RANKS))
+
+
+def test_the_documented_coverage_is_the_models(mpi):
+    """README.md's and docs/tracing.md's tables of what each kind records are generated
+    from the roles of the MPICH wheel's functions (the MPI the documentation shows)."""
+    if mpi.name != "mpich":
+        pytest.skip("the tables show the MPICH wheel")
+    pytest.importorskip("numpy")
+    from qmpigen.trace import coverage_text
+
+    assert coverage_text.main(["--mpicc", str(mpi.mpicc)]) == 0, f"run `{coverage_text.COMMAND}`"

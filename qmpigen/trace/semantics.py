@@ -32,6 +32,51 @@ IO_WRITES: FrozenSet[str] = frozenset({"file_write"})
 IO: FrozenSet[str] = IO_READS | IO_WRITES
 RMA: FrozenSet[str] = frozenset({"rma_put", "rma_get", "rma_atomic"})
 
+# Kinds whose counts and datatypes are bytes moved (trace_args.c's moves_data), and those
+# whose status says what arrived (record_status: not MPI-IO's, whose status only repeats
+# the count). The documentation's attribute table follows them.
+DATA_KINDS: FrozenSet[str] = frozenset(
+    {"sendrecv", "send_init", "recv_init", "isend", "send", "irecv", "recv", "imrecv", "mrecv"}
+    | {"rma_get", "rma_put", "rma_atomic", "file_read", "file_write"}
+    | {"neighbor_init", "ineighbor", "neighbor", "collective_init", "icollective", "collective"}
+)
+STATUS_KINDS: FrozenSet[str] = frozenset({"sendrecv", "recv", "mrecv", "probe"})
+# What trace_requests.c records for the kinds it wraps by hand (no role describes them).
+HAND_RECORDED: Dict[str, str] = {
+    "completion": "count, request; a COMPLETION record per request completed (source, tag, bytes, cancelled)",
+    "start": "count; a COMPLETION record per request started",
+    "request_free": "request; a COMPLETION record (freed) for Request_free",
+}
+
+# The OTF2 events a call of each kind becomes (the documentation's; events.py writes them).
+OTF2_EVENTS: Dict[str, str] = {
+    "send": "MpiSend",
+    "recv": "MpiRecv",
+    "mrecv": "MpiRecv",
+    "sendrecv": "MpiSend, MpiRecv",
+    "isend": "MpiIsend; MpiIsendComplete in the Wait/Test that completes it",
+    "irecv": "MpiIrecvRequest; MpiIrecv in the Wait/Test that completes it",
+    "imrecv": "MpiIrecvRequest; MpiIrecv in the Wait/Test that completes it",
+    "send_init": "at each Start: MpiIsend (completed as an Isend)",
+    "recv_init": "at each Start: MpiIrecvRequest (completed as an Irecv)",
+    "collective": "MpiCollectiveBegin, MpiCollectiveEnd (operation, root, bytes sent and received)",
+    "neighbor": "MpiCollectiveBegin, MpiCollectiveEnd",
+    "icollective": "NonBlockingCollectiveRequest; NonBlockingCollectiveComplete in its Wait/Test",
+    "ineighbor": "NonBlockingCollectiveRequest; NonBlockingCollectiveComplete in its Wait/Test",
+    "collective_init": "at each Start: NonBlockingCollectiveRequest (completed as a nonblocking one)",
+    "neighbor_init": "at each Start: NonBlockingCollectiveRequest",
+    "file_read": "IoOperationBegin (READ), IoOperationComplete; nonblocking: IoOperationIssued, Complete in its Wait/Test",
+    "file_write": "IoOperationBegin (WRITE), IoOperationComplete; nonblocking: IoOperationIssued, Complete in its Wait/Test",
+    "file_open": "IoCreateHandle (access mode, creation flags)",
+    "file_close": "IoDestroyHandle",
+    "rma_put": "RmaPut, RmaOpCompleteBlocking; Rput: RmaOpCompleteNonBlocking in its Wait/Test",
+    "rma_get": "RmaGet, RmaOpCompleteBlocking; Rget: RmaOpCompleteNonBlocking in its Wait/Test",
+    "rma_atomic": "RmaAtomic (type, bytes sent and received), RmaOpCompleteBlocking",
+    "completion": "the completion events of the requests it completes",
+    "start": "the start events of the persistent requests it starts",
+    "request_free": "Cancel: MpiRequestCancelled in the Wait/Test that completes the request",
+}
+
 # OTF2 CollectiveOp member per collective, by the function's base name: the name without
 # MPI_, the nonblocking I, Neighbor_, _init and _c (MPI_Ialltoallv_c -> Alltoallv).
 # Neighbourhood collectives are their non-neighbourhood namesakes: OTF2 has no
