@@ -26,7 +26,7 @@ def test_wheel_carries_templates_and_grammars_and_works_installed(tmp_path):
         assert f"qmpigen/grammars/{grammar.name}" in names
     for doc in (REPO / "docs").glob("*.md"):
         assert f"qmpigen/docs/{doc.name}" in names
-    samples = [p.name for p in SAMPLE_TOOLS.iterdir() if p.suffix in (".c", ".qmpi") or p.name == "Makefile"]
+    samples = [p.name for p in SAMPLE_TOOLS.iterdir() if p.suffix in (".c", ".h", ".qmpi") or p.name == "Makefile"]
     assert {"printer.c", "tbcast.c", "counter.qmpi", "demo_app.c", "Makefile"} <= set(samples)
     for sample in samples:
         assert f"qmpigen/sample_tools/{sample}" in names

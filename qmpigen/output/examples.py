@@ -14,7 +14,7 @@ from qmpigen.output.resources import docs_dir, samples_dir
 # What ships, by directory: (name in DIR, where it is installed, which files).
 SHIPPED = (
     ("docs", docs_dir, ("*.md",)),
-    ("sample_tools", samples_dir, ("*.c", "*.qmpi", "Makefile")),
+    ("sample_tools", samples_dir, ("*.c", "*.h", "*.qmpi", "Makefile")),
 )
 
 
