@@ -39,7 +39,7 @@ def invoke(*args: str):
 
 def test_groups_lists_every_group_with_its_count_here(enumeration):
     lines = invoke("groups", *FIXTURE_ARGS).stdout.splitlines()
-    assert lines[0].startswith("# MPICH 9.9.9 (MPI 4.1): 21 groups")
+    assert lines[0].startswith("# MPICH 9.9.9 (MPI 4.1): 22 groups")
     rows = {line.split()[0]: int(line.split()[1]) for line in lines[1:]}
     assert list(rows) == [g.name for g in GROUPS]
     for group in GROUPS:
@@ -101,7 +101,7 @@ def test_examples_writes_the_shipped_docs_and_samples(tmp_path):
         + [
             f"sample_tools/{p.name}"
             for p in SAMPLE_TOOLS.iterdir()
-            if fnmatch.fnmatch(p.name, "*.[cq]*") or p.name == "Makefile"
+            if fnmatch.fnmatch(p.name, "*.[cqh]*") or p.name == "Makefile"
         ]
     )
     written = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
