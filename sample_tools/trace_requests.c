@@ -13,8 +13,8 @@
 /* The functions wrapped here. */
 #define OWN_FUNCTIONS(X)                                                                                               \
     X(Wait)                                                                                                            \
-    X(Waitall) X(Waitany) X(Waitsome) X(Test) X(Testall) X(Testany) X(Testsome) X(Start) X(Startall) X(Request_free)   \
-        X(Cancel)
+    X(Waitall)                                                                                                         \
+    X(Waitany) X(Waitsome) X(Test) X(Testall) X(Testany) X(Testsome) X(Start) X(Startall) X(Request_free) X(Cancel)
 
 static void set_request(struct traced *t, const MPI_Request *request)
 {
@@ -277,36 +277,34 @@ _EXTERN_C_ int TR_Startall(int count, MPI_Request requests[], int level, vector 
     return ret;
 }
 
-/* The application lets go of a request (an active one completes unseen). */
-_EXTERN_C_ int TR_Request_free(MPI_Request *request, int level, vector *v)
+/* MPI_Request_free (the application lets go of a request: an active one completes
+ * unseen, a REQUEST_FREED record) and MPI_Cancel (marks a request for cancellation; the
+ * Wait/Test that completes it says whether it was): the call record names the request. */
+static int request_call(int index, int (*next)(MPI_Request *, int, vector *), int flags, MPI_Request *request,
+                        int level, vector *v)
 {
     struct traced t;
     MPI_Request before;
     int ret;
-    if (!trace_begin(&t, level, _MPI_Request_free, TRACE_KIND_request_free))
-        return QMPI_Next_Request_free(request, level, v);
+    if (!trace_begin(&t, level, index, TRACE_KIND_request_free))
+        return next(request, level, v);
     before = *request;
-    ret = QMPI_Next_Request_free(request, level, v);
+    ret = next(request, level, v);
     set_request(&t, &before);
     trace_end(&t, ret != MPI_SUCCESS);
-    if (ret == MPI_SUCCESS)
-        request_event(&t, before, NULL, REQUEST_FREED);
+    if (ret == MPI_SUCCESS && flags != 0)
+        request_event(&t, before, NULL, flags);
     return ret;
 }
 
-/* Marks a request for cancellation; the Wait/Test that completes it says whether it was. */
+_EXTERN_C_ int TR_Request_free(MPI_Request *request, int level, vector *v)
+{
+    return request_call(_MPI_Request_free, QMPI_Next_Request_free, REQUEST_FREED, request, level, v);
+}
+
 _EXTERN_C_ int TR_Cancel(MPI_Request *request, int level, vector *v)
 {
-    struct traced t;
-    MPI_Request before;
-    int ret;
-    if (!trace_begin(&t, level, _MPI_Cancel, TRACE_KIND_request_free))
-        return QMPI_Next_Cancel(request, level, v);
-    before = *request;
-    ret = QMPI_Next_Cancel(request, level, v);
-    set_request(&t, &before);
-    trace_end(&t, ret != MPI_SUCCESS);
-    return ret;
+    return request_call(_MPI_Cancel, QMPI_Next_Cancel, 0, request, level, v);
 }
 
 int trace_own_function(int index)

@@ -70,18 +70,24 @@ def _otf2_io(archive: Path) -> tuple:
     return begins, completes, handles, files
 
 
-def _otf2_enters(archive: Path) -> tuple:
+def otf2_events(archive: Path) -> tuple:
+    """otf2-print's event lines, and each location's rank (from the definitions)."""
     import subprocess
 
-    proc = subprocess.run(["otf2-print", str(archive)], capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(["otf2-print", str(archive)], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
-    definitions = subprocess.run(["otf2-print", "-G", str(archive)], capture_output=True, text=True, timeout=120)
+    definitions = subprocess.run(["otf2-print", "-G", str(archive)], capture_output=True, text=True, timeout=300)
     rank_of = {
         int(m[1]): int(m[2])
         for m in re.finditer(r'^LOCATION\s+(\d+)\s+Name: "rank (\d+) thread', definitions.stdout, re.M)
     }
+    return proc.stdout.splitlines(), rank_of
+
+
+def _otf2_enters(archive: Path) -> tuple:
+    lines, rank_of = otf2_events(archive)
     enters, sends, receives = Counter(), Counter(), Counter()
-    for line in proc.stdout.splitlines():
+    for line in lines:
         fields = line.split()
         if not fields:
             continue

@@ -18,13 +18,12 @@ On both wheels (`make test-trace`) and both Debian MPIs (`make test-debian`, mar
 from __future__ import annotations
 
 import re
-import subprocess
 from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Dict, Tuple
 
 import pytest
-from test_trace import _need_trace_tools
+from test_trace import _need_trace_tools, otf2_events
 from test_trace_families_app import BYTES_PER_CALL, EXPECTED_CALLS, PIOSIM, RANKS, _reports
 
 from conftest import APPS, qmpigen
@@ -94,18 +93,12 @@ COMPLETING = {
 
 def _read_archive(archive: Path):
     """Per (rank, function): calls and the events inside them; every event line; totals."""
-    proc = subprocess.run(["otf2-print", str(archive)], capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr
-    definitions = subprocess.run(["otf2-print", "-G", str(archive)], capture_output=True, text=True, timeout=300)
-    rank_of = {
-        int(m[1]): int(m[2])
-        for m in re.finditer(r'^LOCATION\s+(\d+)\s+Name: "rank (\d+) thread', definitions.stdout, re.M)
-    }
+    events, rank_of = otf2_events(archive)
     inside: Dict[Tuple[int, str], Counter] = defaultdict(Counter)
     calls: Counter = Counter()
     lines: Dict[str, list] = defaultdict(list)
     open_call: Dict[int, str] = {}
-    for line in proc.stdout.splitlines():
+    for line in events:
         fields = line.split()
         if len(fields) < 3 or not fields[1].isdigit():
             continue

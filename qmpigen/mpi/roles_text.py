@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Dict, List, Optional
 
 from qmpigen.mpi.roles import KIND_RULES, ROLE_RULES, ROLE_TEXT, ROLES
+from qmpigen.output.regenerate import between, refresh
 
 REPO = Path(__file__).resolve().parents[2]
 SPEC_DOC = REPO / "docs" / "spec-language.md"
@@ -43,28 +44,13 @@ def roles_text() -> str:
     return "\n".join(out) + "\n"
 
 
-def _replace(text: str, body: str, path: Path) -> str:
-    if text.count(BEGIN) != 1 or text.count(END) != 1:
-        raise SystemExit(f"{path}: expected one pair of GENERATED markers")
-    head, rest = text.split(BEGIN)
-    _, tail = rest.split(END, 1)
-    return head + BEGIN + body + END + tail
-
-
 def generated() -> Dict[Path, str]:
-    return {SPEC_DOC: _replace(SPEC_DOC.read_text(), roles_text(), SPEC_DOC)}
+    return {SPEC_DOC: between(SPEC_DOC.read_text(), BEGIN, END, roles_text(), SPEC_DOC)}
 
 
 def main(argv: Optional[List[str]] = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    stale = [path for path, text in generated().items() if path.read_text() != text]
-    if argv == ["--write"]:
-        for path, text in generated().items():
-            path.write_text(text)
-        return 0
-    for path in stale:
-        print(f"{path.relative_to(REPO)}: out of date; run `{COMMAND}`")
-    return 1 if stale else 0
+    return refresh(generated(), REPO, COMMAND, argv == ["--write"])
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ from typing import Dict, List, Optional, Set
 
 from qmpigen.mpi.model import Enumeration
 from qmpigen.mpi.roles import KINDS, roles_of
+from qmpigen.output.regenerate import between, refresh
 
 from .layout import ROLE_FIELDS
 from .semantics import DATA_KINDS, HAND_RECORDED, OTF2_EVENTS, STATUS_KINDS
@@ -107,18 +108,10 @@ def readme_table(enumeration: Enumeration) -> str:
     return "\n".join(out) + "\n"
 
 
-def _replace(text: str, body: str, path: Path) -> str:
-    if text.count(BEGIN) != 1 or text.count(END) != 1:
-        raise SystemExit(f"{path}: expected one pair of GENERATED markers")
-    head, rest = text.split(BEGIN)
-    _, tail = rest.split(END, 1)
-    return head + BEGIN + body + END + tail
-
-
 def generated(enumeration: Enumeration) -> Dict[Path, str]:
     return {
-        README: _replace(README.read_text(), readme_table(enumeration), README),
-        TRACING: _replace(TRACING.read_text(), tracing_table(enumeration), TRACING),
+        README: between(README.read_text(), BEGIN, END, readme_table(enumeration), README),
+        TRACING: between(TRACING.read_text(), BEGIN, END, tracing_table(enumeration), TRACING),
     }
 
 
@@ -130,14 +123,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--write", action="store_true")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     enumeration = api.read_mpi(api.MpiSource(mpicc=args.mpicc)).enumeration
-    stale = {path: text for path, text in generated(enumeration).items() if path.read_text() != text}
-    if args.write:
-        for path, text in stale.items():
-            path.write_text(text)
-        return 0
-    for path in stale:
-        print(f"{path.relative_to(REPO)}: out of date; run `{COMMAND}`")
-    return 1 if stale else 0
+    return refresh(generated(enumeration), REPO, COMMAND, args.write)
 
 
 if __name__ == "__main__":
