@@ -218,6 +218,10 @@ def test_summary_counts_are_the_applications(traced_families):
         {(rank, name): n for rank in range(RANKS) for name, n in reported[rank].items()}
     )
     assert all(reported[rank] == EXPECTED_CALLS for rank in range(RANKS))
+    # the derived datatypes the application builds, with size, lower bound and extent
+    shapes = re.findall(r"^  (\w+)\(\S+\s+(\d+)\s+(-?\d+)\s+(\d+): 4 ranks$", (out / "summary.txt").read_text(), re.M)
+    assert {shape[0] for shape in shapes} == {"vector", "contiguous", "struct"}
+    assert all(int(extent) >= int(size) > 0 for _, size, _, extent in shapes)
 
 
 def test_the_documented_coverage_is_the_models(mpi):

@@ -16,8 +16,9 @@ from __future__ import annotations
 import ctypes
 import shutil
 import tempfile
+from collections import defaultdict
 from pathlib import Path
-from typing import FrozenSet, List, Optional
+from typing import Dict, FrozenSet, List, Optional, Set, Tuple
 
 # the rest of the trace extra, imported here so that a missing one fails at once (the CLI
 # turns the ImportError into one line)
@@ -53,6 +54,16 @@ def _big_arrays_from_mmap() -> None:
     except (OSError, AttributeError):
         return
     mallopt(M_MMAP_THRESHOLD, 1 << 20)
+
+
+def _datatype_lines(datatypes: Dict[Tuple[str, int, int, int], Set[int]]) -> str:
+    """The derived datatypes the ranks defined: constructor, size, lower bound, extent."""
+    if not datatypes:
+        return ""
+    lines = ["derived datatypes (constructor, size, lb, extent: ranks):"]
+    for (name, size, lb, extent), ranks in sorted(datatypes.items()):
+        lines.append(f"  {name:<40} {size:>10} {lb:>8} {extent:>10}: {len(ranks)} ranks")
+    return "\n".join(lines) + "\n"
 
 
 def merge(directory: Path, out: Path, level: Optional[int] = None, outputs: FrozenSet[str] = OUTPUTS) -> MergeReport:
@@ -109,6 +120,7 @@ def _merge(directory: Path, out: Path, level: Optional[int], outputs: FrozenSet[
         timeline.set_axis([axis_span(f, aligned[f.head.rank], to_ns[f.head.rank], origin) for f in infos if f.calls])
         spill = EndpointSpill(staging / ".messages")
         pass2 = Pass2(g, comm_refs, archive)
+        datatypes: Dict[Tuple[str, int, int, int], Set[int]] = defaultdict(set)
         # pass 2: events, one file at a time, in rank order
         for info in infos:
             rank_file = read_rank_file(info.head.path)
@@ -148,6 +160,10 @@ def _merge(directory: Path, out: Path, level: Optional[int], outputs: FrozenSet[
                     "without it",
                 )
             found = file_events(pass2, info, rank_file, calls, enter, leave, position)
+            for type_id, (size, name) in rank_file.types.items():
+                constructor, lb, extent = rank_file.type_shapes.get(type_id, ("unknown", 0, 0))
+                if constructor != "NAMED":  # a derived datatype: what a simulator needs to replay volumes
+                    datatypes[(name, size, lb, extent)].add(rank)
             spill.add(0, found.sends)
             spill.add(1, found.receives)
             if archive is not None and found.columns is not None:
@@ -183,7 +199,7 @@ def _merge(directory: Path, out: Path, level: Optional[int], outputs: FrozenSet[
             archive.close(min(f.head.realtime_origin_ns for f in infos) / 1e9)
             report.otf2_mode = archive.bulk_mode
         report.messages = timeline.matched
-        report.summary = timeline.summary(unmatched_sends, unmatched_receives)
+        report.summary = timeline.summary(unmatched_sends, unmatched_receives) + _datatype_lines(datatypes)
         (staging / "summary.txt").write_text(report.summary)
         if "timeline" in outputs:
             program = infos[0].head.program
