@@ -13,8 +13,17 @@
 /* The functions wrapped here. */
 #define OWN_FUNCTIONS(X)                                                                                               \
     X(Wait)                                                                                                            \
-    X(Waitall) X(Waitany) X(Waitsome) X(Test) X(Testall) X(Testany) X(Testsome) X(Start) X(Startall) X(Request_free)   \
-        X(Cancel)
+    X(Waitall)                                                                                                         \
+    X(Waitany)                                                                                                         \
+    X(Waitsome)                                                                                                        \
+    X(Test)                                                                                                            \
+    X(Testall)                                                                                                         \
+    X(Testany)                                                                                                         \
+    X(Testsome)                                                                                                        \
+    X(Start)                                                                                                           \
+    X(Startall)                                                                                                        \
+    X(Request_free)                                                                                                    \
+    X(Cancel)
 
 static void set_request(struct traced *t, const MPI_Request *request)
 {
