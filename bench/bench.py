@@ -168,7 +168,19 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     # 2. the C side
     bindir = out / "bin"
     must(
-        run(["make", "-C", str(BENCH_DIR), "-j2", f"CORE={core}", f"OUT={bindir}", f"MPICC={args.mpicc}"], mpi.env),
+        run(
+            [
+                "make",
+                "-C",
+                str(BENCH_DIR),
+                "-j2",
+                f"CORE={core}",
+                f"OUT={bindir}",
+                f"MPICC={args.mpicc}",
+                f"QMPIGEN={shlex.join(qmpigen)}",  # generates the trace tool's wrappers
+            ],
+            mpi.env,
+        ),
         "building the benchmark",
     )
     for short, lib in (
