@@ -13,8 +13,10 @@ For one MPI implementation (its mpicc and mpiexec):
      through the MPI's own binding and through the core's Fortran entry (bench_rank.f90);
      the named-stack rows (stacks_bench.py): a call switched to a second stack against
      the same call on the tool's next link, and service lookups against the registry's size;
-     The tracing rows (trace_bench.py) run with them: MPI_Comm_rank through the trace tool
-     against one empty tool; then a 4-rank traced run is merged into OTF2 and JSON, timed;
+     The tracing rows (trace_bench.py) run with them: a call of each parameter-role mix
+     (MPI_Iprobe, MPI_Allreduce, MPI_File_write_at; MPI_Comm_rank without arguments)
+     through the trace tool against one empty tool; then a 4-rank traced run is merged
+     into OTF2 and JSON, timed;
      the configuration parser's row (conf_bench.py): 100,000 against 10,000 sections;
   4. writes results.json, results.md (medians, ratios to the floors, PASS/FAIL per target)
      and ns_per_call.png into the output directory.
@@ -168,7 +170,19 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     # 2. the C side
     bindir = out / "bin"
     must(
-        run(["make", "-C", str(BENCH_DIR), "-j2", f"CORE={core}", f"OUT={bindir}", f"MPICC={args.mpicc}"], mpi.env),
+        run(
+            [
+                "make",
+                "-C",
+                str(BENCH_DIR),
+                "-j2",
+                f"CORE={core}",
+                f"OUT={bindir}",
+                f"MPICC={args.mpicc}",
+                f"QMPIGEN={shlex.join(qmpigen)}",  # generates the trace tool's wrappers
+            ],
+            mpi.env,
+        ),
         "building the benchmark",
     )
     for short, lib in (

@@ -10,6 +10,11 @@
  *   bench_rank entry --libs a.so,b.so,...
  *       entry points compared in one process: PMPI_Comm_rank and MPI_Comm_rank of each
  *       library (dlopen'ed RTLD_LOCAL), all called through a function pointer.
+ *   bench_rank call --call iprobe|allreduce|write_at|seek [--file PATH] [--pair-pmpi]
+ *       ns per call of one MPI function of each parameter-role mix (the trace tool's
+ *       per-call rows): MPI_Iprobe, MPI_Allreduce, MPI_File_write_at and MPI_File_seek
+ *       (a file PATH opened on MPI_COMM_SELF). With
+ *       --pair-pmpi, samples of the same call to PMPI_ directly are taken in turn.
  *   bench_rank pingpong [--sizes 0,1024]
  *       2 ranks: one-way latency (half the round trip) of MPI_Send/MPI_Recv: the
  *       median over batches of 16 round trips (robust to preemption), and the mean.
@@ -192,6 +197,46 @@ static double loop_entry(long n, long which)
     return t0;
 }
 
+/* One call of each parameter-role mix (the trace tool's per-call rows, trace_bench.py),
+ * chosen so that the MPI's own cost is small and the same in the traced row and its
+ * floor: p2p MPI_Iprobe(MPI_ANY_SOURCE, 7, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE)
+ * (nothing is ever sent: no message matches); collective MPI_Allreduce of 1 int on
+ * MPI_COMM_SELF; I/O MPI_File_write_at of 8 bytes at offset 0 of a file opened on
+ * MPI_COMM_SELF (--file, on tmpfs); and MPI_File_seek(fh, 0, MPI_SEEK_SET) of the same
+ * file, an I/O call without a system call. arg 0: through MPI_ (the chain), 1: PMPI_
+ * (the MPI alone, for --pair-pmpi). */
+enum { CALL_IPROBE, CALL_ALLREDUCE, CALL_WRITE_AT, CALL_SEEK, CALLS };
+static const char *const call_names[CALLS] = { "iprobe", "allreduce", "write_at", "seek" };
+static MPI_File call_file = MPI_FILE_NULL;
+
+#define CALL_LOOP(name, call)                                                                                      \
+    static double name(long n, long pmpi)                                                                          \
+    {                                                                                                              \
+        int flag = 0, acc = 0, in = 1, out = 0;                                                                    \
+        char data[8] = "qmpibnch";                                                                                 \
+        double t0;                                                                                                 \
+        (void)flag, (void)in, (void)out, (void)data;                                                               \
+        t0 = begin();                                                                                              \
+        if (pmpi)                                                                                                  \
+            for (long i = 0; i < n; i++) {                                                                         \
+                PMPI_##call;                                                                                       \
+                acc += flag + out;                                                                                 \
+            }                                                                                                      \
+        else                                                                                                       \
+            for (long i = 0; i < n; i++) {                                                                         \
+                MPI_##call;                                                                                        \
+                acc += flag + out;                                                                                 \
+            }                                                                                                      \
+        t0 = end(t0);                                                                                              \
+        sink = acc;                                                                                                \
+        return t0;                                                                                                 \
+    }
+CALL_LOOP(loop_iprobe, Iprobe(MPI_ANY_SOURCE, 7, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE))
+CALL_LOOP(loop_allreduce, Allreduce(&in, &out, 1, MPI_INT, MPI_SUM, MPI_COMM_SELF))
+CALL_LOOP(loop_write_at, File_write_at(call_file, 0, data, (int)sizeof data, MPI_CHAR, MPI_STATUS_IGNORE))
+CALL_LOOP(loop_seek, File_seek(call_file, 0, MPI_SEEK_SET))
+static const loop_fn call_loops[CALLS] = { loop_iprobe, loop_allreduce, loop_write_at, loop_seek };
+
 /* Ping-pong: rank 0 also times batches of PP_BATCH round trips; a sample's value is
  * the median batch, so round trips that wait for a preempted rank on a busy machine do
  * not count (the mean over the sample is printed as wall_ns). */
@@ -346,8 +391,8 @@ int main(int argc, char **argv)
     const char *mode = argc > 1 ? argv[1] : "rank";
     static struct measurement set[MAX_SET];
     long list[MAX_LIST], pair_levels = -1;
-    int nlist = 0, rank = 0, size = 1, count = 0, frames = 0;
-    char *libs = NULL;
+    int nlist = 0, rank = 0, size = 1, count = 0, frames = 0, call = -1, pair_pmpi = 0;
+    char *libs = NULL, *file = NULL;
     uintptr_t top = (uintptr_t)__builtin_frame_address(0);
 
     for (int a = 2; a < argc; a++) {
@@ -363,6 +408,14 @@ int main(int argc, char **argv)
             pair_levels = atol(argv[++a]);
         else if (strcmp(argv[a], "--pair-layout") == 0 && a + 1 < argc)
             frames = strcmp(argv[++a], "frames") == 0;
+        else if (strcmp(argv[a], "--call") == 0 && a + 1 < argc) {
+            for (call = CALLS - 1; call >= 0 && strcmp(argv[a + 1], call_names[call]) != 0; call--)
+                ;
+            a++;
+        } else if (strcmp(argv[a], "--file") == 0 && a + 1 < argc)
+            file = argv[++a];
+        else if (strcmp(argv[a], "--pair-pmpi") == 0)
+            pair_pmpi = 1;
         else {
             fprintf(stderr, "bench_rank: unknown argument '%s'\n", argv[a]);
             return 2;
@@ -398,6 +451,30 @@ int main(int argc, char **argv)
             count++;
         }
         measure_set(set, count, rank, 0);
+    } else if (strcmp(mode, "call") == 0) {
+        int io = call == CALL_WRITE_AT || call == CALL_SEEK;
+        if (call < 0 || (io && file == NULL)) {
+            if (rank == 0)
+                fprintf(stderr, "bench_rank call: --call iprobe|allreduce|write_at|seek (write_at, seek: --file PATH)\n");
+            MPI_Abort(MPI_COMM_WORLD, 2);
+        }
+        if (io &&
+            MPI_File_open(MPI_COMM_SELF, file, MPI_MODE_CREATE | MPI_MODE_RDWR | MPI_MODE_DELETE_ON_CLOSE,
+                          MPI_INFO_NULL, &call_file) != MPI_SUCCESS) {
+            fprintf(stderr, "bench_rank call: cannot open %s\n", file);
+            MPI_Abort(MPI_COMM_WORLD, 2);
+        }
+        set[count] = (struct measurement){ .kind = "call", .loop = call_loops[call], .arg = 0, .per = 1.0 };
+        snprintf(set[count].extra, sizeof set[count].extra, "\"call\": \"%s\"", call_names[call]);
+        count++;
+        if (pair_pmpi) {
+            set[count] = (struct measurement){ .kind = "pair-pmpi", .loop = call_loops[call], .arg = 1, .per = 1.0 };
+            snprintf(set[count].extra, sizeof set[count].extra, "\"call\": \"%s\"", call_names[call]);
+            count++;
+        }
+        measure_set(set, count, rank, 0);
+        if (call_file != MPI_FILE_NULL)
+            MPI_File_close(&call_file);
     } else if (strcmp(mode, "ref") == 0) {
         if (nlist == 0)
             list[nlist++] = 0;

@@ -283,6 +283,8 @@ def measurement_key(config: Config, record: dict) -> str:
         return f"ref-{record['layout']}/{record['arg']}"
     if kind == "pair-ref":
         return f"pair-ref/{config.key}"
+    if kind == "pair-pmpi":
+        return f"pair-pmpi/{config.key}"
     if kind == "entry":
         return f"entry/{ENTRY_LABELS[record['arg']]}"
     if kind == "pingpong":

@@ -116,6 +116,7 @@ def combine(paths: Sequence[str]) -> str:
             ),
             fortran=fortran if any(f.get("driver") for f in fortran) else None,
             fortran_rows=FORTRAN_ROWS,
+            trace_mixes=list(dict.fromkeys(m for r in results for m in (r.get("trace_calls") or {}))),
         )
     )
 

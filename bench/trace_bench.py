@@ -41,8 +41,31 @@ def trace_dir_root() -> Path:
     return shm if shm.is_dir() else Path(tempfile.gettempdir())
 
 
+# The per-call rows of the trace tool's generated wrappers (trace_roles.qmpi), one call per
+# mix of parameter roles: bench_rank's `call` mode, key -> (--call, what is timed, roles,
+# whether the row is a target). io-seek, for information: an I/O call without a system
+# call, beside io's, after which everything the tracer does costs more.
+TRACE_CALLS = {
+    "p2p": (
+        "iprobe",
+        "MPI_Iprobe(MPI_ANY_SOURCE, 7, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE), no message",
+        "comm, source, tag, status",
+        True,
+    ),
+    "collective": ("allreduce", "MPI_Allreduce of 1 int on MPI_COMM_SELF", "comm, count, datatype", True),
+    "io": (
+        "write_at",
+        "MPI_File_write_at of 8 bytes at offset 0, file opened on MPI_COMM_SELF on tmpfs",
+        "file, offset, count, datatype, status",
+        True,
+    ),
+    "io-seek": ("seek", "MPI_File_seek(fh, 0, MPI_SEEK_SET), the same file", "file, offset, whence", False),
+}
+IO_FILE = "io-bench.dat"  # the I/O calls' file, in the traced runs' directory
+
+
 def trace_configs(trace_dir: Path) -> List[Config]:
-    return [
+    configs = [
         Config("trace/floor", "bench_core", ["rank"], {"TOOLS": "./t.so"}),
         Config(
             "trace/buffered",
@@ -51,6 +74,93 @@ def trace_configs(trace_dir: Path) -> List[Config]:
             {"TOOLS": "./libqbtrace.so", "QMPI_TRACE_FUNCTIONS": "all", "QMPI_TRACE_DIR": str(trace_dir)},
         ),
     ]
+    # Each per-call row: the call through the trace tool (default functions: these are
+    # of the `operations` group) and, as its floor, through one empty typed tool; each
+    # process also times the same call to PMPI_ directly, samples in turn (--pair-pmpi).
+    for mix, (call, _, _, _) in TRACE_CALLS.items():
+        args = ["call", "--call", call, "--pair-pmpi"]
+        if mix.startswith("io"):
+            args += ["--file", str(trace_dir / IO_FILE)]
+        configs.append(Config(f"trace-{mix}/floor", "bench_core", args, {"TOOLS": "./t.so"}))
+        configs.append(
+            Config(
+                f"trace-{mix}/traced",
+                "bench_core",
+                args,
+                {"TOOLS": "./libqbtrace.so", "QMPI_TRACE_DIR": str(trace_dir)},
+            )
+        )
+    return configs
+
+
+def _paired_excess(rows: Dict[str, dict], key: str) -> Optional[float]:
+    """Median of a row's samples minus the PMPI_ samples taken in turn with them."""
+    own = (rows.get(key) or {}).get("samples_ns")
+    pmpi = (rows.get(f"pair-pmpi/{key}") or {}).get("samples_ns")
+    if not own or not pmpi or len(own) != len(pmpi):
+        return None
+    return statistics.median(x - y for x, y in zip(own, pmpi))
+
+
+def trace_call_summary(rows: Dict[str, dict]) -> Dict[str, dict]:
+    """The per-call rows: traced and floor medians, their difference and ratio; and the
+    difference paired with PMPI_ in each process (the target's measurement: whole
+    processes run faster or slower, which an MPI call of a microsecond shows)."""
+    out: Dict[str, dict] = {}
+    for mix, (call, label, roles, is_target) in TRACE_CALLS.items():
+        floor, traced = rows.get(f"trace-{mix}/floor"), rows.get(f"trace-{mix}/traced")
+        if not floor or not traced:
+            continue
+        row = {
+            "call": call,
+            "label": label,
+            "roles": roles,
+            "target": is_target,
+            "floor_ns": floor["median_ns"],
+            "traced_ns": traced["median_ns"],
+            "added_ns": traced["median_ns"] - floor["median_ns"],
+            "ratio": traced["median_ns"] / floor["median_ns"] if floor["median_ns"] > 0 else None,
+            "pmpi_ns": (rows.get(f"pair-pmpi/trace-{mix}/floor") or {}).get("median_ns"),
+            "floor_over_pmpi_ns": _paired_excess(rows, f"trace-{mix}/floor"),
+            "traced_over_pmpi_ns": _paired_excess(rows, f"trace-{mix}/traced"),
+        }
+        a, b = row["traced_over_pmpi_ns"], row["floor_over_pmpi_ns"]
+        row["added_paired_ns"] = a - b if a is not None and b is not None else None
+        out[mix] = row
+    floor, traced = rows.get("trace/floor"), rows.get("trace/buffered")
+    if floor and traced:  # MPI_Comm_rank through trace_all.qmpi's wrapper (QMPI_TRACE_FUNCTIONS=all)
+        out["other"] = {
+            "call": "comm_rank",
+            "label": "MPI_Comm_rank(MPI_COMM_WORLD, &r), QMPI_TRACE_FUNCTIONS=all",
+            "roles": "none recorded (kind other: a 32-byte record)",
+            "target": True,
+            "floor_ns": floor["median_ns"],
+            "traced_ns": traced["median_ns"],
+            "added_ns": traced["median_ns"] - floor["median_ns"],
+            "ratio": traced["median_ns"] / floor["median_ns"] if floor["median_ns"] > 0 else None,
+            "added_paired_ns": None,
+        }
+    return out
+
+
+def trace_call_targets(summary: Dict[str, dict], target, fmt) -> None:
+    """A target per role mix (issue 25: traced call overhead <= 100 ns for a generated
+    wrapper), through analysis.summarise's `target`."""
+    for mix in (m for m, (_, _, _, is_target) in TRACE_CALLS.items() if is_target):
+        row = summary.get(mix)
+        what = f"tracing, generated wrapper, {mix} ({TRACE_CALLS[mix][0]}), ns added per traced call over an empty tool"
+        if row is None:
+            target(what, "—", "", None, "not run")
+            continue
+        added = row["added_paired_ns"]
+        target(
+            what,
+            f"{fmt(added)} ns ({fmt(row['traced_over_pmpi_ns'])} − {fmt(row['floor_over_pmpi_ns'])} over PMPI, "
+            f"paired); medians {fmt(row['traced_ns'])} − {fmt(row['floor_ns'])} = {fmt(row['added_ns'])} ns, "
+            f"{fmt(row['ratio'])}× the floor",
+            f"≤ {TARGET_TRACE_NS:g} ns",
+            None if added is None else added <= TARGET_TRACE_NS,
+        )
 
 
 def run_merge_rows(mpi: Mpi, bindir: Path, quick: bool) -> Dict:

@@ -30,9 +30,12 @@
  * file it writes can be put somewhere by its caller's environment).
  * No MPI communication happens for tracing's sake except the clock ping-pong with world
  * rank 0 right after MPI_Init and right before MPI_Finalize, through PMPI.
- * The hot path (begin/end): one TLS lookup, two reads of the tick counter, the handles
- * from a 16-entry per-thread cache, a 32- or 104-byte record copied into the thread's
- * buffer; no lock, no atomic read-modify-write. `make bench` measures it. */
+ * The hot path (trace_internal.h's inline trace_open, trace_lookup and trace_put, the
+ * same for every wrapper): one TLS lookup per call, two reads of the tick counter, each
+ * handle from its home slot in a 16-entry per-thread cache (one probe), the record built
+ * once and copied into the thread's buffer (32 or 104 bytes: most of a call's cost is the
+ * kernel's copy of them into the file); no lock, no atomic read-modify-write, no call
+ * between the C files. `make bench` measures it per role mix (docs/performance.md). */
 #include "trace_internal.h"
 #include <errno.h>
 #include <fcntl.h>
@@ -146,9 +149,9 @@ static void flush_due(struct instance *in, struct thread_buffer *tb)
     flush(in, tb);
 }
 
-/* The buffer keeps room for a timer and an END record after any record; a record is at
- * most 4096 bytes (append_variable), and the buffer at least 4096 + that room. */
-#define RESERVED_BYTES (sizeof(struct timer_record) + sizeof(struct end_record))
+/* The buffer keeps room for a timer and an END record after any record (RESERVED_BYTES);
+ * a record is at most 4096 bytes (append_variable), and the buffer at least 4096 + that
+ * room. trace_put, inline, appends when no flush is due. */
 _Static_assert(BUFFER_MIN >= RESERVED_BYTES, "room for the largest record after a flush");
 
 void trace_append(struct instance *in, struct thread_buffer *tb, const void *record, size_t size)
@@ -263,13 +266,6 @@ struct thread_buffer *trace_thread_buffer(struct instance *in)
     return tb;
 }
 
-uint64_t trace_handle_bits(const void *handle, size_t size)
-{
-    uint64_t bits = 0;
-    memcpy(&bits, handle, size < sizeof bits ? size : sizeof bits);
-    return bits;
-}
-
 /* A communicator's topology: how many neighbours a neighbourhood collective exchanges
  * with; for other collectives, its size (an intercommunicator's: the remote group). */
 static void comm_peers(MPI_Comm comm, struct handle_entry *e)
@@ -366,13 +362,15 @@ static void define(struct instance *in, struct thread_buffer *tb, struct handle_
     }
 }
 
-/* The entry for a communicator, datatype, file or window handle: from this thread's
- * cache, else the instance's table, else new (defined in this thread's file). */
-struct handle_entry *trace_lookup(struct instance *in, struct thread_buffer *tb, int kind, const void *handle,
-                                  size_t handle_size, const struct definition *d)
+/* trace_lookup's handle not in its home slot of this thread's cache (or the cache is
+ * stale): from another slot (it moves home, swapping places with the entry there), else
+ * the instance's table, else new (defined in this thread's file); it goes to its home
+ * slot, and the entry there to the next slot in turn. */
+struct handle_entry *trace_lookup_slow(struct instance *in, struct thread_buffer *tb, int kind, uint64_t bits,
+                                       const void *handle, const struct definition *d)
 {
-    uint64_t bits = trace_handle_bits(handle, handle_size);
     unsigned generation = __atomic_load_n(&in->generation, __ATOMIC_ACQUIRE);
+    unsigned home = trace_cache_slot(kind, bits);
     struct handle_entry *e = NULL;
     int i;
     if (tb->cache_generation != generation) {
@@ -380,8 +378,12 @@ struct handle_entry *trace_lookup(struct instance *in, struct thread_buffer *tb,
         tb->cache_generation = generation;
     }
     for (i = 0; i < CACHE_SLOTS; i++)
-        if (tb->cache[i] != NULL && tb->cache[i]->handle == bits && tb->cache[i]->kind == kind)
-            return tb->cache[i];
+        if (tb->cache[i] != NULL && tb->cache[i]->handle == bits && tb->cache[i]->kind == kind) {
+            e = tb->cache[i];
+            tb->cache[i] = tb->cache[home];
+            tb->cache[home] = e;
+            return e;
+        }
     pthread_mutex_lock(&in->lock);
     for (i = 0; i < in->handle_count; i++)
         if (in->handles[i]->live && in->handles[i]->handle == bits && in->handles[i]->kind == kind) {
@@ -405,7 +407,13 @@ struct handle_entry *trace_lookup(struct instance *in, struct thread_buffer *tb,
         in->handles[in->handle_count++] = e;
     }
     pthread_mutex_unlock(&in->lock);
-    tb->cache[tb->cache_next++ % CACHE_SLOTS] = e;
+    if (e != NULL) {
+        if (tb->cache[home] != NULL) {
+            unsigned spare = tb->cache_next++ % CACHE_SLOTS;
+            tb->cache[spare == home ? (spare + 1) % CACHE_SLOTS : spare] = tb->cache[home];
+        }
+        tb->cache[home] = e;
+    }
     return e;
 }
 
@@ -423,7 +431,7 @@ void trace_forget(struct instance *in, int kind, const void *handle, size_t hand
 }
 
 /* The FUNCTION record of core function `index`, before its first call in this file. */
-static void name_function(struct instance *in, struct thread_buffer *tb, int index, int kind)
+void trace_name_function(struct instance *in, struct thread_buffer *tb, int index, int kind)
 {
     struct function_fixed function = {index, kind};
     const char *name = QMPI_Function_name(index);
@@ -436,35 +444,13 @@ static void name_function(struct instance *in, struct thread_buffer *tb, int ind
  * recorded at all is decided once, by get_interceptions. */
 int trace_begin(struct traced *t, int level, int index, int kind)
 {
-    struct instance *in = &trace_instances[level];
-    struct thread_state *ts;
-    struct thread_buffer *tb;
-    int depth;
-    if ((unsigned)level >= MAX_LEVELS || !__atomic_load_n(&in->active, __ATOMIC_ACQUIRE))
+    uint8_t depth;
+    if ((t->tb = trace_open(level, index, kind, &t->ts, &depth)) == NULL)
         return 0;
-    ts = &trace_thread;
-    depth = trace_call_depth(ts, index);
-    if (depth > 0 && !trace_options.nested)
-        return 0;
-    tb = ts->buffers[level];
-    if (__builtin_expect(tb == NULL, 0) && (tb = trace_thread_buffer(in)) == NULL)
-        return 0;
-    if (__builtin_expect(!(tb->named[index / 8] & (1u << index % 8)), 0))
-        name_function(in, tb, index, kind);
-    t->ts = ts;
-    t->in = in;
-    t->tb = tb;
+    t->in = &trace_instances[level];
     t->comm = NULL;
-    t->r = (struct call_record){.kind = R_CALL,
-                                .size = sizeof t->r,
-                                .func = (uint16_t)index,
-                                .depth = (uint8_t)(depth > 255 ? 255 : depth),
-                                CALL_RECORD_DEFAULTS};
-    if (ts->open_calls < MAX_OPEN) {
-        ts->open_stack[ts->open_calls].func = (uint16_t)index;
-        ts->open_stack[ts->open_calls].depth = t->r.depth;
-    }
-    ts->open_calls++;
+    t->r = (struct call_record){
+        .kind = R_CALL, .size = sizeof t->r, .func = (uint16_t)index, .depth = depth, CALL_RECORD_DEFAULTS};
     t->r.enter = trace_ticks();
     return 1;
 }
@@ -479,9 +465,9 @@ void trace_end(struct traced *t, int failed)
     if (CALL_RECORD_IS_SHORT(t->r)) {
         struct short_call_record s = {R_SHORT_CALL, sizeof s,   t->r.func, t->r.depth, t->r.flags,
                                       t->r.enter,   t->r.leave, t->r.comm, 0};
-        trace_append(t->in, t->tb, &s, sizeof s);
+        trace_put(t->in, t->tb, &s, sizeof s);
     } else {
-        trace_append(t->in, t->tb, &t->r, sizeof t->r);
+        trace_put(t->in, t->tb, &t->r, sizeof t->r);
     }
 }
 
@@ -492,13 +478,6 @@ int trace_world_rank(const struct handle_entry *comm, int rank)
     if (comm == NULL || rank < 0 || rank >= comm->size)
         return PEER_NONE;
     return comm->world[rank];
-}
-
-void trace_set_comm(struct traced *t, MPI_Comm comm)
-{
-    t->comm = trace_lookup(t->in, t->tb, R_COMM, &comm, sizeof comm, NULL);
-    if (t->comm != NULL)
-        t->r.comm = t->comm->id;
 }
 
 /* ---- clocks: offsets to world rank 0 at init and finalize, by PMPI ping-pong ---- */

@@ -28,27 +28,24 @@ static __thread unsigned next_message;
 
 int trace_args_begin(struct trace_args *a, int level, int index, int kind)
 {
-    struct traced t;
     a->have = 0;
     a->per_peer = 0;
     a->mode = 0;
     a->file_name = NULL;
     a->freed_kind = 0;
-    if (!trace_begin(&t, level, index, kind))
+    if ((a->tb = trace_open(level, index, kind, &a->ts, &a->depth)) == NULL)
         return 0;
     a->level = level;
     a->index = index;
     a->kind = kind;
-    a->depth = t.r.depth;
-    a->enter = t.r.enter;
+    a->enter = trace_ticks();
     return 1;
 }
 
+/* Called only when trace_args_begin said 1 (TRACE_SET_FREED). */
 void trace_args_freed(struct trace_args *a, int kind, const void *handle, size_t size)
 {
-    struct instance *in = &trace_instances[a->level];
-    struct thread_buffer *tb = trace_thread.buffers[a->level];
-    struct handle_entry *e = tb != NULL ? trace_lookup(in, tb, kind, handle, size, NULL) : NULL;
+    struct handle_entry *e = trace_lookup(&trace_instances[a->level], a->tb, kind, handle, size, NULL);
     a->freed_kind = kind;
     a->freed_bits = trace_handle_bits(handle, size);
     a->freed_id = e != NULL ? e->id : -1;
@@ -188,12 +185,14 @@ static void record_data(struct traced *t, struct trace_args *a)
     }
 }
 
-/* What a status says about a receive: its source (a world rank), tag and bytes. */
+/* What a status says about a receive: its source (a world rank), tag and bytes. Only a
+ * request's status can say cancelled (the Wait/Test family, trace_requests.c): a probe's,
+ * a blocking receive's or a Sendrecv's cannot. */
 static void record_status(struct traced *t, const struct trace_args *a)
 {
     const MPI_Status *status = a->status;
     int bytes = 0, cancelled = 0;
-    if (PMPI_Test_cancelled(status, &cancelled) == MPI_SUCCESS && cancelled)
+    if (a->kind == TRACE_KIND_completion && PMPI_Test_cancelled(status, &cancelled) == MPI_SUCCESS && cancelled)
         return;
     if (status->MPI_SOURCE >= 0) {
         t->r.source = trace_world_rank(t->comm, status->MPI_SOURCE);
@@ -285,9 +284,9 @@ void trace_args_end(struct trace_args *a, int failed)
 {
     struct traced t;
     uint32_t have = a->have;
-    t.ts = &trace_thread;
+    t.ts = a->ts;
     t.in = &trace_instances[a->level];
-    t.tb = t.ts->buffers[a->level];
+    t.tb = a->tb;
     t.comm = NULL;
     t.r = (struct call_record){
         .kind = R_CALL, .size = sizeof t.r, .func = (uint16_t)a->index, .depth = a->depth, CALL_RECORD_DEFAULTS};
@@ -338,10 +337,13 @@ HIDDEN void trace_all_end(int level, int index, uint64_t enter, int failed);
 /* trace_begin for a function of kind `other`: its enter ticks, or 0 if not recorded. */
 uint64_t trace_all_begin(int level, int index)
 {
-    struct traced t;
-    if (!trace_begin(&t, level, index, TRACE_KIND_other))
+    struct thread_state *ts;
+    uint8_t depth;
+    uint64_t enter;
+    if (trace_open(level, index, TRACE_KIND_other, &ts, &depth) == NULL)
         return 0;
-    return t.r.enter != 0 ? t.r.enter : 1;
+    enter = trace_ticks();
+    return enter != 0 ? enter : 1;
 }
 
 void trace_all_end(int level, int index, uint64_t enter, int failed)
@@ -354,5 +356,5 @@ void trace_all_end(int level, int index, uint64_t enter, int failed)
         s.depth = ts->open_stack[ts->open_calls - 1].depth;
     ts->open_calls--;
     ts->buffers[level]->calls++;
-    trace_append(&trace_instances[level], ts->buffers[level], &s, sizeof s);
+    trace_put(&trace_instances[level], ts->buffers[level], &s, sizeof s);
 }

@@ -46,8 +46,13 @@ enum {
 };
 enum { SEND_PER_PEER = 1, RECV_PER_PEER = 2 }; /* per_peer: the scalar count is for each peer */
 
+struct thread_state;
+struct thread_buffer;
+
 struct trace_args {
     uint64_t enter;
+    struct thread_state *ts; /* the thread's state and buffer, from trace_args_begin */
+    struct thread_buffer *tb;
     int level, index, kind;
     uint8_t depth, per_peer;
     uint32_t have;

@@ -41,3 +41,40 @@ def test_failures_and_missing_parts_are_reported(results):
     text = report.markdown(changed)
     assert "## Failures\n\n- typed/1000: exit 139\n" in text
     assert "## Ping-pong" not in text and "Reading the header alone" not in text
+
+
+def _row(samples):
+    return {"median_ns": sorted(samples)[len(samples) // 2], "samples_ns": samples}
+
+
+def test_trace_call_rows_are_paired_with_pmpi_and_reported(results, tmp_path):
+    import trace_bench
+
+    rows = {
+        # the floor's process ran slower than the traced one: its PMPI samples, taken in
+        # turn, show it; the paired difference does not see it, the plain medians' does
+        "trace-io/floor": _row([852.0, 752.0, 952.0]),
+        "pair-pmpi/trace-io/floor": _row([850.0, 750.0, 950.0]),
+        "trace-io/traced": _row([990.0, 790.0, 890.0]),
+        "pair-pmpi/trace-io/traced": _row([900.0, 700.0, 800.0]),
+        "trace/floor": _row([6.0, 6.0, 6.0]),
+        "trace/buffered": _row([40.0, 41.0, 42.0]),
+    }
+    summary = trace_bench.trace_call_summary(rows)
+    assert set(summary) == {"io", "other"}
+    io = summary["io"]
+    assert (io["added_paired_ns"], io["added_ns"]) == (pytest.approx(88.0), pytest.approx(38.0))
+    assert summary["other"]["added_ns"] == pytest.approx(35.0) and summary["other"]["added_paired_ns"] is None
+    targets = []
+    trace_bench.trace_call_targets(summary, lambda *a: targets.append(a), lambda v, d=2: f"{v:.{d}f}")
+    verdicts = {t[0].split(", ")[2].split(" ")[0]: t[3] for t in targets}
+    assert verdicts == {"p2p": None, "collective": None, "io": True}  # the rows not run have no verdict
+    text = report.markdown(dict(results, trace_calls=summary))
+    assert "## Tracing: ns per traced call, per role mix" in text
+    assert "| io | MPI_File_write_at" in text and "| **88.00** |" in text
+    assert "| other | MPI_Comm_rank" in text
+    with_calls = tmp_path / "results.json"
+    with_calls.write_text(json.dumps(dict(results, trace_calls=summary)))
+    combined = report.combine([str(with_calls), str(RESULTS)])
+    assert "| io | 88.00 (890.00 − 852.00; 1.04x) | — |" in combined
+    assert "| other | 35.00 unpaired (41.00 − 6.00; 6.83x) | — |" in combined
