@@ -192,6 +192,8 @@ static void record_status(struct traced *t, const struct trace_args *a)
 {
     const MPI_Status *status = a->status;
     int bytes = 0, cancelled = 0;
+    if (status->MPI_SOURCE == MPI_ANY_SOURCE) /* not filled (TRACE_SET_STATUS) */
+        return;
     if (a->kind == TRACE_KIND_completion && PMPI_Test_cancelled(status, &cancelled) == MPI_SUCCESS && cancelled)
         return;
     if (status->MPI_SOURCE >= 0) {

@@ -102,11 +102,15 @@ __attribute__((visibility("hidden"))) void trace_args_freed(struct trace_args *a
               MPI_Count *: (void)((a).side##_counts_c = (const MPI_Count *)(const void *)(value)),                  \
               default: (void)((a).side##_counts = (const int *)(const void *)(value))),                             \
      (a).have |= HAVE_##side##_counts)
-/* A status the application ignores is one the tracer still reads: its own. */
+/* A status the application ignores is one the tracer still reads: its own. Its source
+ * is set to MPI_ANY_SOURCE first, which no filled status holds: an MPI_Iprobe that
+ * matched nothing leaves the status as it was, and it is then not read. */
 #define TRACE_SET_STATUS(a, on, status)                                                                                \
     do {                                                                                                               \
         if ((on) && (status) == MPI_STATUS_IGNORE)                                                                     \
             (status) = &(a).own_status;                                                                                \
+        if ((on) && (status) != NULL)                                                                                  \
+            (status)->MPI_SOURCE = MPI_ANY_SOURCE;                                                                     \
         TRACE_SET(a, status, status);                                                                                  \
     } while (0)
 
