@@ -103,6 +103,12 @@ def match(sends: np.ndarray, receives: np.ndarray) -> Tuple[np.ndarray, np.ndarr
     return send_index, receive_index, n_sends - len(send_index), len(receives) - len(receive_index)
 
 
+def take(records: np.ndarray, index: np.ndarray) -> np.ndarray:
+    """records[index] for a structured array, its rows copied as opaque bytes: numpy
+    copies structured rows field by field, 7x slower (800,000 endpoints: 165 ms, 22 ms)."""
+    return records.view((np.void, records.dtype.itemsize))[index].view(records.dtype)
+
+
 CHANNEL = ("sender", "receiver", "comm", "tag")
 
 
@@ -159,7 +165,7 @@ class EndpointSpill:
         if sender.min() == sender.max():  # a rank file's sends: one sender, one run
             senders, first, counts = sender[:1], np.zeros(1, np.int64), np.array([len(endpoints)])
         else:
-            endpoints = endpoints[np.argsort(sender, kind="stable")]
+            endpoints = take(endpoints, np.argsort(sender, kind="stable"))
             senders, first = np.unique(endpoints["sender"], return_index=True)
             counts = np.diff(np.append(first, len(endpoints)))
         for sender, at, count in zip(senders.tolist(), first.tolist(), counts.tolist()):

@@ -32,6 +32,7 @@ from .match import (
     SENDS,
     EndpointSpill,
     match,
+    take,
 )
 from .read import (
     REQUEST_CANCELLED,
@@ -254,7 +255,7 @@ def _merge(directory: Path, out: Path, level: Optional[int], outputs: FrozenSet[
             endpoint["bytes"] = np.concatenate([calls["bytes"][s], rank_requests.bytes[p][p_send]])
             endpoint["time"] = np.concatenate([enter[s], leave[p_call[p_send]]])
             endpoint["thread"] = thread
-            spill.add(0, endpoint[np.argsort(endpoint["time"], kind="stable")])
+            spill.add(0, take(endpoint, np.argsort(endpoint["time"], kind="stable")))
             endpoint = np.empty(int(is_recv.sum()), ENDPOINT_DTYPE)
             endpoint["sender"], endpoint["receiver"], endpoint["comm"] = calls["peer"][is_recv], rank, comm_gid[is_recv]
             endpoint["tag"], endpoint["bytes"], endpoint["time"], endpoint["thread"] = (
@@ -310,7 +311,7 @@ def _merge(directory: Path, out: Path, level: Optional[int], outputs: FrozenSet[
             completion["comm"][m:] = comm_refs[rank_requests.comm[p][ps]]
             completion["tag"][m:] = rank_requests.tag[p][ps] & 0xFFFFFFFF
             completion["bytes"][m:] = np.maximum(rank_requests.bytes[p][ps], 0)
-            completion = completion[np.argsort(completion["call"], kind="stable")]
+            completion = take(completion, np.argsort(completion["call"], kind="stable"))
             r = np.flatnonzero(is_recv_done)
             endpoint = np.empty(len(r), ENDPOINT_DTYPE)
             sender_world = np.empty(len(r), np.int64)
@@ -374,7 +375,7 @@ def _merge(directory: Path, out: Path, level: Optional[int], outputs: FrozenSet[
         unmatched_sends = unmatched_receives = 0
         for _, sends, receives in spill.by_sender():
             send_index, receive_index, lost_sends, lost_receives = match(sends, receives)
-            senders, receivers = sends[send_index], receives[receive_index]
+            senders, receivers = take(sends, send_index), take(receives, receive_index)
             unmatched_sends += lost_sends
             unmatched_receives += lost_receives
             if json_out is not None:
