@@ -79,7 +79,6 @@ def merge(directory: Path, out: Path, level: Optional[int] = None, outputs: Froz
 
 def _merge(directory: Path, out: Path, level: Optional[int], outputs: FrozenSet[str], archive_box: List) -> MergeReport:
     from .otf2_out import (
-        CALL_FIELDS,
         CANCELLED,
         COLLECTIVE_OPS,
         COMPLETE_IRECV,
@@ -93,6 +92,7 @@ def _merge(directory: Path, out: Path, level: Optional[int], outputs: FrozenSet[
         OP_SEND,
         START_IRECV,
         START_ISEND,
+        CallColumns,
         Otf2Writer,
         io_events,
     )
@@ -327,7 +327,7 @@ def _merge(directory: Path, out: Path, level: Optional[int], outputs: FrozenSet[
             )
             spill.add(1, endpoint)
             if archive is not None:
-                events = np.zeros(n, [(name, dtype) for name, dtype in CALL_FIELDS])
+                events = CallColumns(n)
                 events["enter"], events["leave"] = enter, leave
                 region_of = np.zeros(len(names), np.int64)
                 for f in np.unique(func).tolist():  # regions of the functions called only
