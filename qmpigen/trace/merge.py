@@ -181,6 +181,7 @@ def _merge(directory: Path, out: Path, level: Optional[int], outputs: FrozenSet[
             leave = np.maximum(aligned[rank](to_ns[rank](calls["leave"])) - origin, 0)
             order = np.argsort(enter, kind="stable")
             calls = calls.view(RECORD)[order].view(calls.dtype)  # rows as bytes: fields one by one is slow
+            rank_file.calls = calls[:0]  # the file-order copy freed (a rank file of records less at the peak)
             enter, leave = enter[order], leave[order]
             position = np.empty(n, np.int64)
             position[order] = np.arange(n)  # file index -> time-order index
