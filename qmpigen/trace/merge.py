@@ -12,7 +12,6 @@ merged; written all-or-nothing into a staging directory moved into place."""
 
 from __future__ import annotations
 
-import ctypes
 import shutil
 import tempfile
 from pathlib import Path
@@ -26,6 +25,7 @@ import otf2  # noqa: F401
 
 from .clocks import axis_span
 from .gather import MergeError, MergeReport, gather, lookup
+from .heap import arrays_from_the_heap
 from .match import (
     COLLECTIVES,
     ENDPOINT_DTYPE,
@@ -45,25 +45,6 @@ from .read import (
 
 OUTPUTS = frozenset({"otf2", "json", "timeline"})
 RECORD = np.dtype((np.void, 80))  # a call record as 80 opaque bytes
-M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # glibc's <malloc.h>
-MMAP_THRESHOLD = 32 << 20  # the largest glibc accepts on 64-bit
-
-
-def _arrays_from_the_heap() -> None:
-    """A rank file's arrays from the heap, reused by the next file's: an array in a
-    fresh mapping costs a page fault per page on first touch. With every array over
-    1 MiB mapped (the setting before), a file's columns crossed that size at about
-    130,000 calls and kernel time became half the merge (0.48 M faults on the bench's
-    10x trace, 28,000 now). Fixed values rather than glibc's dynamic threshold, which
-    starts at 128 KiB and only rises as mappings are freed: arrays over 32 MiB keep
-    their own mapping, returned when freed, and the heap is trimmed only past 64 MiB
-    free. Elsewhere than glibc, nothing to do."""
-    try:
-        mallopt = ctypes.CDLL(None).mallopt
-    except (OSError, AttributeError):
-        return
-    mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD)
-    mallopt(M_TRIM_THRESHOLD, 2 * MMAP_THRESHOLD)
 
 
 def merge(directory: Path, out: Path, level: Optional[int] = None, outputs: FrozenSet[str] = OUTPUTS) -> MergeReport:
@@ -71,7 +52,8 @@ def merge(directory: Path, out: Path, level: Optional[int] = None, outputs: Froz
         raise MergeError(f"{directory}: no such directory")
     archive_box: List = []
     try:
-        return _merge(directory, out, level, outputs, archive_box)
+        with arrays_from_the_heap():
+            return _merge(directory, out, level, outputs, archive_box)
     finally:
         for archive in archive_box:  # after an error: the otf2 package's Writer.__del__ would close it noisily
             archive.abandon()
@@ -99,7 +81,6 @@ def _merge(directory: Path, out: Path, level: Optional[int], outputs: FrozenSet[
     from .perfetto import ARG_FIELDS, PerfettoWriter
     from .timeline import Timeline
 
-    _arrays_from_the_heap()
     paths = trace_files(directory)
     levels = levels_in(paths)
     if level is None and len(levels) > 1:
