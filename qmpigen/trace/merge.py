@@ -348,7 +348,7 @@ def _merge(directory: Path, out: Path, level: Optional[int], outputs: FrozenSet[
                 report.otf2_events += archive.write_events(rank, thread, events, completion)
             if json_out is not None:
                 json_out.track(rank, thread, rank_file.host)
-                args = {name: calls[name].astype(np.int64) for name in ARG_FIELDS}
+                args = {name: calls[name] for name in ARG_FIELDS}
                 args["comm"] = comm_gid  # the merged communicator
                 json_out.slices(rank, thread, names, func, enter, leave, args, calls["depth"])
             timeline.add(rank, thread, func, enter, leave)
