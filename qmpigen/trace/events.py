@@ -23,9 +23,8 @@ import numpy as np
 from . import semantics
 from .gather import Gathered
 from .layout import FILE_MODES, KINDS
-from .match import ENDPOINT_DTYPE
+from .match import ENDPOINT_DTYPE, take
 from .otf2_out import (
-    CALL_FIELDS,
     CANCELLED,
     COMPLETE_COLLECTIVE,
     COMPLETE_IO,
@@ -55,6 +54,7 @@ from .otf2_out import (
     START_COLLECTIVE,
     START_IRECV,
     START_ISEND,
+    CallColumns,
 )
 from .read import REQUEST_CANCELLED, REQUEST_FREED, RankFile
 from .requests import lookup
@@ -81,7 +81,7 @@ class Pass2:
 class FileEvents:
     sends: np.ndarray
     receives: np.ndarray
-    columns: Optional[np.ndarray]  # CALL_FIELDS (with OTF2 only)
+    columns: Optional[CallColumns]  # CALL_FIELDS (with OTF2 only)
     completion: np.ndarray  # COMPLETION_FIELDS, by call
     io_rows: np.ndarray  # calls that read or wrote a file
     io_write: np.ndarray  # of those, the writes
@@ -176,7 +176,7 @@ def file_events(
         time=np.concatenate([enter[s], leave[p_call[p_send]]]),
         thread=thread,
     )
-    sends = sends[np.argsort(sends["time"], kind="stable")]
+    sends = take(sends, np.argsort(sends["time"], kind="stable"))
     recv_tag = np.where(is_sendrecv, calls["recv_tag"], calls["tag"])
     receives = [
         _endpoints(
@@ -262,7 +262,7 @@ def file_events(
     completion["comm"][m:] = p.comm_refs[rr.comm[ps][pstart]]
     completion["tag"][m:] = rr.tag[ps][pstart] & NONE32
     completion["bytes"][m:] = np.maximum(rr.bytes[ps][pstart], 0)
-    completion = completion[np.argsort(completion["call"], kind="stable")]
+    completion = take(completion, np.argsort(completion["call"], kind="stable"))
     r = np.flatnonzero(recv_done)
     sender_world = np.empty(len(r), np.int64)
     for gid in np.unique(done_gid[r]).tolist():
@@ -283,7 +283,7 @@ def file_events(
 
     columns = None
     if p.archive is not None:
-        columns = np.zeros(n, [(name, dtype) for name, dtype in CALL_FIELDS])
+        columns = CallColumns(n)
         columns["enter"], columns["leave"] = enter, leave
         op = np.zeros(n, np.uint8)
         op[is_send], op[is_recv], op[is_sendrecv] = OP_SEND, OP_RECV, OP_SENDRECV

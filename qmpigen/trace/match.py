@@ -79,8 +79,7 @@ def match(sends: np.ndarray, receives: np.ndarray) -> Tuple[np.ndarray, np.ndarr
     """Pairs in order per (sender, receiver, comm, tag): the n-th send of a key with the
     n-th receive of that key. Indices into sends and receives (pairs in send time
     order), unmatched sends, unmatched receives."""
-    both = np.concatenate([sends, receives])
-    key, key_bits = _channel_key(both)
+    key, key_bits = _channel_key(concatenate([sends, receives]))
     n_sends = len(sends)
     place = np.concatenate([_nth(key[:n_sends], sends["time"]), _nth(key[n_sends:], receives["time"])])
     bits = int(place.max(initial=0)).bit_length()
@@ -94,6 +93,18 @@ def match(sends: np.ndarray, receives: np.ndarray) -> Tuple[np.ndarray, np.ndarr
     by_time = np.argsort(sends["time"][send_index], kind="stable")
     send_index, receive_index = send_index[by_time], receive_index[by_time]
     return send_index, receive_index, n_sends - len(send_index), len(receives) - len(receive_index)
+
+
+def take(records: np.ndarray, index: np.ndarray) -> np.ndarray:
+    """records[index] for a structured array, its rows copied as opaque bytes: numpy
+    copies structured rows field by field, 7x slower (800,000 endpoints: 165 ms, 22 ms)."""
+    return records.view((np.void, records.dtype.itemsize))[index].view(records.dtype)
+
+
+def concatenate(parts: List[np.ndarray]) -> np.ndarray:
+    """np.concatenate of structured arrays of one dtype, rows copied as opaque bytes (as take)."""
+    dtype = parts[0].dtype
+    return np.concatenate([p.view((np.void, dtype.itemsize)) for p in parts]).view(dtype)
 
 
 CHANNEL = ("sender", "receiver", "comm", "tag")
@@ -152,7 +163,7 @@ class EndpointSpill:
         if sender.min() == sender.max():  # a rank file's sends: one sender, one run
             senders, first, counts = sender[:1], np.zeros(1, np.int64), np.array([len(endpoints)])
         else:
-            endpoints = endpoints[np.argsort(sender, kind="stable")]
+            endpoints = take(endpoints, np.argsort(sender, kind="stable"))
             senders, first = np.unique(endpoints["sender"], return_index=True)
             counts = np.diff(np.append(first, len(endpoints)))
         for sender, at, count in zip(senders.tolist(), first.tolist(), counts.tolist()):
@@ -169,5 +180,5 @@ class EndpointSpill:
                 parts[side].append(
                     np.fromfile(self.paths[side], ENDPOINT_DTYPE, count, offset=first * ENDPOINT_DTYPE.itemsize)
                 )
-            sends, receives = (np.concatenate(p) if p else np.empty(0, ENDPOINT_DTYPE) for p in parts)
+            sends, receives = (concatenate(p) if p else np.empty(0, ENDPOINT_DTYPE) for p in parts)
             yield sender, sends, receives

@@ -13,7 +13,6 @@ joins them when the trace has I/O."""
 
 from __future__ import annotations
 
-import ctypes
 import shutil
 import tempfile
 from collections import defaultdict
@@ -28,8 +27,9 @@ import otf2  # noqa: F401
 
 from .clocks import axis_span
 from .gather import MergeError, MergeReport, gather
+from .heap import arrays_from_the_heap
 from .layout import CALL
-from .match import EndpointSpill, match
+from .match import EndpointSpill, match, take
 from .read import (
     iter_level,
     levels_in,
@@ -40,20 +40,6 @@ from .requests import lookup
 
 OUTPUTS = frozenset({"otf2", "json", "timeline"})
 RECORD = np.dtype((np.void, CALL.size))  # a call record as opaque bytes
-M_MMAP_THRESHOLD = -3  # glibc's <malloc.h>
-
-
-def _big_arrays_from_mmap() -> None:
-    """glibc raises its mmap threshold to the size of the largest block freed so far (up
-    to 32 MiB), after which a rank file's arrays come from the heap, where the OTF2
-    library's chunks between them keep it from shrinking: the merge's peak memory then
-    grew with the number of files. A fixed 1 MiB threshold keeps every large array in its
-    own mapping, returned when freed. Elsewhere than glibc, nothing to do."""
-    try:
-        mallopt = ctypes.CDLL(None).mallopt
-    except (OSError, AttributeError):
-        return
-    mallopt(M_MMAP_THRESHOLD, 1 << 20)
 
 
 def _datatype_lines(datatypes: Dict[Tuple[str, int, int, int], Set[int]]) -> str:
@@ -71,7 +57,8 @@ def merge(directory: Path, out: Path, level: Optional[int] = None, outputs: Froz
         raise MergeError(f"{directory}: no such directory")
     archive_box: List = []
     try:
-        return _merge(directory, out, level, outputs, archive_box)
+        with arrays_from_the_heap():
+            return _merge(directory, out, level, outputs, archive_box)
     finally:
         for archive in archive_box:  # after an error: the otf2 package's Writer.__del__ would close it noisily
             archive.abandon()
@@ -83,7 +70,6 @@ def _merge(directory: Path, out: Path, level: Optional[int], outputs: FrozenSet[
     from .perfetto import ARG_FIELDS, PerfettoWriter
     from .timeline import Timeline
 
-    _big_arrays_from_mmap()
     paths = trace_files(directory)
     levels = levels_in(paths)
     if level is None and len(levels) > 1:
@@ -136,6 +122,7 @@ def _merge(directory: Path, out: Path, level: Optional[int], outputs: FrozenSet[
             leave = np.maximum(aligned[rank](to_ns[rank](calls["leave"])) - origin, 0)
             order = np.argsort(enter, kind="stable")
             calls = calls.view(RECORD)[order].view(calls.dtype)  # rows as bytes: fields one by one is slow
+            rank_file.calls = calls[:0]  # the file-order copy freed (a rank file of records less at the peak)
             enter, leave = enter[order], leave[order]
             position = np.empty(n, np.int64)
             position[order] = np.arange(n)  # file index -> time-order index
@@ -174,7 +161,7 @@ def _merge(directory: Path, out: Path, level: Optional[int], outputs: FrozenSet[
                 report.otf2_events += archive.write_events(rank, thread, found.columns, found.completion)
             if json_out is not None:
                 json_out.track(rank, thread, rank_file.host)
-                args = {name: calls[name].astype(np.int64) for name in ARG_FIELDS}
+                args = {name: calls[name] for name in ARG_FIELDS}
                 args["comm"] = comm_gid  # the merged communicator
                 json_out.slices(rank, thread, names, func, enter, leave, args, calls["depth"])
             timeline.add_io(rank, thread, enter[found.io_rows], leave[found.io_rows], found.io_bytes, found.io_write)
@@ -184,7 +171,7 @@ def _merge(directory: Path, out: Path, level: Optional[int], outputs: FrozenSet[
         unmatched_sends = unmatched_receives = 0
         for _, sends, receives in spill.by_sender():
             send_index, receive_index, lost_sends, lost_receives = match(sends, receives)
-            senders, receivers = sends[send_index], receives[receive_index]
+            senders, receivers = take(sends, send_index), take(receives, receive_index)
             unmatched_sends += lost_sends
             unmatched_receives += lost_receives
             if json_out is not None:

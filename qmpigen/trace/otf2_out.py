@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import ctypes
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
 import otf2
@@ -132,6 +132,18 @@ COMPLETION_FIELDS = (
     ("bytes", "<u8"),
     ("recv_bytes", "<u8"),
 )
+
+
+class CallColumns(Dict[str, np.ndarray]):
+    """n calls' CALL_FIELDS, each field its own array, which the C loop reads as it is (a
+    structured array's fields were copied out first); assigning a field casts into its
+    array, as assigning a structured array's field does."""
+
+    def __init__(self, n: int):
+        super().__init__((name, np.zeros(n, dtype)) for name, dtype in CALL_FIELDS)
+
+    def __setitem__(self, name: str, value) -> None:
+        self[name][...] = value
 
 
 class _Api(ctypes.Structure):
@@ -270,10 +282,11 @@ class Otf2Writer:
             io_file = self.io_files[(name, scope)] = self.defs.io_regular_file(name, scope=scope)
         return self.defs.io_handle(name, file=io_file, io_paradigm=self.io_paradigm, comm=comm)
 
-    def write_events(self, rank: int, thread: int, calls: np.ndarray, completions: np.ndarray) -> int:
-        """One location's events: `calls` with CALL_FIELDS (time order), `completions` with
-        COMPLETION_FIELDS (ordered by call)."""
-        if len(calls) == 0:
+    def write_events(self, rank: int, thread: int, calls: Mapping[str, np.ndarray], completions: np.ndarray) -> int:
+        """One location's events: `calls` with CALL_FIELDS (CallColumns, time order),
+        `completions` with COMPLETION_FIELDS (ordered by call)."""
+        n = len(calls["enter"])
+        if n == 0:
             return 0
         location = self.locations[(rank, thread)]
         writer = self.writer.event_writer_from_location(location)
@@ -281,7 +294,7 @@ class Otf2Writer:
         columns = [np.ascontiguousarray(calls[name], dtype) for name, dtype in CALL_FIELDS]
         done = [np.ascontiguousarray(completions[name], dtype) for name, dtype in COMPLETION_FIELDS]
         if self.bulk is not None:
-            c = _Calls(len(calls), *(col.ctypes.data for col in columns))
+            c = _Calls(n, *(col.ctypes.data for col in columns))
             k = _Completions(len(completions), *(col.ctypes.data for col in done))
             function = self.bulk.qmpi_write_events
             function.restype = ctypes.c_int64

@@ -116,7 +116,8 @@ class PerfettoWriter:
         args: Dict[str, np.ndarray],
         depth: np.ndarray,
     ) -> None:
-        """One slice per call (time order): `func` indexes `names`; `args` holds ARG_FIELDS."""
+        """One slice per call (time order): `func` indexes `names`; `args` holds ARG_FIELDS,
+        any integer type (the C loop's chunks are made int64 one at a time, while in cache)."""
         n = len(func)
         if n == 0:
             return
@@ -135,6 +136,7 @@ class PerfettoWriter:
                     depth[part],
                 )
             return
+        args = {name: args[name].astype(np.int64) for name in ARG_FIELDS}
         mask = np.zeros(n, np.int64)
         for bit, name in enumerate(ARG_FIELDS):
             mask |= (~np.isin(args[name], (-1, 0))).astype(np.int64) << bit
