@@ -441,3 +441,20 @@ def test_trace_without_generated_wrappers(mpi, core, tmp_path):
     _run_all_app(mpi, core, str(tool), tmp_path, QMPI_TRACE_FUNCTIONS="all")
     enters = _otf2_enters_per_rank(_merge(tmp_path, 1) / "traces.otf2")
     assert enters == Counter({(rank, f): 1 for rank in range(2) for f in ("MPI_Init_thread", "MPI_Finalize")})
+
+
+def test_a_probe_that_matched_nothing_is_no_message(mpi, core, sample_tools, tmp_path):
+    """MPI_Iprobe finding nothing leaves the status untouched (stale values, or the
+    tracer's own uninitialised one under MPI_STATUS_IGNORE): its records keep the tag
+    asked for, the source asked for (MPI_ANY_SOURCE: -2) and no bytes."""
+    _need_trace_tools()
+    app = mpi.build_app(APPS / "trace_probe_nothing.c", core, tmp_path / "trace_probe_nothing")
+    env = {"QMPI_TOOLS": f"{sample_tools}/libtrace.so", "QMPI_TRACE_DIR": str(tmp_path / "run")}
+    proc = mpi.run(2, [app], env=env, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "matched 0 0" in proc.stdout
+    trace = json.loads((_merge(tmp_path, 1) / "trace.json").read_text())
+    probes = [e["args"] for e in trace["traceEvents"] if e.get("name") == "MPI_Iprobe"]
+    assert len(probes) == 2
+    for args in probes:
+        assert args.get("tag") == 99 and args.get("source") == -2 and "recv_bytes" not in args, args
