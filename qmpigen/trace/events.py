@@ -289,13 +289,13 @@ def file_events(
         op[is_send], op[is_recv], op[is_sendrecv] = OP_SEND, OP_RECV, OP_SENDRECV
         op[is_isend], op[is_irecv], op[is_icollective] = OP_ISEND, OP_IRECV_REQUEST, OP_ICOLLECTIVE
         op[is_collective] = OP_COLLECTIVE
-        op_of = np.zeros(max(rank_file.functions, default=0) + 1, np.int64)
-        for code, name in rank_file.functions.items():
-            op_of[code] = semantics.collective_op_value(name)
+        op_of = semantics.per_call(
+            rank_file, calls["func"], lambda name, _: semantics.collective_op_value(name), np.int64
+        )
         collective = is_collective | is_icollective
         columns["peer"] = np.where(collective, np.where(root_local >= 0, root_local, NONE32), np.maximum(peer_local, 0))
         columns["comm"] = np.where(has_comm, p.comm_refs[comm_gid], NONE32)
-        columns["tag"] = np.where(collective, op_of[calls["func"]], calls["tag"].astype(np.int64) & NONE32)
+        columns["tag"] = np.where(collective, op_of, calls["tag"].astype(np.int64) & NONE32)
         columns["bytes"] = np.maximum(calls["bytes"], 0)
         columns["request"] = request_id
         columns["recv_peer"] = np.maximum(source_local, 0)
@@ -333,7 +333,7 @@ def _io_columns(p: Pass2, rank_file, calls, kinds, comm_gid, started, is_io, io_
     rows = np.flatnonzero(is_io)
     op[rows] = np.where(started[rows], OP_IO_NONBLOCKING, OP_IO)
     columns["tag"][rows] = np.where(io_write[rows], IO_MODE_WRITE, IO_MODE_READ)
-    collective = kinds({"file_read", "file_write"}) & _collective_io(rank_file, calls)
+    collective = semantics.per_call(rank_file, calls["func"], lambda name, _: semantics.collective_io(name), bool)
     columns["recv_tag"][rows] = np.where(collective[rows], IO_FLAG_COLLECTIVE, 0)
     columns["request"][rows] = np.where(started[rows], columns["request"][rows], BLOCKING_IO | rows.astype(np.uint64))
     reads = rows[~io_write[rows] & (calls["recv_bytes"][rows] > 0)]
@@ -344,14 +344,6 @@ def _io_columns(p: Pass2, rank_file, calls, kinds, comm_gid, started, is_io, io_
     columns["recv_tag"][is_open] = np.where(mode & FILE_MODE_CREATE, IO_CREATION_CREATE, 0) | np.where(
         mode & FILE_MODE_EXCLUSIVE, IO_CREATION_EXCLUSIVE, 0
     )
-
-
-def _collective_io(rank_file: RankFile, calls) -> np.ndarray:
-    """The collective MPI-IO calls: OTF2's COLLECTIVE operation flag."""
-    table = np.zeros(max(rank_file.functions, default=0) + 1, bool)
-    for code, name in rank_file.functions.items():
-        table[code] = semantics.collective_io(name)
-    return table[calls["func"]]
 
 
 def _rma_columns(p: Pass2, rank_file, calls, kinds, started, op, columns) -> None:
@@ -369,9 +361,9 @@ def _rma_columns(p: Pass2, rank_file, calls, kinds, started, op, columns) -> Non
     columns["comm"][rows] = [_window_ref(p, int(w)) for w in gid.tolist()]
     columns["peer"][rows] = np.maximum(target, 0)
     put, get = kinds({"rma_put"})[rows], kinds({"rma_get"})[rows]
-    atomic = np.zeros(max(rank_file.functions, default=0) + 1, np.int64)
-    for code, name in rank_file.functions.items():
-        atomic[code] = RMA_ATOMIC + semantics.rma_atomic_type(name)
-    columns["tag"][rows] = np.select([put, get], [RMA_PUT, RMA_GET], atomic[calls["func"][rows]])
+    atomic = semantics.per_call(
+        rank_file, calls["func"][rows], lambda name, _: RMA_ATOMIC + semantics.rma_atomic_type(name), np.int64
+    )
+    columns["tag"][rows] = np.select([put, get], [RMA_PUT, RMA_GET], atomic)
     columns["request"][rows] = np.where(started[rows], columns["request"][rows], BLOCKING_IO | rows.astype(np.uint64))
     op[rows] = np.where(started[rows], OP_RMA_REQUEST, OP_RMA)

@@ -53,10 +53,7 @@ def fill_start(start: np.ndarray, rank_file: RankFile, calls: np.ndarray, rows: 
     """A request start (or persistent init) per call of `rows`: its kind, whether it is a
     send, and its message (a receive's peer is its source)."""
     func = calls["func"][rows]
-    kind_of = np.zeros(max(rank_file.functions, default=0) + 1, np.uint8)
-    for code, kind in rank_file.kinds.items():
-        kind_of[code] = KINDS.index(kind)
-    start["kind"] = kind_of[func]
+    start["kind"] = semantics.per_call(rank_file, func, lambda _, kind: KINDS.index(kind), np.uint8)
     start["send"] = semantics.of_kinds(rank_file, func, semantics.REQUEST_SENDS | semantics.PERSISTENT_SENDS)
     receive = semantics.of_kinds(rank_file, func, semantics.REQUEST_RECEIVES | semantics.PERSISTENT_RECEIVES)
     collective = semantics.of_kinds(rank_file, func, semantics.REQUEST_COLLECTIVES | semantics.PERSISTENT_COLLECTIVES)
@@ -66,10 +63,7 @@ def fill_start(start: np.ndarray, rank_file: RankFile, calls: np.ndarray, rows: 
     )
     start["recv_bytes"] = calls["recv_bytes"][rows]
     start["object"] = np.where(calls["window"][rows] >= 0, calls["window"][rows], calls["file"][rows])
-    op_of = np.zeros(len(kind_of), np.uint8)
-    for code, name in rank_file.functions.items():
-        op_of[code] = semantics.collective_op_value(name)
-    start["op"] = op_of[func]
+    start["op"] = semantics.per_call(rank_file, func, lambda name, _: semantics.collective_op_value(name), np.uint8)
     start["bytes"] = np.where(
         semantics.of_kinds(rank_file, func, semantics.IO_READS) & (calls["recv_bytes"][rows] > 0),
         calls["recv_bytes"][rows],

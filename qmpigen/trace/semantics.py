@@ -5,7 +5,7 @@ gather.py, merge.py, otf2_out.py and docs/tracing.md's table read these sets."""
 
 from __future__ import annotations
 
-from typing import Dict, FrozenSet, Iterable
+from typing import Callable, Dict, FrozenSet, Iterable
 
 import numpy as np
 
@@ -187,8 +187,16 @@ def codes(rank_file: RankFile, kinds: Iterable[str]) -> np.ndarray:
     return np.array([code for code, kind in rank_file.kinds.items() if kind in wanted], np.uint16)
 
 
+def per_call(rank_file: RankFile, func: np.ndarray, value_of: Callable[[str, str], int], dtype) -> np.ndarray:
+    """Per call (its function code), value_of(the function's name, its kind): computed once
+    per function of the file, then looked up (a code the file does not name gives 0)."""
+    table = np.zeros(max(rank_file.functions, default=0) + 1, dtype)
+    for code, name in rank_file.functions.items():
+        table[code] = value_of(name, rank_file.kinds.get(code, "other"))
+    return np.where(func < len(table), table[np.minimum(func, len(table) - 1)], 0).astype(dtype)
+
+
 def of_kinds(rank_file: RankFile, func: np.ndarray, kinds: Iterable[str]) -> np.ndarray:
     """Per call (its function code), whether its function is of one of these kinds."""
-    table = np.zeros(max(rank_file.functions, default=0) + 1, bool)
-    table[codes(rank_file, kinds)] = True
-    return table[np.minimum(func, len(table) - 1)] & (func < len(table))
+    wanted = frozenset(kinds)
+    return per_call(rank_file, func, lambda _, kind: kind in wanted, bool)
