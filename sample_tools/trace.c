@@ -271,6 +271,7 @@ struct thread_buffer *trace_thread_buffer(struct instance *in)
 static void comm_peers(MPI_Comm comm, struct handle_entry *e)
 {
     int topology = MPI_UNDEFINED, inter = 0, n = 0, weighted = 0;
+    PMPI_Comm_rank(comm, &e->rank);
     e->peers = e->size;
     if (PMPI_Comm_test_inter(comm, &inter) == MPI_SUCCESS && inter)
         PMPI_Comm_remote_size(comm, &e->peers);
@@ -280,9 +281,7 @@ static void comm_peers(MPI_Comm comm, struct handle_entry *e)
     if (topology == MPI_CART && PMPI_Cartdim_get(comm, &n) == MPI_SUCCESS) {
         e->in_degree = e->out_degree = 2 * n;
     } else if (topology == MPI_GRAPH) {
-        int rank = 0;
-        PMPI_Comm_rank(comm, &rank);
-        if (PMPI_Graph_neighbors_count(comm, rank, &n) == MPI_SUCCESS)
+        if (PMPI_Graph_neighbors_count(comm, e->rank, &n) == MPI_SUCCESS)
             e->in_degree = e->out_degree = n;
     } else if (topology == MPI_DIST_GRAPH) {
         PMPI_Dist_graph_neighbors_count(comm, &e->in_degree, &e->out_degree, &weighted);

@@ -28,6 +28,7 @@ struct handle_entry {
     uint64_t handle;
     int id, size;                /* size: communicator size, datatype size */
     int *world;                  /* communicator: world rank of each local rank */
+    int rank;                    /* communicator: this process's rank in it */
     int peers;                   /* communicator: the processes a collective exchanges with (remote size of an
                                     intercommunicator) */
     int in_degree, out_degree;   /* communicator: neighbours of its topology (else peers) */
