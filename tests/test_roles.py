@@ -160,10 +160,10 @@ def test_spec_role_blocks_run_per_parameter_of_the_role(enumerations, mpi):
         "t.qmpi",
     )
     by_name = {w.function.name: w for w in resolve(spec, enumeration).wrappers}
-    assert [b.text for b in by_name["MPI_Send"].after_each] == ["c(count);", "d(dest, 3);"]
-    assert [b.text for b in by_name["MPI_Sendrecv"].after_each] == ["c(sendcount);", "d(dest, 3);"]
-    assert [b.text for b in by_name["MPI_Sendrecv"].before_each] == ["s(status);"]
-    assert by_name["MPI_Barrier"].after_each == ()
+    assert [b.text for b in by_name["MPI_Send"].after] == ["c(count);", "d(dest, 3);"]
+    assert [b.text for b in by_name["MPI_Sendrecv"].after] == ["c(sendcount);", "d(dest, 3);"]
+    assert [b.text for b in by_name["MPI_Sendrecv"].before] == ['begin("sendrecv");', "s(status);"]
+    assert by_name["MPI_Barrier"].after == ()
     assert [b.text for b in by_name["MPI_Send"].before] == ['begin("send");']
     assert [b.text for b in by_name["MPI_Barrier"].before] == ['begin("collective");']
 

@@ -249,10 +249,37 @@ def test_each_runs_per_argument_of_the_type(mpich):
         mpich,
     )
     by_name = {w.function.name: w for w in tool.wrappers}
-    assert [b.text for b in by_name["MPI_Intercomm_merge"].before_each] == ['f(intercomm, "MPI_Comm", 0);']
-    assert [b.text for b in by_name["MPI_Intercomm_merge"].after_each] == ["g(*newintracomm, qmpi_ret);"]
-    assert [b.text for b in by_name["MPI_Send"].before_each] == ['f(comm, "MPI_Comm", 5);']
-    assert [b.text for b in by_name["MPI_Waitall"].before_each] == ["h(array_of_requests);"]
+    assert [b.text for b in by_name["MPI_Intercomm_merge"].before] == ['f(intercomm, "MPI_Comm", 0);']
+    assert [b.text for b in by_name["MPI_Intercomm_merge"].after] == ["g(*newintracomm, qmpi_ret);"]
+    assert [b.text for b in by_name["MPI_Send"].before] == ['f(comm, "MPI_Comm", 5);']
+    assert [b.text for b in by_name["MPI_Waitall"].before] == ["h(array_of_requests);"]
+    assert all(b.scoped for w in tool.wrappers for b in w.before + w.after)
+
+
+def test_plain_and_each_blocks_run_in_the_order_written(mpich):
+    tool = tool_of(
+        "tool t;\n"
+        "intercept MPI_Send {\n"
+        "    before %{ first(); %}\n"
+        "    before each MPI_Comm %{ second($arg); %}\n"
+        "    before %{ third(); %}\n"
+        "    after %{ fourth(); %}\n"
+        "    after role count %{ fifth($arg); %}\n"
+        "    after %{ sixth(); %}\n"
+        "}\n",
+        mpich,
+    )
+    send = {w.function.name: w for w in tool.wrappers}["MPI_Send"]
+    assert [(b.text, b.scoped) for b in send.before] == [
+        ("first();", False),
+        ("second(comm);", True),
+        ("third();", False),
+    ]
+    assert [(b.text, b.scoped) for b in send.after] == [
+        ("fourth();", False),
+        ("fifth(count);", True),
+        ("sixth();", False),
+    ]
 
 
 def test_code_blocks_are_dedented_and_keep_their_spec_line(mpich):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import fnmatch
 import textwrap
+from dataclasses import replace
 from typing import Any, Dict, List, Mapping, Optional, Set, Tuple
 
 from qmpigen.errors import Location, QmpigenError
@@ -17,7 +18,7 @@ from qmpigen.mpi.model import Enumeration, Lifecycle, MpiApi, MpiFunction
 from qmpigen.mpi.roles import roles_of
 from qmpigen.output.cnames import C_NAMES
 from qmpigen.spec.tool import CBlock, ContextField, Interface, Tool, ToolArgument, Wrapper
-from qmpigen.spec.values import CONTEXT, CallMode, Code, SelectionSpec, Selector, ToolSpec, normalise_type
+from qmpigen.spec.values import CONTEXT, CallMode, Code, EachCode, SelectionSpec, Selector, ToolSpec, normalise_type
 from qmpigen.spec.variables import expand
 
 
@@ -253,41 +254,47 @@ class Resolver:
         roles = roles_of(function)
         before: List[CBlock] = []
         after: List[CBlock] = []
-        before_each: List[CBlock] = []
-        after_each: List[CBlock] = []
         instead = None
         if rule is not None and rule_index is not None:
-            before = [b for b in (self.block(c, variables, function) for c in rule.before) if b.text]
-            after = [b for b in (self.block(c, variables, function) for c in rule.after) if b.text]
-            for each, target in [(e, before_each) for e in rule.before_each] + [
-                (e, after_each) for e in rule.after_each
-            ]:
-                for position, (param, role) in enumerate(zip(function.params, roles.params)):
-                    if role != each.role if each.role else normalise_type(param.type) != each.type:
-                        continue
-                    used_types.setdefault(rule_index, set()).add(each.role or each.type)
-                    arg_vars = dict(variables, arg=param.name, argtype=param.type, pos=str(position))
-                    block = self.block(each.code, arg_vars, function)
-                    if block.text:
-                        target.append(block)
+            # plain and `each`/`role` blocks run in the order written
+            for plain, each_blocks, target in (
+                (rule.before, rule.before_each, before),
+                (rule.after, rule.after_each, after),
+            ):
+                placed: List[Tuple[Tuple[int, int], CBlock]] = [
+                    (_position(c.location), self.block(c, variables, function)) for c in plain
+                ]
+                for each in each_blocks:
+                    placed += [
+                        (_position(each.code.location), block)
+                        for block in self.each_blocks(each, function, roles, variables, rule_index, used_types)
+                    ]
+                target += [block for _, block in sorted(placed, key=lambda item: item[0]) if block.text]
             if rule.instead is not None:
                 instead = self.block(rule.instead, variables, function)
         if handler is not None:
             instead = self.block(handler, variables, function)
-        blocks = before + before_each + after_each + after + ([instead] if instead else [])
+        blocks = before + after + ([instead] if instead else [])
         return Wrapper(
             function=function,
             symbol=f"{self.spec.prefix}_{function.short}",
             mode=mode,
             before=tuple(before),
-            before_each=tuple(before_each),
-            after_each=tuple(after_each),
             after=tuple(after),
             instead=instead,
             uses_ctx=stage is not None or any(b.uses_context for b in blocks),
             lifecycle=stage,
             implicit=rule is None and handler is None,
         )
+
+    def each_blocks(self, each: EachCode, function: MpiFunction, roles, variables, rule_index: int, used_types):
+        """An `each TYPE` or `role ROLE` block once per matching parameter, each in its own scope."""
+        for position, (param, role) in enumerate(zip(function.params, roles.params)):
+            if role != each.role if each.role else normalise_type(param.type) != each.type:
+                continue
+            used_types.setdefault(rule_index, set()).add(each.role or each.type)
+            arg_vars = dict(variables, arg=param.name, argtype=param.type, pos=str(position))
+            yield replace(self.block(each.code, arg_vars, function), scoped=True)
 
     # -- variables -----------------------------------------------------------------
     def common_vars(self) -> Dict[str, str]:
@@ -343,6 +350,10 @@ class Resolver:
 
         expansion = expand(code, variables, refuse, check)
         return _c_block(expansion.text, code.location.line, expansion.used)
+
+
+def _position(location) -> Tuple[int, int]:
+    return (location.line, location.column)
 
 
 def _c_block(text: str, line: int, used) -> CBlock:

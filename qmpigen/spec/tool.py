@@ -26,6 +26,7 @@ class CBlock:
     text: str
     line: int
     variables: FrozenSet[str] = frozenset()  # the `$` variables it used
+    scoped: bool = False  # an `each`/`role` block: in its own { } (its locals are its own)
     is_context = False  # a code block, not the context's place (spec.ContextSlot)
 
     @property
@@ -38,9 +39,7 @@ class Wrapper:
     function: MpiFunction
     symbol: str  # PREFIX_Send
     mode: CallMode
-    before: Tuple[CBlock, ...] = ()
-    before_each: Tuple[CBlock, ...] = ()
-    after_each: Tuple[CBlock, ...] = ()
+    before: Tuple[CBlock, ...] = ()  # plain, `each` and `role` blocks, in the order written
     after: Tuple[CBlock, ...] = ()
     instead: Optional[CBlock] = None
     uses_ctx: bool = False  # the wrapper needs its instance's context in scope
