@@ -456,17 +456,28 @@ int trace_begin(struct traced *t, int level, int index, int kind)
 
 void trace_end(struct traced *t, int failed)
 {
-    t->r.leave = trace_ticks();
+    uint64_t leave = trace_ticks();
+    struct thread_buffer *tb = t->tb;
     t->ts->open_calls--;
     if (failed)
         t->r.flags |= CALL_FAILED;
-    t->tb->calls++;
+    tb->calls++;
     if (CALL_RECORD_IS_SHORT(t->r)) {
-        struct short_call_record s = {R_SHORT_CALL, sizeof s,   t->r.func, t->r.depth, t->r.flags,
-                                      t->r.enter,   t->r.leave, t->r.comm, 0};
-        trace_put(t->in, t->tb, &s, sizeof s);
+        struct short_call_record s = {R_SHORT_CALL, sizeof s, t->r.func, t->r.depth, t->r.flags,
+                                      t->r.enter,   leave,    t->r.comm, 0};
+        trace_put(t->in, tb, &s, sizeof s);
+    } else if (__builtin_expect(tb->used + sizeof t->r + RESERVED_BYTES <= trace_options.buffer_bytes &&
+                                    !trace_options.flush_every_record,
+                                1)) {
+        /* The leave time goes into the buffer's copy, not the record's: a copy that read
+         * a field just stored would wait for the store (no store-to-load forwarding into
+         * a wider load). */
+        memcpy(tb->data + tb->used, &t->r, sizeof t->r);
+        memcpy(tb->data + tb->used + offsetof(struct call_record, leave), &leave, sizeof leave);
+        tb->used += sizeof t->r;
     } else {
-        trace_put(t->in, t->tb, &t->r, sizeof t->r);
+        t->r.leave = leave;
+        trace_append(t->in, tb, &t->r, sizeof t->r);
     }
 }
 

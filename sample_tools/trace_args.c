@@ -33,19 +33,19 @@ int trace_args_begin(struct trace_args *a, int level, int index, int kind)
     a->mode = 0;
     a->file_name = NULL;
     a->freed_kind = 0;
-    if ((a->tb = trace_open(level, index, kind, &a->ts, &a->depth)) == NULL)
+    if ((a->t.tb = trace_open(level, index, kind, &a->t.ts, &a->depth)) == NULL)
         return 0;
+    a->t.in = &trace_instances[level];
     a->level = level;
     a->index = index;
     a->kind = kind;
-    a->enter = trace_ticks();
     return 1;
 }
 
 /* Called only when trace_args_begin said 1 (TRACE_SET_FREED). */
 void trace_args_freed(struct trace_args *a, int kind, const void *handle, size_t size)
 {
-    struct handle_entry *e = trace_lookup(&trace_instances[a->level], a->tb, kind, handle, size, NULL);
+    struct handle_entry *e = trace_lookup(a->t.in, a->t.tb, kind, handle, size, NULL);
     a->freed_kind = kind;
     a->freed_bits = trace_handle_bits(handle, size);
     a->freed_id = e != NULL ? e->id : -1;
@@ -231,20 +231,14 @@ static int created(struct traced *t, int kind, const void *handle, size_t size, 
     return e != NULL ? e->id : -1;
 }
 
-/* Files, windows and the handles a call makes. */
-static void record_objects(struct traced *t, const struct trace_args *a, int failed)
+/* The files and windows a call names, and the handle it frees (read before the call,
+ * TRACE_SET_FREED). */
+static void record_objects(struct traced *t, const struct trace_args *a)
 {
     uint32_t have = a->have;
     if (have & HAVE_file)
         t->r.file = created(t, R_FILE, &a->file, sizeof a->file, NULL);
-    if ((have & HAVE_new_file) && !failed) {
-        MPI_Offset size = 0;
-        struct definition d = {a->file_name, 0, NULL};
-        PMPI_File_get_size(*a->new_file, &size); /* the size the file had when it was opened */
-        d.file_size = size;
-        t->r.file = t->r.created = created(t, R_FILE, a->new_file, sizeof *a->new_file, &d);
-        t->r.offset = size;
-    } else if (a->file_name != NULL && !(have & HAVE_new_file)) { /* MPI_File_delete: a name, no handle */
+    else if (a->file_name != NULL && !(have & HAVE_new_file)) { /* MPI_File_delete: a name, no handle */
         struct definition d = {a->file_name, -1, NULL};
         uint64_t unique = (uint64_t)-1 - (uint64_t)t->in->next_id[R_FILE];
         t->r.file = created(t, R_FILE, &unique, sizeof unique, &d);
@@ -258,73 +252,95 @@ static void record_objects(struct traced *t, const struct trace_args *a, int fai
                 t->r.peer = trace_world_rank(w->parent, a->target);
         }
     }
-    if ((have & HAVE_new_window) && !failed) {
+    if (a->freed_kind == R_COMM)
+        t->r.comm = a->freed_id;
+    else if (a->freed_kind == R_FILE)
+        t->r.file = a->freed_id;
+    else if (a->freed_kind == R_WINDOW)
+        t->r.window = a->freed_id;
+    else if (a->freed_kind != 0)
+        t->r.datatype = a->freed_id;
+}
+
+/* The handles a call made, and the one it freed forgotten (later handles with the same
+ * value are new objects). */
+static void record_made(struct traced *t, const struct trace_args *a, int failed)
+{
+    uint32_t have = a->have;
+    if (failed)
+        return;
+    if (have & HAVE_new_file) {
+        MPI_Offset size = 0;
+        struct definition d = {a->file_name, 0, NULL};
+        PMPI_File_get_size(*a->new_file, &size); /* the size the file had when it was opened */
+        d.file_size = size;
+        t->r.file = t->r.created = created(t, R_FILE, a->new_file, sizeof *a->new_file, &d);
+        t->r.offset = size;
+    }
+    if (have & HAVE_new_window) {
         struct definition d = {NULL, 0, t->comm};
         t->r.window = t->r.created = created(t, R_WINDOW, a->new_window, sizeof *a->new_window, &d);
     }
-    if ((have & HAVE_new_type) && !failed)
+    if (have & HAVE_new_type)
         t->r.created = created(t, R_TYPE, a->new_type, sizeof *a->new_type, NULL);
-    if ((have & HAVE_new_comm) && !failed && *a->new_comm != MPI_COMM_NULL)
+    if ((have & HAVE_new_comm) && *a->new_comm != MPI_COMM_NULL)
         t->r.created = created(t, R_COMM, a->new_comm, sizeof *a->new_comm, NULL);
-    if (a->freed_kind != 0) {
-        if (a->freed_kind == R_COMM)
-            t->r.comm = a->freed_id;
-        else if (a->freed_kind == R_FILE)
-            t->r.file = a->freed_id;
-        else if (a->freed_kind == R_WINDOW)
-            t->r.window = a->freed_id;
-        else
-            t->r.datatype = a->freed_id;
-        if (!failed)
-            trace_forget(t->in, a->freed_kind, &a->freed_bits, sizeof a->freed_bits);
-    }
+    if (a->freed_kind != 0)
+        trace_forget(t->in, a->freed_kind, &a->freed_bits, sizeof a->freed_bits);
 }
 
-void trace_args_end(struct trace_args *a, int failed)
+/* Before the call: the record holds everything the arguments going in say, and the
+ * lookups they need happen here, while the tracer's data is still in the cache (after
+ * an MPI call that entered the kernel it is not: docs/performance.md). */
+void trace_args_prepare(struct trace_args *a)
 {
-    struct traced t;
+    struct traced *t = &a->t;
     uint32_t have = a->have;
-    t.ts = a->ts;
-    t.in = &trace_instances[a->level];
-    t.tb = a->tb;
-    t.comm = NULL;
-    t.r = (struct call_record){
-        .kind = R_CALL, .size = sizeof t.r, .func = (uint16_t)a->index, .depth = a->depth, CALL_RECORD_DEFAULTS};
-    t.r.enter = a->enter;
+    t->comm = NULL;
+    t->r = (struct call_record){
+        .kind = R_CALL, .size = sizeof t->r, .func = (uint16_t)a->index, .depth = a->depth, CALL_RECORD_DEFAULTS};
     if (have & HAVE_comm)
-        trace_set_comm(&t, a->comm);
+        trace_set_comm(t, a->comm);
     if ((have & HAVE_message) && (a->kind == TRACE_KIND_mrecv || a->kind == TRACE_KIND_imrecv))
-        take_message(&t, a->message);
+        take_message(t, a->message);
     if (have & HAVE_dest)
-        t.r.peer = trace_world_rank(t.comm, a->dest);
+        t->r.peer = trace_world_rank(t->comm, a->dest);
     if (have & HAVE_root)
-        t.r.root = trace_world_rank(t.comm, a->root);
+        t->r.root = trace_world_rank(t->comm, a->root);
     if (have & HAVE_source)
-        t.r.source = trace_world_rank(t.comm, a->source);
+        t->r.source = trace_world_rank(t->comm, a->source);
     if (have & HAVE_tag)
-        t.r.tag = a->tag;
+        t->r.tag = a->tag;
     else if (have & HAVE_new_file)
-        t.r.tag = access_mode(a->mode);
+        t->r.tag = access_mode(a->mode);
     else
-        t.r.tag = a->mode; /* MPI-IO: whence, atomicity */
+        t->r.tag = a->mode; /* MPI-IO: whence, atomicity */
     if (have & HAVE_recv_tag)
-        t.r.recv_tag = a->recv_tag;
+        t->r.recv_tag = a->recv_tag;
     if (moves_data(a->kind) || a->kind == TRACE_KIND_type_commit || a->kind == TRACE_KIND_type_create)
-        record_data(&t, a);
-    if ((have & HAVE_status) && !failed && a->status != NULL && a->kind != TRACE_KIND_file_read &&
-        a->kind != TRACE_KIND_file_write)
-        record_status(&t, a);
+        record_data(t, a);
+    if (have & HAVE_offset)
+        t->r.offset = a->offset;
+    record_objects(t, a);
+    t->r.enter = trace_ticks(); /* last: the call's time starts here */
+}
+
+void trace_args_finish(struct trace_args *a, int failed)
+{
+    struct traced *t = &a->t;
+    uint32_t have = a->have;
+    if ((have & HAVE_status) && !failed && a->status != NULL && trace_reads_status(a->kind))
+        record_status(t, a);
     if ((have & HAVE_message) && !failed && a->kind == TRACE_KIND_probe && a->message_out != NULL &&
         *a->message_out != MPI_MESSAGE_NULL)
-        remember_message(&t, *a->message_out);
+        remember_message(t, *a->message_out);
     if ((have & HAVE_request) && !failed && a->request != NULL) {
-        t.r.request = trace_handle_bits(a->request, sizeof *a->request);
-        t.r.flags |= CALL_HAS_REQUEST;
+        t->r.request = trace_handle_bits(a->request, sizeof *a->request);
+        t->r.flags |= CALL_HAS_REQUEST;
     }
-    if (have & HAVE_offset)
-        t.r.offset = a->offset;
-    record_objects(&t, a, failed);
-    trace_end(&t, failed);
+    if (have & (HAVE_new_file | HAVE_new_window | HAVE_new_type | HAVE_new_comm) || a->freed_kind != 0)
+        record_made(t, a, failed);
+    trace_end(t, failed);
 }
 
 /* ---- every other MPI function (QMPI_TRACE_FUNCTIONS=all) ----

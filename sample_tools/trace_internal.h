@@ -12,6 +12,7 @@
 #include <time.h>
 #include "qmpi.h"
 #include "trace_format.h"
+#include "trace_roles.h" /* struct traced */
 #if defined(__x86_64__) || defined(__i386__)
 #include <x86intrin.h>
 #endif
@@ -86,15 +87,6 @@ struct trace_options {
     const char *bad_buffer; /* a QMPI_TRACE_BUFFER not taken, said once by rank 0 */
 };
 HIDDEN extern struct trace_options trace_options;
-
-/* One traced call in progress. */
-struct traced {
-    struct thread_state *ts;
-    struct instance *in;
-    struct thread_buffer *tb;
-    struct handle_entry *comm;
-    struct call_record r;
-};
 
 /* What a new handle's definition needs beyond the handle. */
 struct definition {

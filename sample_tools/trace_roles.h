@@ -1,9 +1,11 @@
 /* trace_roles.h: what the trace tool's generated wrappers (trace_roles.qmpi) hand to
  * trace_args.c. A wrapper knows its function's kind and which parameter plays which role
  * (qmpigen/mpi/roles.py, from the MPI's own mpi.h); it stores each argument, raw, in a
- * struct trace_args on its stack, and trace_args_end makes the call record once the call
- * has returned: communicator and datatype ids, world ranks, bytes. Storing costs a move
- * per argument; everything that needs a lookup happens once, in trace_args_end. */
+ * struct trace_args on its stack before the call. trace_args_prepare makes the call
+ * record from them before the call (communicator and datatype ids, world ranks, bytes:
+ * every lookup), and trace_args_finish adds what the call made or says after it (the
+ * handles made, a status, a request) and writes the record: after a call that entered
+ * the kernel, every cache line the tracer touches is a miss. */
 #ifndef QMPI_TRACE_ROLES_H
 #define QMPI_TRACE_ROLES_H
 #include <mpi.h>
@@ -48,11 +50,20 @@ enum { SEND_PER_PEER = 1, RECV_PER_PEER = 2 }; /* per_peer: the scalar count is 
 
 struct thread_state;
 struct thread_buffer;
+struct instance;
+struct handle_entry;
+
+/* One traced call in progress: its record, and where it goes. */
+struct traced {
+    struct thread_state *ts;
+    struct instance *in;
+    struct thread_buffer *tb;
+    struct handle_entry *comm;
+    struct call_record r;
+};
 
 struct trace_args {
-    uint64_t enter;
-    struct thread_state *ts; /* the thread's state and buffer, from trace_args_begin */
-    struct thread_buffer *tb;
+    struct traced t; /* the thread's state and buffer (trace_args_begin), the record (trace_args_prepare) */
     int level, index, kind;
     uint8_t depth, per_peer;
     uint32_t have;
@@ -74,14 +85,27 @@ struct trace_args {
     uint64_t freed_bits;
 };
 
-/* 1 if the call is recorded (then trace_args_end must follow the call); the wrapper stores
- * arguments either way. */
+/* 1 if the call is recorded (then trace_args_prepare must come before the call and
+ * trace_args_finish after it); the wrapper stores arguments either way. */
 __attribute__((visibility("hidden"))) int trace_args_begin(struct trace_args *a, int level, int index, int kind);
-__attribute__((visibility("hidden"))) void trace_args_end(struct trace_args *a, int failed);
+/* Before the call, once the arguments that go in are stored: the record of what they
+ * say (ids, world ranks, bytes), and the enter time. */
+__attribute__((visibility("hidden"))) void trace_args_prepare(struct trace_args *a);
+/* After the call, once the arguments that come out are stored: what the call made or
+ * says (handles, statuses, requests), the leave time; the record is written. */
+__attribute__((visibility("hidden"))) void trace_args_finish(struct trace_args *a, int failed);
 /* A communicator, file, window or datatype the call frees (R_COMM, ...): looked up now,
  * while it is still valid. */
 __attribute__((visibility("hidden"))) void trace_args_freed(struct trace_args *a, int kind, const void *handle,
                                                             size_t size);
+
+/* Whether the record reads the call's status. A file read's or write's says nothing its
+ * count and datatype do not (MPI_Get_count of a short read aside), and an ignored one
+ * costs the MPI its filling in. */
+static inline int trace_reads_status(int kind)
+{
+    return kind != TRACE_KIND_file_read && kind != TRACE_KIND_file_write;
+}
 
 /* A role's argument, stored. */
 #define TRACE_SET(a, role, value) ((a).role = (value), (a).have |= HAVE_##role)
