@@ -31,11 +31,12 @@
  * No MPI communication happens for tracing's sake except the clock ping-pong with world
  * rank 0 right after MPI_Init and right before MPI_Finalize, through PMPI.
  * The hot path (trace_internal.h's inline trace_open, trace_lookup and trace_put, the
- * same for every wrapper): one TLS lookup per call, two reads of the tick counter, each
- * handle from its home slot in a 16-entry per-thread cache (one probe), the record built
- * once and copied into the thread's buffer (32 or 104 bytes: most of a call's cost is the
- * kernel's copy of them into the file); no lock, no atomic read-modify-write, no call
- * between the C files. `make bench` measures it per role mix (docs/performance.md). */
+ * same for every wrapper): one initial-exec TLS load per call, two reads of the tick
+ * counter, each handle from its home slot in a 16-entry per-thread cache (one probe), the
+ * record built once, before the call, and packed into the thread's buffer after it (32
+ * to 112 bytes, 64 for most calls with arguments: most of a call's cost is the kernel's
+ * copy of them into the file); no lock, no atomic read-modify-write, no call between the
+ * C files. `make bench` measures it per role mix (docs/performance.md). */
 #include "trace_internal.h"
 #include <errno.h>
 #include <fcntl.h>
@@ -52,6 +53,7 @@
 
 struct instance trace_instances[MAX_LEVELS];
 __thread struct thread_state trace_thread;
+__thread struct thread_state *trace_thread_self __attribute__((tls_model("initial-exec")));
 struct trace_options trace_options;
 static pthread_once_t options_once = PTHREAD_ONCE_INIT;
 
@@ -454,6 +456,10 @@ int trace_begin(struct traced *t, int level, int index, int kind)
     return 1;
 }
 
+/* The call's record, packed (its fields at their defaults left out: a PACKED_CALL), straight
+ * into the buffer when there is room: a file's bytes cost the most of a traced call (0.5
+ * ns each on tmpfs, written out), and a copy from a record on the stack would wait for
+ * the stores just made to it (no store-to-load forwarding into a wider load). */
 void trace_end(struct traced *t, int failed)
 {
     uint64_t leave = trace_ticks();
@@ -462,22 +468,13 @@ void trace_end(struct traced *t, int failed)
     if (failed)
         t->r.flags |= CALL_FAILED;
     tb->calls++;
-    if (CALL_RECORD_IS_SHORT(t->r)) {
-        struct short_call_record s = {R_SHORT_CALL, sizeof s, t->r.func, t->r.depth, t->r.flags,
-                                      t->r.enter,   leave,    t->r.comm, 0};
-        trace_put(t->in, tb, &s, sizeof s);
-    } else if (__builtin_expect(tb->used + sizeof t->r + RESERVED_BYTES <= trace_options.buffer_bytes &&
-                                    !trace_options.flush_every_record,
-                                1)) {
-        /* The leave time goes into the buffer's copy, not the record's: a copy that read
-         * a field just stored would wait for the store (no store-to-load forwarding into
-         * a wider load). */
-        memcpy(tb->data + tb->used, &t->r, sizeof t->r);
-        memcpy(tb->data + tb->used + offsetof(struct call_record, leave), &leave, sizeof leave);
-        tb->used += sizeof t->r;
+    if (__builtin_expect(tb->used + PACKED_CALL_MAX + RESERVED_BYTES <= trace_options.buffer_bytes &&
+                             !trace_options.flush_every_record,
+                         1)) {
+        tb->used += call_record_pack(&t->r, leave, tb->data + tb->used);
     } else {
-        t->r.leave = leave;
-        trace_append(t->in, tb, &t->r, sizeof t->r);
+        unsigned char packed[PACKED_CALL_MAX];
+        trace_append(t->in, tb, packed, call_record_pack(&t->r, leave, packed));
     }
 }
 

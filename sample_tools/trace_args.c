@@ -345,7 +345,7 @@ void trace_args_finish(struct trace_args *a, int failed)
 
 /* ---- every other MPI function (QMPI_TRACE_FUNCTIONS=all) ----
  * trace_all.qmpi makes a wrapper for every function outside `operations` that calls
- * trace_all_begin before the next link and trace_all_end after it: a SHORT CALL record
+ * trace_all_begin before the next link and trace_all_end after it: a PACKED_CALL record
  * without arguments (generic code cannot know them; no role says). */
 HIDDEN uint64_t trace_all_begin(int level, int index);
 HIDDEN void trace_all_end(int level, int index, uint64_t enter, int failed);
@@ -366,8 +366,8 @@ void trace_all_end(int level, int index, uint64_t enter, int failed)
 {
     uint64_t leave = trace_ticks();
     struct thread_state *ts = &trace_thread;
-    struct short_call_record s = {R_SHORT_CALL, sizeof s, (uint16_t)index, 255, failed ? CALL_FAILED : 0, enter, leave,
-                                  -1,           0};
+    struct packed_call_record s = {
+        R_PACKED_CALL, sizeof s, (uint16_t)index, 255, failed ? CALL_FAILED : 0, enter, leave, -1, 0};
     if (ts->open_calls <= MAX_OPEN)
         s.depth = ts->open_stack[ts->open_calls - 1].depth;
     ts->open_calls--;

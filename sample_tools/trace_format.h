@@ -6,8 +6,9 @@
 #define QMPI_TRACE_FORMAT_H
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
-#define TRACE_VERSION 4
+#define TRACE_VERSION 5
 #define TRACE_MAGIC "QMPITRC"
 #define RECORD_ALIGNMENT 8
 #define COMM_CHUNK 1000
@@ -68,7 +69,7 @@ enum {
     R_COMPLETION = 7,
     R_CLOCK = 8,
     R_TIMER = 9,
-    R_SHORT_CALL = 10,
+    R_PACKED_CALL = 10,
     R_END = 11,
     R_WINDOW = 12,
 };
@@ -263,7 +264,7 @@ _Static_assert(offsetof(struct timer_record, ticks) == 8, "layout.py");
 _Static_assert(offsetof(struct timer_record, ns) == 16, "layout.py");
 _Static_assert(sizeof(struct timer_record) == 24, "layout.py");
 
-struct short_call_record { /* R_SHORT_CALL, 32 bytes */
+struct packed_call_record { /* R_PACKED_CALL, 32 bytes */
     uint16_t kind;
     uint16_t size; /* total bytes */
     uint16_t func; /* function code */
@@ -272,18 +273,18 @@ struct short_call_record { /* R_SHORT_CALL, 32 bytes */
     uint64_t enter; /* ticks */
     uint64_t leave; /* ticks */
     int32_t comm; /* communicator id */
-    int32_t reserved;
+    uint32_t present; /* bit i: the i-th CALL field after comm follows */
 };
-_Static_assert(offsetof(struct short_call_record, kind) == 0, "layout.py");
-_Static_assert(offsetof(struct short_call_record, size) == 2, "layout.py");
-_Static_assert(offsetof(struct short_call_record, func) == 4, "layout.py");
-_Static_assert(offsetof(struct short_call_record, depth) == 6, "layout.py");
-_Static_assert(offsetof(struct short_call_record, flags) == 7, "layout.py");
-_Static_assert(offsetof(struct short_call_record, enter) == 8, "layout.py");
-_Static_assert(offsetof(struct short_call_record, leave) == 16, "layout.py");
-_Static_assert(offsetof(struct short_call_record, comm) == 24, "layout.py");
-_Static_assert(offsetof(struct short_call_record, reserved) == 28, "layout.py");
-_Static_assert(sizeof(struct short_call_record) == 32, "layout.py");
+_Static_assert(offsetof(struct packed_call_record, kind) == 0, "layout.py");
+_Static_assert(offsetof(struct packed_call_record, size) == 2, "layout.py");
+_Static_assert(offsetof(struct packed_call_record, func) == 4, "layout.py");
+_Static_assert(offsetof(struct packed_call_record, depth) == 6, "layout.py");
+_Static_assert(offsetof(struct packed_call_record, flags) == 7, "layout.py");
+_Static_assert(offsetof(struct packed_call_record, enter) == 8, "layout.py");
+_Static_assert(offsetof(struct packed_call_record, leave) == 16, "layout.py");
+_Static_assert(offsetof(struct packed_call_record, comm) == 24, "layout.py");
+_Static_assert(offsetof(struct packed_call_record, present) == 28, "layout.py");
+_Static_assert(sizeof(struct packed_call_record) == 32, "layout.py");
 
 struct end_record { /* R_END, 16 bytes */
     uint16_t kind;
@@ -311,8 +312,44 @@ _Static_assert(offsetof(struct window_record, comm) == 8, "layout.py");
 _Static_assert(offsetof(struct window_record, reserved) == 12, "layout.py");
 _Static_assert(sizeof(struct window_record) == 16, "layout.py");
 
-#define CALL_RECORD_DEFAULTS .comm = -1, .peer = -1, .root = -1, .datatype = -1, .file = -1, .source = -1, .window = -1, .created = -1
-#define CALL_RECORD_IS_SHORT(r) (((r).peer & (r).root & (r).datatype & (r).file & (r).source & (r).window & (r).created) == -1 && \
-    ((r).tag | (r).count | (r).bytes | (r).offset | (int64_t)(r).request | (r).recv_tag | (r).recv_bytes) == 0)
+#define CALL_RECORD_DEFAULTS .flags = 0, .enter = 0, .leave = 0, .comm = -1, .peer = -1, .tag = 0, .root = -1, .datatype = -1, .file = -1, .count = 0, .bytes = 0, .offset = 0, .request = 0, .source = -1, .recv_tag = 0, .window = -1, .created = -1, .recv_bytes = 0
+#define PACKED_CALL_MAX 112 /* a PACKED_CALL's largest size */
+/* Writes call record `r`, left at `leave`, as a PACKED_CALL at `to` (PACKED_CALL_MAX
+ * bytes of room): its fields not at their defaults follow its head. Returns its size.
+ * A field's branch goes the same way call after call of a function. */
+static inline __attribute__((always_inline)) size_t call_record_pack(const struct call_record *r, uint64_t leave, void *to)
+{
+    unsigned char *out = (unsigned char *)to;
+    unsigned char *p = out + sizeof(struct packed_call_record);
+    uint32_t present = 0;
+    uint64_t word;
+    if (r->peer != -1) { memcpy(p, &r->peer, sizeof r->peer); p += sizeof r->peer; present |= 1u << 0; }
+    if (r->tag != 0) { memcpy(p, &r->tag, sizeof r->tag); p += sizeof r->tag; present |= 1u << 1; }
+    if (r->root != -1) { memcpy(p, &r->root, sizeof r->root); p += sizeof r->root; present |= 1u << 2; }
+    if (r->datatype != -1) { memcpy(p, &r->datatype, sizeof r->datatype); p += sizeof r->datatype; present |= 1u << 3; }
+    if (r->file != -1) { memcpy(p, &r->file, sizeof r->file); p += sizeof r->file; present |= 1u << 4; }
+    if (r->count != 0) { memcpy(p, &r->count, sizeof r->count); p += sizeof r->count; present |= 1u << 5; }
+    if (r->bytes != 0) { memcpy(p, &r->bytes, sizeof r->bytes); p += sizeof r->bytes; present |= 1u << 6; }
+    if (r->offset != 0) { memcpy(p, &r->offset, sizeof r->offset); p += sizeof r->offset; present |= 1u << 7; }
+    if ((int64_t)r->request != 0) { memcpy(p, &r->request, sizeof r->request); p += sizeof r->request; present |= 1u << 8; }
+    if (r->source != -1) { memcpy(p, &r->source, sizeof r->source); p += sizeof r->source; present |= 1u << 9; }
+    if (r->recv_tag != 0) { memcpy(p, &r->recv_tag, sizeof r->recv_tag); p += sizeof r->recv_tag; present |= 1u << 10; }
+    if (r->window != -1) { memcpy(p, &r->window, sizeof r->window); p += sizeof r->window; present |= 1u << 11; }
+    if (r->created != -1) { memcpy(p, &r->created, sizeof r->created); p += sizeof r->created; present |= 1u << 12; }
+    if (r->recv_bytes != 0) { memcpy(p, &r->recv_bytes, sizeof r->recv_bytes); p += sizeof r->recv_bytes; present |= 1u << 13; }
+    while ((size_t)(p - out) % RECORD_ALIGNMENT)
+        *p++ = 0;
+    /* the head as four words made in registers (the format is little-endian): a head
+     * struct on the stack copied out would wait for its fields' narrow stores */
+    word = (uint64_t)R_PACKED_CALL | (uint64_t)(p - out) << 16 | (uint64_t)r->func << 32 |
+           (uint64_t)r->depth << 48 | (uint64_t)r->flags << 56;
+    memcpy(out, &word, sizeof word);
+    memcpy(out + 8, &r->enter, sizeof r->enter);
+    memcpy(out + 16, &leave, sizeof leave);
+    word = (uint64_t)(uint32_t)r->comm | (uint64_t)present << 32;
+    memcpy(out + 24, &word, sizeof word);
+    return (size_t)(p - out);
+}
+_Static_assert(offsetof(struct packed_call_record, present) == 28 && sizeof(struct packed_call_record) == 32, "call_record_pack's words");
 #endif
 /* clang-format on */

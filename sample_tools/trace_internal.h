@@ -69,7 +69,7 @@ struct instance {
 };
 HIDDEN extern struct instance trace_instances[MAX_LEVELS];
 
-/* Everything a thread keeps, in one TLS object: one __tls_get_addr per traced call. */
+/* Everything a thread keeps, in one TLS object (reached through trace_thread_self). */
 struct thread_state {
     struct thread_buffer *buffers[MAX_LEVELS];
     int open_calls;
@@ -79,6 +79,10 @@ struct thread_state {
     } open_stack[MAX_OPEN];
 };
 HIDDEN extern __thread struct thread_state trace_thread;
+/* The same, found through 8 bytes of static TLS (the initial-exec model: one load): a
+ * dlopen'ed library's own TLS costs a call per access. glibc keeps spare static TLS for
+ * such libraries; were it used up, dlopen would refuse the tool, which the core reports. */
+HIDDEN extern __thread struct thread_state *trace_thread_self __attribute__((tls_model("initial-exec")));
 
 struct trace_options {
     const char *dir;
@@ -215,7 +219,8 @@ static inline struct thread_buffer *trace_open(int level, int index, int kind, s
     int depth;
     if ((unsigned)level >= MAX_LEVELS || !__atomic_load_n(&(in = &trace_instances[level])->active, __ATOMIC_ACQUIRE))
         return NULL;
-    ts = &trace_thread;
+    if (__builtin_expect((ts = trace_thread_self) == NULL, 0))
+        ts = trace_thread_self = &trace_thread;
     depth = trace_call_depth(ts, index);
     if (depth > 0 && !trace_options.nested)
         return NULL;

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import struct
 import subprocess
 import sys
 
@@ -27,14 +28,37 @@ def test_generated_parts_are_up_to_date():
 
 
 def test_the_c_structs_compile_with_the_layouts_offsets(tmp_path):
-    """trace_format.h alone (its _Static_asserts hold the offsets and sizes)."""
+    """trace_format.h alone (its _Static_asserts hold the offsets and sizes), and its packer
+    read back by the reader: calls at their defaults, with every field, with a few."""
+    from qmpigen.trace import read
+
     compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
     if compiler is None:
         pytest.skip("no C compiler")
     source = tmp_path / "layout.c"
     source.write_text(
         f'#include "{layout_text.TRACE_H}"\n'
-        "int main(void) { struct call_record r = {CALL_RECORD_DEFAULTS}; return !CALL_RECORD_IS_SHORT(r); }\n"
+        "#include <stdio.h>\n"
+        "static void show(struct call_record r, uint64_t leave) {\n"
+        "    unsigned char out[PACKED_CALL_MAX];\n"
+        "    size_t size = call_record_pack(&r, leave, out);\n"
+        "    r.leave = leave;\n"
+        "    fwrite(&r, sizeof r, 1, stdout); fwrite(&size, sizeof size, 1, stdout); fwrite(out, 1, size, stdout);\n"
+        "}\n"
+        "int main(void) {\n"
+        "    struct call_record r = {.kind = R_CALL, .size = sizeof r, .func = 3, CALL_RECORD_DEFAULTS};\n"
+        "    r.enter = 10;\n"
+        "    show(r, 20);\n"
+        "    r.comm = 2; r.peer = 1; r.tag = -7; r.root = 0; r.datatype = 4; r.file = 5; r.count = 6;\n"
+        "    r.bytes = 1LL << 40; r.offset = -8; r.request = ~0ULL; r.source = -2; r.recv_tag = 9;\n"
+        "    r.window = 10; r.created = 11; r.recv_bytes = 12; r.flags = CALL_FAILED; r.depth = 2;\n"
+        "    show(r, 30);\n"
+        "    r = (struct call_record){.kind = R_CALL, .size = sizeof r, .func = 9, CALL_RECORD_DEFAULTS};\n"
+        "    r.enter = 1;\n"
+        "    r.file = 0; r.datatype = 1; r.count = 8; r.bytes = 8; r.offset = 64;\n"
+        "    show(r, 2);\n"
+        "    return 0;\n"
+        "}\n"
     )
     proc = subprocess.run(
         [compiler, "-std=c11", "-Wall", "-Wextra", "-Werror", str(source), "-o", str(tmp_path / "layout")],
@@ -42,12 +66,19 @@ def test_the_c_structs_compile_with_the_layouts_offsets(tmp_path):
         text=True,
     )
     assert proc.returncode == 0, proc.stderr
-    # a call record at its defaults is one a SHORT_CALL stands for
-    assert subprocess.run([str(tmp_path / "layout")]).returncode == 0
+    out = subprocess.run([str(tmp_path / "layout")], capture_output=True, check=True).stdout
+    sizes = []
+    while out:
+        whole, (size,), out = out[:104], struct.unpack_from("<Q", out, 104), out[112:]
+        packed, out = out[:size], out[size:]
+        assert read._unpack_call(packed, 0, size) == whole
+        sizes.append(size)
+    # nothing but the head; every field (4 x 9 + 8 x 5 bytes after it); a write's five
+    assert sizes == [32, layout.PACKED_CALL_MAX, 64]
 
 
 def test_the_readers_types_are_the_layouts():
-    np = pytest.importorskip("numpy")
+    pytest.importorskip("numpy")
     from qmpigen.trace import read
 
     for record in layout.RECORDS:
@@ -65,8 +96,8 @@ def test_the_readers_types_are_the_layouts():
         "window": -1,
         "created": -1,
     }
-    assert (read.R_CALL, read.R_COMPLETION, read.R_SHORT_CALL) == (6, 7, 10)
-    assert np.dtype(read.SHORT_DTYPE).names[:8] == read.CALL_DTYPE.names[:8]
+    assert (read.R_CALL, read.R_COMPLETION, read.R_PACKED_CALL) == (6, 7, 10)
+    assert layout.PACKED_CALL.layout.dtype.names[:8] == read.CALL_DTYPE.names[:8]
 
 
 def test_the_kinds_are_the_function_models():

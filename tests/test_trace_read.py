@@ -33,8 +33,17 @@ def long_call(func: int, enter: int, peer: int = 1) -> bytes:
     return struct.pack("<HH", read.R_CALL, 104) + fields
 
 
-def short_call(func: int, enter: int) -> bytes:
-    return struct.pack("<HHHBBQQii", read.R_SHORT_CALL, 32, func, 0, 0, enter, enter + 2, 0, 0)
+def packed_call(func: int, enter: int, peer: int = -1, offset: int = 0) -> bytes:
+    """A PACKED_CALL: its head, then peer (bit 0) and offset (bit 7) when not at their defaults."""
+    present = (peer != -1) | (offset != 0) << 7
+    tail = (struct.pack("<i", peer) if peer != -1 else b"") + (struct.pack("<q", offset) if offset else b"")
+    tail += b"\0" * (-len(tail) % 8)
+    return (
+        struct.pack("<HHHBBQQiI", read.R_PACKED_CALL, 32 + len(tail), func, 0, 0, enter, enter + 2, 0, present) + tail
+    )
+
+
+PACKED_FIELDS = ((), (5,), (6, 1 << 40))  # peer, offset: none, peer alone, both
 
 
 def completion(request: int) -> bytes:
@@ -50,8 +59,8 @@ def rank_file(tail: bytes = b"") -> bytes:
     body += record(read.R_COMM, struct.pack("<iiii", 0, 2, 0, 2) + struct.pack("<ii", 0, 1))
     body += read.TIMER.pack(read.R_TIMER, read.TIMER.size, 0, 100, 1000)
     calls = []
-    for i in range(300):  # runs of long calls broken by short ones and completions
-        calls.append(long_call(1, 1000 + 10 * i) if i % 7 else short_call(3, 1000 + 10 * i))
+    for i in range(300):  # runs of long calls broken by packed ones (some with fields) and completions
+        calls.append(long_call(1, 1000 + 10 * i) if i % 7 else packed_call(3, 1000 + 10 * i, *PACKED_FIELDS[i % 3]))
         if i % 50 == 49:
             calls.append(long_call(2, 1000 + 10 * i + 6) + completion(0xABC + i))
     return header + body + b"".join(calls) + tail
@@ -84,8 +93,14 @@ def test_a_whole_file_reads_the_same_both_ways(tmp_path, monkeypatch):
     got = read_both(tmp_path, rank_file(), monkeypatch)
     assert got.problem is None and len(got.calls) == 306 and len(got.completions) == 6
     assert got.functions == FUNCS and got.comms == {0: (0, 1)}
-    short = got.calls[got.calls["func"] == 3]
-    assert len(short) == 43 and (short["peer"] == -1).all() and (short["size"] == 104).all()
+    packed = got.calls[got.calls["func"] == 3]
+    assert len(packed) == 43 and (packed["size"] == 104).all() and (packed["comm"] == 0).all()
+    expected = [PACKED_FIELDS[i % 3] for i in range(0, 300, 7)]
+    assert packed["peer"].tolist() == [f[0] if f else -1 for f in expected]
+    assert packed["offset"].tolist() == [f[1] if len(f) > 1 else 0 for f in expected]
+    assert (
+        (packed["datatype"] == -1).all() and (packed["count"] == 0).all() and (packed["leave"] > packed["enter"]).all()
+    )
     assert got.kinds == KINDS
     assert got.completions["request"].tolist() == [0xABC + i for i in range(49, 300, 50)]
 
@@ -105,6 +120,19 @@ def test_a_corrupt_record_ends_what_counts(tmp_path, monkeypatch):
     got = read_both(tmp_path, rank_file(bad + long_call(1, 99999) + completion(1)), monkeypatch)
     assert got.problem.startswith("corrupt record at byte") and len(got.calls) == 306
     assert len(got.completions) == 6  # the completion after the bad record does not count
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        struct.pack("<HHHBBQQiI", 10, 32, 3, 0, 0, 5, 6, 0, 1 << 20),  # a bit naming no field
+        struct.pack("<HHHBBQQiI", 10, 32, 3, 0, 0, 5, 6, 0, 1 << 6),  # a field past its size
+        struct.pack("<HHHBBQQiI", 10, 48, 3, 0, 0, 5, 6, 0, 1) + bytes(16),  # a size its fields do not fill
+    ],
+)
+def test_a_packed_call_that_does_not_unpack_ends_what_counts(tmp_path, monkeypatch, bad):
+    got = read_both(tmp_path, rank_file(bad + long_call(1, 99999)), monkeypatch)
+    assert got.problem.startswith("corrupt call record at byte") and len(got.calls) == 306
 
 
 def test_a_call_with_an_unknown_function_is_where_reading_stops(tmp_path, monkeypatch):

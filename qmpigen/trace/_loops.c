@@ -345,28 +345,56 @@ int64_t qmpi_json_flows(char *out, int64_t cap, int64_t n, int64_t first_id, con
 
 /* The record kinds and sizes the walk sorts out (read.py fills it from layout.py). */
 struct kinds {
-    uint16_t call, call_size, short_call, short_size, completion, completion_size, alignment;
+    uint16_t call, call_size, packed, packed_size, completion, completion_size, alignment;
+    uint16_t packed_fields;                  /* CALL fields a PACKED_CALL may carry */
+    uint16_t field_at[32], field_size[32];   /* each one's offset in a CALL record and its size */
+    const uint8_t *defaults;                 /* a CALL record with every field at its default */
 };
 
 struct scan {
-    uint8_t *calls;         /* full call records, in file order (short ones: a row left for Python) */
+    uint8_t *calls;         /* call records, in file order (packed ones unpacked) */
     int64_t *call_offset;   /* where each call starts in the file */
-    uint8_t *shorts;        /* short call records */
-    int64_t *short_row;     /* the row of each in `calls` */
     uint8_t *completions;   /* completion records */
     int64_t *completion_at; /* 2 per completion: its offset, the index of the call before it */
     int64_t *other_at;      /* 2 per other record: its offset, the number of calls before it */
-    int64_t counts[4];      /* calls, shorts, completions, others */
+    int64_t counts[4];      /* calls, packed calls, completions, others */
 };
 
 struct record_head {
     uint16_t kind, size;
 };
 
-/* Walks the records from `pos` to `end` and sorts them: calls (full and short),
- * completions (after a call) and the rest, for Python. With NULL buffers it only counts.
- * Returns where it stopped: `end`, or the first record whose head cannot be walked
- * (Python says why). */
+/* A PACKED_CALL of `size` bytes as a whole CALL record at `call` (NULL: only checked): its
+ * head, then each field whose bit is set in `present`. 0 if its bits name no field, or
+ * its fields do not fill its size (to the alignment). */
+static int unpack_call(const uint8_t *record, uint16_t size, const struct kinds *k, uint8_t *call)
+{
+    uint32_t present;
+    int64_t at = k->packed_size;
+    unsigned i;
+    memcpy(&present, record + k->packed_size - sizeof present, sizeof present);
+    if (present >> k->packed_fields)
+        return 0;
+    if (call != NULL) { /* the head is CALL's first bytes, after kind and size */
+        memcpy(call, k->defaults, k->call_size);
+        memcpy(call + sizeof(struct record_head), record + sizeof(struct record_head),
+               k->packed_size - sizeof(struct record_head) - sizeof present);
+    }
+    for (i = 0; i < k->packed_fields; i++)
+        if (present >> i & 1) {
+            if (at + k->field_size[i] > size)
+                return 0;
+            if (call != NULL)
+                memcpy(call + k->field_at[i], record + at, k->field_size[i]);
+            at += k->field_size[i];
+        }
+    return (at + k->alignment - 1) / k->alignment * k->alignment == size;
+}
+
+/* Walks the records from `pos` to `end` and sorts them: calls (whole and packed),
+ * completions (after a call) and the rest, for Python (a packed call that does not
+ * unpack among them: Python says why). With NULL buffers it only counts. Returns where
+ * it stopped: `end`, or the first record whose head cannot be walked (Python says why). */
 int64_t qmpi_scan_records(const uint8_t *data, int64_t pos, int64_t end, const struct kinds *k, struct scan *s)
 {
     int64_t *n = s->counts;
@@ -376,17 +404,18 @@ int64_t qmpi_scan_records(const uint8_t *data, int64_t pos, int64_t end, const s
         memcpy(&h, data + pos, sizeof h);
         if (h.size < k->alignment || h.size % k->alignment || pos + h.size > end)
             break;
-        if ((h.kind == k->call && h.size == k->call_size) || (h.kind == k->short_call && h.size == k->short_size)) {
+        if (h.kind == k->call && h.size == k->call_size) {
             if (s->calls) {
                 s->call_offset[n[0]] = pos;
-                if (h.kind == k->call) {
-                    memcpy(s->calls + (int64_t)k->call_size * n[0], data + pos, k->call_size);
-                } else {
-                    memcpy(s->shorts + (int64_t)k->short_size * n[1], data + pos, k->short_size);
-                    s->short_row[n[1]] = n[0];
-                }
+                memcpy(s->calls + (int64_t)k->call_size * n[0], data + pos, k->call_size);
             }
-            n[1] += h.kind == k->short_call;
+            n[0]++;
+        } else if (h.kind == k->packed && h.size >= k->packed_size && unpack_call(data + pos, h.size, k, NULL)) {
+            if (s->calls) {
+                s->call_offset[n[0]] = pos;
+                unpack_call(data + pos, h.size, k, s->calls + (int64_t)k->call_size * n[0]);
+            }
+            n[1]++;
             n[0]++;
         } else if (h.kind == k->completion && h.size == k->completion_size && n[0] > 0) {
             if (s->calls) {

@@ -26,9 +26,11 @@ from typing import Dict, List, Tuple
 from qmpigen.mpi import roles as _roles
 
 MAGIC = b"QMPITRC\0"
-VERSION = 4  # written by trace.c and read; files of versions 1-3 are refused (merge them with
-# the qmpigen that wrote them: their calls carried a fixed table's codes, no kinds)
-READ_VERSIONS = (4,)
+VERSION = 5  # written by trace.c; 5 packs calls (PACKED_CALL), whose head is version 4's
+# SHORT_CALL with `present` for its reserved 0: version 4 files read as they are. Files of
+# versions 1-3 are refused (merge them with the qmpigen that wrote them: their calls
+# carried a fixed table's codes, no kinds)
+READ_VERSIONS = (4, 5)
 RECORD_ALIGNMENT = 8  # every record's size is a multiple of it
 
 # C type -> (numpy type, struct code, size)
@@ -268,10 +270,15 @@ RECORDS: Tuple[Record, ...] = (
     ),
     Record(
         10,
-        "SHORT_CALL",
-        Struct("short_call_record", _CALL_HEAD + (Field("reserved", "int32_t"),)),
-        doc="a CALL whose other fields would all be at their defaults (every call of a function outside "
-        "the table, with comm -1)",
+        "PACKED_CALL",
+        Struct(
+            "packed_call_record",
+            _CALL_HEAD + (Field("present", "uint32_t", "bit i: the i-th CALL field after comm follows"),),
+        ),
+        tail="the CALL fields after comm whose bit is set in `present`, in CALL's order, each at its "
+        "size (unaligned), then zero bytes to a multiple of 8",
+        doc="one traced call, as trace.c writes them: a CALL without its fields at their defaults "
+        "(32 bytes for a call without arguments, 64 for MPI_File_write_at's, against CALL's 104)",
     ),
     Record(
         11,
@@ -302,8 +309,13 @@ RECORDS: Tuple[Record, ...] = (
     ),
 )
 BY_NAME = {r.name: r for r in RECORDS}
-CALL, SHORT_CALL, COMPLETION, CLOCK, TIMER, END, WINDOW = (
-    BY_NAME[n] for n in ("CALL", "SHORT_CALL", "COMPLETION", "CLOCK", "TIMER", "END", "WINDOW")
+CALL, PACKED_CALL, COMPLETION, CLOCK, TIMER, END, WINDOW = (
+    BY_NAME[n] for n in ("CALL", "PACKED_CALL", "COMPLETION", "CLOCK", "TIMER", "END", "WINDOW")
+)
+# The fields a PACKED_CALL may carry after its head, bit i of `present` for the i-th.
+PACKED_FIELDS: Tuple[Field, ...] = CALL.layout.fields[len(_CALL_HEAD) :]
+PACKED_CALL_MAX = RECORD_ALIGNMENT * -(
+    -(PACKED_CALL.size + sum(C_TYPES[f.ctype][2] for f in PACKED_FIELDS)) // RECORD_ALIGNMENT
 )
 # MPI's datatype constructors (MPI 5.0 table 5.1), in this order in TYPE records: trace.c
 # maps the MPI's MPI_COMBINER_ values (which differ per MPI) to these indices.
@@ -389,7 +401,9 @@ def _check() -> None:
     for r in RECORDS:
         if not r.variable:
             assert r.size % RECORD_ALIGNMENT == 0 and r.layout.fields[:2] == HEAD, r.name
-    assert HEADER.size == 64 and CALL.size == 104 and SHORT_CALL.size == 32 and END.size == 16
+    assert HEADER.size == 64 and CALL.size == 104 and PACKED_CALL.size == 32 and END.size == 16
+    assert PACKED_CALL.layout.fields[: len(_CALL_HEAD)] == CALL.layout.fields[: len(_CALL_HEAD)]
+    assert len(PACKED_FIELDS) < 32 and all(f.default in (0, -1) for f in PACKED_FIELDS)
 
 
 _check()

@@ -20,11 +20,13 @@ from .layout import (
     HEADER,
     KINDS,
     MAGIC,
+    PACKED_CALL,
+    PACKED_CALL_MAX,
+    PACKED_FIELDS,
     PEERS,
     RECORD_ALIGNMENT,
     RECORDS,
     REQUEST_FLAGS,
-    SHORT_CALL,
     VERSION,
     Field,
     Struct,
@@ -61,6 +63,7 @@ def c_text() -> str:
         "#define QMPI_TRACE_FORMAT_H",
         "#include <stddef.h>",
         "#include <stdint.h>",
+        "#include <string.h>",
         "",
         f"#define TRACE_VERSION {VERSION}",
         f'#define TRACE_MAGIC "{MAGIC.rstrip(bytes(1)).decode()}"',
@@ -90,20 +93,61 @@ def c_text() -> str:
     for r in RECORDS:
         what = f"R_{r.name}: after kind and size, then {r.tail}" if r.variable else f"R_{r.name}, {r.size} bytes"
         out += _c_struct(r.layout, what) + [""]
-    defaults = ", ".join(f".{f.name} = {f.default}" for f in CALL.layout.fields if f.default)
+    # every field after the head named (the zeros too): a partial initializer clears the
+    # whole struct first (a `rep stos` on x86-64, slow to start), then stores the rest
+    defaults = ", ".join(f".{f.name} = {f.default}" for f in CALL.layout.fields if f.name not in _SET_BY_CALLER)
     out.append(f"#define CALL_RECORD_DEFAULTS {defaults}")
-    # a call record that a SHORT_CALL can stand for: every field it lacks at its default
-    # (all defaults are 0 or -1: one AND and one OR, no branch per field)
-    short = {f.name for f in SHORT_CALL.layout.fields}
-    extra = [f for f in CALL.layout.fields if f.name not in short]
-    assert all(f.default in (0, -1) for f in extra)
-    ones = " & ".join(f"(r).{f.name}" for f in extra if f.default == -1)
-    zeros = " | ".join(
-        f"(int64_t)(r).{f.name}" if f.ctype == "uint64_t" else f"(r).{f.name}" for f in extra if f.default == 0
-    )
-    out.append(f"#define CALL_RECORD_IS_SHORT(r) (({ones}) == -1 && \\\n    ({zeros}) == 0)")
+    out += _c_pack()
     out += ["#endif", "/* clang-format on */"]
     return "\n".join(out) + "\n"
+
+
+_SET_BY_CALLER = ("kind", "size", "func", "depth")  # CALL_RECORD_DEFAULTS: every other field
+
+
+def _c_pack() -> List[str]:
+    """call_record_pack: a CALL record as the PACKED_CALL trace.c writes (layout.py's
+    PACKED_FIELDS, in order, each one not at its default)."""
+    assert [f.name for f in PACKED_CALL.layout.fields] == [
+        *("kind", "size", "func", "depth", "flags", "enter", "leave", "comm", "present")
+    ], "call_record_pack writes this head as four words"
+    out = [
+        f"#define PACKED_CALL_MAX {PACKED_CALL_MAX} /* a PACKED_CALL's largest size */",
+        "/* Writes call record `r`, left at `leave`, as a PACKED_CALL at `to` (PACKED_CALL_MAX",
+        " * bytes of room): its fields not at their defaults follow its head. Returns its size.",
+        " * A field's branch goes the same way call after call of a function. */",
+        "static inline __attribute__((always_inline)) size_t call_record_pack(const struct call_record *r, "
+        "uint64_t leave, void *to)",
+        "{",
+        "    unsigned char *out = (unsigned char *)to;",
+        f"    unsigned char *p = out + sizeof(struct {PACKED_CALL.layout.c_name});",
+        "    uint32_t present = 0;",
+        "    uint64_t word;",
+    ]
+    for bit, f in enumerate(PACKED_FIELDS):
+        value = f"(int64_t)r->{f.name}" if f.ctype == "uint64_t" else f"r->{f.name}"
+        out.append(
+            f"    if ({value} != {f.default}) {{ memcpy(p, &r->{f.name}, sizeof r->{f.name}); "
+            f"p += sizeof r->{f.name}; present |= 1u << {bit}; }}"
+        )
+    out += [
+        "    while ((size_t)(p - out) % RECORD_ALIGNMENT)",
+        "        *p++ = 0;",
+        "    /* the head as four words made in registers (the format is little-endian): a head",
+        "     * struct on the stack copied out would wait for its fields' narrow stores */",
+        "    word = (uint64_t)R_PACKED_CALL | (uint64_t)(p - out) << 16 | (uint64_t)r->func << 32 |",
+        "           (uint64_t)r->depth << 48 | (uint64_t)r->flags << 56;",
+        "    memcpy(out, &word, sizeof word);",
+        "    memcpy(out + 8, &r->enter, sizeof r->enter);",
+        "    memcpy(out + 16, &leave, sizeof leave);",
+        "    word = (uint64_t)(uint32_t)r->comm | (uint64_t)present << 32;",
+        "    memcpy(out + 24, &word, sizeof word);",
+        "    return (size_t)(p - out);",
+        "}",
+        f"_Static_assert(offsetof(struct {PACKED_CALL.layout.c_name}, present) == 28 && "
+        f'sizeof(struct {PACKED_CALL.layout.c_name}) == 32, "call_record_pack\'s words");',
+    ]
+    return out
 
 
 def _field_text(f: Field) -> str:
@@ -132,15 +176,17 @@ def doc_text() -> str:
     for r in sorted(RECORDS, key=lambda r: r.kind):
         fields = r.layout.fields if r.variable else r.layout.fields[2:]
         text = ", ".join(_field_text(f) for f in fields)
-        if r.variable:
+        if r.tail:  # a variable-size record's tail, or the fields a packed call carries
             text += f", then {r.tail}"
         if r.doc:
             text += f"; {r.doc}"
-        out.append(f"| {r.kind} | {r.name} | {'variable' if r.variable else r.size} | {text} |")
+        size = "variable" if r.variable else f"{r.size} + fields" if r.tail else r.size
+        out.append(f"| {r.kind} | {r.name} | {size} | {text} |")
     flags = ", ".join(f"{value} {name}" for name, value, _ in FLAGS)
     out += [
         "",
-        f"Call flags: {flags}. A CALL field's value when the call has none (and so in a SHORT_CALL): "
+        f"Call flags: {flags}. A CALL field's value when the call has none (and so when a PACKED_CALL "
+        "leaves it out): "
         + ", ".join(f"{f.name} {f.default}" for f in CALL.layout.fields if f.default)
         + ", the rest 0.",
         "",

@@ -45,7 +45,7 @@ WINDOW = layout.WINDOW.layout.format
     R_COMPLETION,
     R_CLOCK,
     R_TIMER,
-    R_SHORT_CALL,
+    R_PACKED_CALL,
     R_END,
     R_WINDOW,
 ) = (
@@ -60,7 +60,7 @@ WINDOW = layout.WINDOW.layout.format
         "COMPLETION",
         "CLOCK",
         "TIMER",
-        "SHORT_CALL",
+        "PACKED_CALL",
         "END",
         "WINDOW",
     )
@@ -77,13 +77,16 @@ FIXED = {
 FILE_NAME = re.compile(r"^(?P<program>.+)_(?P<host>[^_]+)_(?P<rank>\d+)_(?P<thread>\d+)\.L(?P<level>\d+)\.qtr$")
 
 CALL_DTYPE = layout.CALL.layout.dtype
-# a call with its communicator only (every other field at its default)
-SHORT_DTYPE = layout.SHORT_CALL.layout.dtype
-_SHORT_FIELDS = set(SHORT_DTYPE.names)
-CALL_DEFAULTS = {
-    f.name: f.default for f in layout.CALL.layout.fields if f.default and f.name not in _SHORT_FIELDS
-}  # the rest 0
-CALL_KINDS = {R_CALL: CALL_DTYPE, R_SHORT_CALL: SHORT_DTYPE}
+PACKED_HEAD = layout.PACKED_CALL.size
+CALL_DEFAULTS = {f.name: f.default for f in layout.PACKED_FIELDS if f.default}  # the rest 0
+# a call record holding nothing (every field at its default): what a packed call fills in
+_EMPTY_CALL = np.zeros(1, CALL_DTYPE)
+_EMPTY_CALL["kind"], _EMPTY_CALL["size"] = R_CALL, CALL_DTYPE.itemsize
+for _name, _value in CALL_DEFAULTS.items():
+    _EMPTY_CALL[_name] = _value
+EMPTY_CALL = _EMPTY_CALL.tobytes()
+# each field a packed call may carry (bit i of `present`): its offset in a CALL, its size
+PACKED_SLOTS = tuple((CALL_DTYPE.fields[f.name][1], layout.C_TYPES[f.ctype][2]) for f in layout.PACKED_FIELDS)
 # one completed request of a Wait/Waitall/Test: the index of its call in the file's calls
 COMPLETION_DTYPE = np.dtype(
     [("call", "<i8"), ("request", "<u8"), ("source", "<i4"), ("tag", "<i4"), ("bytes", "<i8"), ("flags", "<i4")]
@@ -170,10 +173,10 @@ def read_rank_file(path: Path) -> RankFile:
     return rank_file
 
 
-def _call_run(data: Data, pos: int, end: int, kind: int) -> int:
-    """How many call records of `kind` follow each other from `pos` (at least 1)."""
-    size = CALL_KINDS[kind].itemsize
-    head = kind | size << 16  # kind and size read as one little-endian u32
+def _call_run(data: Data, pos: int, end: int) -> int:
+    """How many whole CALL records follow each other from `pos` (at least 1)."""
+    size = CALL_DTYPE.itemsize
+    head = R_CALL | size << 16  # kind and size read as one little-endian u32
     limit = (end - pos) // size
     found, step = 0, 64
     while found < limit:
@@ -259,6 +262,8 @@ def _other_record(data: Data, pos: int, kind: int, size: int, out: RankFile) -> 
         if window_id < 0:
             return f"corrupt window record at byte {pos}"
         out.windows[window_id] = comm_id
+    elif kind == R_PACKED_CALL:  # one that _unpack_call refused
+        return f"corrupt call record at byte {pos} (its fields do not fill its {size} bytes)"
     else:
         return f"corrupt record at byte {pos} (kind {kind}, size {size})"
     return None
@@ -305,13 +310,32 @@ class _Kinds(ctypes.Structure):
     """_loops.c's struct kinds: what its walk sorts out, from the layout."""
 
     _fields_ = [
-        (name, ctypes.c_uint16)
-        for name in ("call", "call_size", "short_call", "short_size", "completion", "completion_size", "alignment")
+        ("call", ctypes.c_uint16),
+        ("call_size", ctypes.c_uint16),
+        ("packed", ctypes.c_uint16),
+        ("packed_size", ctypes.c_uint16),
+        ("completion", ctypes.c_uint16),
+        ("completion_size", ctypes.c_uint16),
+        ("alignment", ctypes.c_uint16),
+        ("packed_fields", ctypes.c_uint16),
+        ("field_at", ctypes.c_uint16 * 32),
+        ("field_size", ctypes.c_uint16 * 32),
+        ("defaults", ctypes.c_char_p),
     ]
 
 
 KINDS = _Kinds(
-    R_CALL, CALL_DTYPE.itemsize, R_SHORT_CALL, SHORT_DTYPE.itemsize, R_COMPLETION, RAW_COMPLETION.itemsize, ALIGNMENT
+    R_CALL,
+    CALL_DTYPE.itemsize,
+    R_PACKED_CALL,
+    PACKED_HEAD,
+    R_COMPLETION,
+    RAW_COMPLETION.itemsize,
+    ALIGNMENT,
+    len(PACKED_SLOTS),
+    (ctypes.c_uint16 * 32)(*(at for at, _ in PACKED_SLOTS)),
+    (ctypes.c_uint16 * 32)(*(size for _, size in PACKED_SLOTS)),
+    EMPTY_CALL,  # a bytes object of this module's: alive as long as KINDS
 )
 
 
@@ -319,8 +343,6 @@ class _Scan(ctypes.Structure):
     _fields_ = [
         ("calls", ctypes.c_void_p),
         ("call_offset", ctypes.c_void_p),
-        ("shorts", ctypes.c_void_p),
-        ("short_row", ctypes.c_void_p),
         ("completions", ctypes.c_void_p),
         ("completion_at", ctypes.c_void_p),
         ("other_at", ctypes.c_void_p),
@@ -329,28 +351,24 @@ class _Scan(ctypes.Structure):
 
 
 def _scan_native(lib, data: Data, pos: int, end: int, out: RankFile):
-    """The records sorted out by _loops.c's walk (one count, one copy); the few others
-    (definitions, clocks, timers) read here. Calls and completions after a corrupt
-    record do not count."""
+    """The records sorted out by _loops.c's walk (one count, one copy; packed calls
+    unpacked); the few others (definitions, clocks, timers) read here. Calls and
+    completions after a corrupt record do not count."""
     scan_records = lib.qmpi_scan_records
     scan_records.restype = ctypes.c_int64
     buffer = ctypes.c_void_p(np.frombuffer(data, np.uint8).ctypes.data if len(data) else None)
     scan = _Scan()
     kinds = ctypes.byref(KINDS)
     scan_records(buffer, ctypes.c_int64(pos), ctypes.c_int64(end), kinds, ctypes.byref(scan))
-    n_calls, n_shorts, n_completions, n_others = scan.counts
+    n_calls, _, n_completions, n_others = scan.counts
     calls = np.empty(n_calls, CALL_DTYPE)
     offsets = np.empty(n_calls, np.int64)
-    shorts = np.empty(n_shorts, SHORT_DTYPE)
-    short_row = np.empty(n_shorts, np.int64)
     raw_completions = np.empty(n_completions, RAW_COMPLETION)
     completion_at = np.empty((n_completions, 2), np.int64)
     other_at = np.empty((n_others, 2), np.int64)
     for name, array in (
         ("calls", calls),
         ("call_offset", offsets),
-        ("shorts", shorts),
-        ("short_row", short_row),
         ("completions", raw_completions),
         ("completion_at", completion_at),
         ("other_at", other_at),
@@ -364,8 +382,6 @@ def _scan_native(lib, data: Data, pos: int, end: int, out: RankFile):
         if problem_here is not None:
             problem, cut, cut_at = problem_here, calls_before, at
             break
-    if n_shorts:
-        calls[short_row] = _as_calls(shorts)
     keep = completion_at[:, 0] < cut_at
     completions = np.empty(int(keep.sum()), COMPLETION_DTYPE)
     completions["call"] = completion_at[keep, 1]
@@ -374,21 +390,28 @@ def _scan_native(lib, data: Data, pos: int, end: int, out: RankFile):
     return calls[:cut], offsets[:cut], completions, problem
 
 
-def _as_calls(shorts: np.ndarray) -> np.ndarray:
-    """Short call records as full ones: their fields, every other at its default."""
-    calls = np.zeros(len(shorts), CALL_DTYPE)
-    for name in ("func", "depth", "flags", "enter", "leave", "comm"):
-        calls[name] = shorts[name]
-    calls["kind"], calls["size"] = R_CALL, CALL_DTYPE.itemsize
-    for name, value in CALL_DEFAULTS.items():
-        calls[name] = value
-    return calls
+def _unpack_call(data: Data, pos: int, size: int) -> Optional[bytes]:
+    """A PACKED_CALL as a whole CALL record (_loops.c's unpack_call); None if its bits
+    name no field or its fields do not fill its size."""
+    present = int.from_bytes(data[pos + PACKED_HEAD - 4 : pos + PACKED_HEAD], "little")
+    if size < PACKED_HEAD or present >> len(PACKED_SLOTS):
+        return None
+    row = bytearray(EMPTY_CALL)
+    row[4 : PACKED_HEAD - 4] = data[pos + 4 : pos + PACKED_HEAD - 4]  # the head, after kind and size
+    at = pos + PACKED_HEAD
+    for bit, (offset, width) in enumerate(PACKED_SLOTS):
+        if present >> bit & 1:
+            if at + width > pos + size:
+                return None
+            row[offset : offset + width] = data[at : at + width]
+            at += width
+    return bytes(row) if -(-(at - pos) // ALIGNMENT) * ALIGNMENT == size else None
 
 
 def _scan_python(data: Data, pos: int, end: int, out: RankFile):
     """The same without a C compiler: runs of call records found with numpy, the other
     records one by one."""
-    runs: List[Tuple[int, int, int]] = []  # start, count, kind
+    runs: List[Tuple[int, int, Optional[bytes]]] = []  # start, count; a packed call: its record unpacked
     ncalls = 0
     completions: List[Tuple[int, int, int, int, int, int]] = []
     unpack_head = RECORD_HEAD.unpack_from
@@ -401,13 +424,17 @@ def _scan_python(data: Data, pos: int, end: int, out: RankFile):
         if size < ALIGNMENT or size % ALIGNMENT or pos + size > end:
             problem = _walk_problem(data, pos, end)
             break
-        if kind in CALL_KINDS and size == CALL_KINDS[kind].itemsize:
-            n = _call_run(data, pos, end, kind)
-            runs.append((pos, n, kind))
+        if kind == R_CALL and size == CALL_DTYPE.itemsize:
+            n = _call_run(data, pos, end)
+            runs.append((pos, n, None))
             ncalls += n
             pos += n * size
             continue
-        if kind == R_COMPLETION and size == COMPLETION.size and ncalls > 0:
+        row = _unpack_call(data, pos, size) if kind == R_PACKED_CALL else None
+        if row is not None:
+            runs.append((pos, 1, row))
+            ncalls += 1
+        elif kind == R_COMPLETION and size == COMPLETION.size and ncalls > 0:
             _, _, source, request, tag, flags, nbytes = COMPLETION.unpack_from(data, pos)
             completions.append((ncalls - 1, request, source, tag, nbytes, flags))
         else:
@@ -420,12 +447,13 @@ def _scan_python(data: Data, pos: int, end: int, out: RankFile):
     raw = calls.view(np.uint8)  # copied as bytes: a structured copy goes field by field
     offsets = np.empty(ncalls, np.int64)  # where each call record starts in the file
     done, size = 0, CALL_DTYPE.itemsize
-    for start, n, kind in runs:
-        if kind == R_CALL:
+    for start, n, row in runs:
+        if row is None:
             raw[done * size : (done + n) * size] = np.frombuffer(data, np.uint8, n * size, start)
+            offsets[done : done + n] = np.arange(start, start + n * size, size)
         else:
-            calls[done : done + n] = _as_calls(np.frombuffer(data, SHORT_DTYPE, n, start))
-        offsets[done : done + n] = np.arange(start, start + n * CALL_KINDS[kind].itemsize, CALL_KINDS[kind].itemsize)
+            raw[done * size : (done + 1) * size] = np.frombuffer(row, np.uint8)
+            offsets[done] = start
         done += n
     return calls, offsets, np.array(completions, COMPLETION_DTYPE), problem
 
