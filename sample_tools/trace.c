@@ -8,7 +8,8 @@
  *                     clocks, MPI_Init and MPI_Finalize, which wrapper the core installs;
  *   trace_requests.c  the Wait/Test/Start/Request_free/Cancel family: what happened to
  *                     each request (no parameter role says it);
- *   trace_args.c      a call record from a generated wrapper's arguments by role;
+ *   trace_record.h    a call record from a generated wrapper's arguments by role, inline
+ *                     in each wrapper; trace_args.c its rare and long parts;
  *   trace_roles.qmpi  (generated) a wrapper for every function of the `operations`
  *                     group, recording its arguments by role; trace_all.qmpi (generated)
  *                     a bare wrapper for every other function (QMPI_TRACE_FUNCTIONS=all).

@@ -1,7 +1,7 @@
 /* trace_internal.h: what the trace tool's C files share (trace.c: files, buffers, handles,
- * lifecycle; trace_requests.c: the Wait/Test/Start family; trace_args.c: calls recorded by
- * parameter role). One library: everything here is hidden, so calls between the files
- * are direct. The generated wrappers see only trace_roles.h. */
+ * lifecycle; trace_requests.c: the Wait/Test/Start family; trace_record.h and trace_args.c:
+ * calls recorded by parameter role). One library: everything here is hidden, so calls
+ * between the files are direct. The generated wrappers include trace_record.h. */
 #ifndef QMPI_TRACE_INTERNAL_H
 #define QMPI_TRACE_INTERNAL_H
 #define _GNU_SOURCE

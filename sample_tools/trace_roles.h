@@ -1,5 +1,5 @@
 /* trace_roles.h: what the trace tool's generated wrappers (trace_roles.qmpi) hand to
- * trace_args.c. A wrapper knows its function's kind and which parameter plays which role
+ * trace_record.h. A wrapper knows its function's kind and which parameter plays which role
  * (qmpigen/mpi/roles.py, from the MPI's own mpi.h); it stores each argument, raw, in a
  * struct trace_args on its stack before the call. trace_args_prepare makes the call
  * record from them before the call (communicator and datatype ids, world ranks, bytes:
@@ -85,15 +85,6 @@ struct trace_args {
     uint64_t freed_bits;
 };
 
-/* 1 if the call is recorded (then trace_args_prepare must come before the call and
- * trace_args_finish after it); the wrapper stores arguments either way. */
-__attribute__((visibility("hidden"))) int trace_args_begin(struct trace_args *a, int level, int index, int kind);
-/* Before the call, once the arguments that go in are stored: the record of what they
- * say (ids, world ranks, bytes), and the enter time. */
-__attribute__((visibility("hidden"))) void trace_args_prepare(struct trace_args *a);
-/* After the call, once the arguments that come out are stored: what the call made or
- * says (handles, statuses, requests), the leave time; the record is written. */
-__attribute__((visibility("hidden"))) void trace_args_finish(struct trace_args *a, int failed);
 /* A communicator, file, window or datatype the call frees (R_COMM, ...): looked up now,
  * while it is still valid. */
 __attribute__((visibility("hidden"))) void trace_args_freed(struct trace_args *a, int kind, const void *handle,
@@ -107,8 +98,9 @@ static inline int trace_reads_status(int kind)
     return kind != TRACE_KIND_file_read && kind != TRACE_KIND_file_write;
 }
 
-/* A role's argument, stored. */
-#define TRACE_SET(a, role, value) ((a).role = (value), (a).have |= HAVE_##role)
+/* A role's argument, stored; its bit goes into the wrapper's local <a>_have (a constant
+ * the compiler folds into trace_record.h's inline code: only the roles there are tested). */
+#define TRACE_SET(a, role, value) ((a).role = (value), a##_have |= HAVE_##role)
 /* A handle the call frees, read before the call (it comes back as the null handle). */
 #define TRACE_SET_FREED(a, on, kind, pointer)                                                                          \
     ((on) && (pointer) != NULL ? trace_args_freed(&(a), kind, (pointer), sizeof *(pointer)) : (void)0)
@@ -118,14 +110,14 @@ static inline int trace_reads_status(int kind)
  * (Mprobe fills it). */
 #define TRACE_SET_MESSAGE(a, pointer)                                                                                  \
     ((a).message_out = (pointer), (a).message = (pointer) != NULL ? *(pointer) : MPI_MESSAGE_NULL,                     \
-     (a).have |= HAVE_message)
+     a##_have |= HAVE_message)
 #define TRACE_SET_PER_PEER(a, role, flag, value) (TRACE_SET(a, role, (int64_t)(value)), (a).per_peer |= (flag))
 /* Count arrays come as int or MPI_Count (the large-count `_c` functions). */
 #define TRACE_SET_COUNTS(a, side, value)                                                                               \
     (_Generic((value), const MPI_Count *: (void)((a).side##_counts_c = (const MPI_Count *)(const void *)(value)),   \
               MPI_Count *: (void)((a).side##_counts_c = (const MPI_Count *)(const void *)(value)),                  \
               default: (void)((a).side##_counts = (const int *)(const void *)(value))),                             \
-     (a).have |= HAVE_##side##_counts)
+     a##_have |= HAVE_##side##_counts)
 /* A status the application ignores is one the tracer still reads: its own. Its source
  * is set to MPI_ANY_SOURCE first, which no filled status holds: an MPI_Iprobe that
  * matched nothing leaves the status as it was, and it is then not read. */

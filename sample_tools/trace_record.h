@@ -1,0 +1,264 @@
+/* trace_record.h: a call's record from the arguments a generated wrapper stored by role
+ * (trace_roles.h, trace_roles.qmpi). Inline in every generated wrapper: each knows its
+ * function's kind and which roles it stored, so the compiler keeps only the code those
+ * roles need (a File_write_at's record is a few stores and two handle lookups, not the
+ * test of every role); what is rare or long (statuses, handles made, probes' messages,
+ * count arrays) is in trace_args.c.
+ *
+ * What each role becomes (docs/trace-format.md, CALL record):
+ *   comm -> comm (its id); dest, root, source -> world ranks (peer, root, source);
+ *   target -> peer (a world rank, through the window's communicator); tag, recv_tag;
+ *   count x datatype -> count, datatype, bytes; the send side (send_count x send_type,
+ *   per-peer counts, count arrays) -> bytes, the receive side -> recv_bytes;
+ *   request -> request; file, window -> their ids; offset, target_disp -> offset;
+ *   access mode, whence, atomicity -> tag; a handle made -> created; a handle freed ->
+ *   comm, file, window or datatype, and forgotten.
+ * A status (the application's, or the tracer's own when it passes MPI_STATUS_IGNORE)
+ * says what arrived: source, tag and bytes of a receive. */
+#ifndef QMPI_TRACE_RECORD_H
+#define QMPI_TRACE_RECORD_H
+#include "trace_internal.h"
+
+#define ALWAYS_INLINE __attribute__((always_inline))
+
+/* trace_args.c: the rare and long parts */
+HIDDEN int64_t trace_side_bytes(struct traced *t, const int *counts, const MPI_Count *counts_c, MPI_Datatype type,
+                                const MPI_Datatype *types, int peers, int *type_id);
+HIDDEN void trace_record_status(struct traced *t, const struct trace_args *a);
+HIDDEN void trace_take_message(struct traced *t, MPI_Message message);
+HIDDEN void trace_remember_message(struct traced *t, MPI_Message message);
+HIDDEN void trace_record_deleted(struct traced *t, const char *name);
+HIDDEN void trace_record_made(struct traced *t, const struct trace_args *a, int failed);
+
+/* 1 if the call is recorded (then trace_args_prepare must come before the call and
+ * trace_args_finish after it); the wrapper stores arguments either way. */
+static inline ALWAYS_INLINE int trace_args_begin(struct trace_args *a, int level, int index, int kind)
+{
+    a->per_peer = 0;
+    a->mode = 0;
+    a->file_name = NULL;
+    a->freed_kind = 0;
+    if ((a->t.tb = trace_open(level, index, kind, &a->t.ts, &a->depth)) == NULL)
+        return 0;
+    a->t.in = &trace_instances[level];
+    a->level = level;
+    a->index = index;
+    a->kind = kind;
+    return 1;
+}
+
+/* MPI_File_open's access mode, the same for every MPI (their MPI_MODE_ values differ):
+ * OTF2's access mode (0 read-only, 1 write-only, 2 read-write) and the FILE_MODE_ bits. */
+static inline int32_t access_mode(int amode)
+{
+    int32_t mode = amode & MPI_MODE_RDWR ? 2 : amode & MPI_MODE_WRONLY ? 1 : 0;
+    if (amode & MPI_MODE_CREATE)
+        mode |= FILE_MODE_CREATE;
+    if (amode & MPI_MODE_EXCL)
+        mode |= FILE_MODE_EXCLUSIVE;
+    if (amode & MPI_MODE_DELETE_ON_CLOSE)
+        mode |= FILE_MODE_DELETE_ON_CLOSE;
+    if (amode & MPI_MODE_APPEND)
+        mode |= FILE_MODE_APPEND;
+    return mode;
+}
+
+static inline int moves_data(int kind)
+{
+    switch (kind) {
+    case TRACE_KIND_sendrecv:
+    case TRACE_KIND_send_init:
+    case TRACE_KIND_recv_init:
+    case TRACE_KIND_isend:
+    case TRACE_KIND_send:
+    case TRACE_KIND_irecv:
+    case TRACE_KIND_recv:
+    case TRACE_KIND_imrecv:
+    case TRACE_KIND_mrecv:
+    case TRACE_KIND_rma_get:
+    case TRACE_KIND_rma_put:
+    case TRACE_KIND_rma_atomic:
+    case TRACE_KIND_file_read:
+    case TRACE_KIND_file_write:
+    case TRACE_KIND_neighbor_init:
+    case TRACE_KIND_ineighbor:
+    case TRACE_KIND_neighbor:
+    case TRACE_KIND_collective_init:
+    case TRACE_KIND_icollective:
+    case TRACE_KIND_collective:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+static inline int is_neighborhood(int kind)
+{
+    return kind == TRACE_KIND_neighbor || kind == TRACE_KIND_ineighbor || kind == TRACE_KIND_neighbor_init;
+}
+
+static inline int is_collective(int kind)
+{
+    return is_neighborhood(kind) || kind == TRACE_KIND_collective || kind == TRACE_KIND_icollective ||
+           kind == TRACE_KIND_collective_init;
+}
+
+static inline ALWAYS_INLINE int type_size(struct traced *t, MPI_Datatype type, int *id)
+{
+    struct handle_entry *e = trace_lookup(t->in, t->tb, R_TYPE, &type, sizeof type, NULL);
+    if (id != NULL)
+        *id = e != NULL ? e->id : -1;
+    return e != NULL ? e->size : 0;
+}
+
+/* The bytes of one side of a call: a count and datatype, or a count for each peer; an
+ * array of counts (and of datatypes: the w collectives), one per peer, is summed by
+ * trace_side_bytes (trace_args.c). `peers`: how many processes the side exchanges with. */
+static inline ALWAYS_INLINE int64_t side_bytes(struct traced *t, int64_t count, int per_peer, const int *counts,
+                                               const MPI_Count *counts_c, MPI_Datatype type, const MPI_Datatype *types,
+                                               int peers, int *type_id)
+{
+    if (counts == NULL && counts_c == NULL)
+        return count * type_size(t, type, type_id) * (per_peer ? peers : 1);
+    return trace_side_bytes(t, counts, counts_c, type, types, peers, type_id);
+}
+
+/* Collectives: the send side (Scatter's, Scatterv's) or receive side (Gather's,
+ * Gatherv's) that counts per peer is significant at the root only. */
+static inline int at_root(const struct traced *t, const struct trace_args *a, uint32_t have)
+{
+    if (!(have & HAVE_root) || t->comm == NULL)
+        return 1;
+    return t->comm->rank == a->root; /* the rank is the communicator entry's: no PMPI call per collective */
+}
+
+static inline ALWAYS_INLINE void record_data(struct traced *t, const struct trace_args *a, int kind, uint32_t have)
+{
+    const struct handle_entry *c = t->comm;
+    int neighbors = is_neighborhood(kind), root_side = at_root(t, a, have), datatype = -1;
+    int send_peers = c == NULL ? 0 : neighbors ? c->out_degree : c->peers;
+    int recv_peers = c == NULL ? 0 : neighbors ? c->in_degree : c->peers;
+    if ((have & HAVE_count) && (have & HAVE_datatype)) {
+        t->r.count = a->count;
+        t->r.bytes = a->count * type_size(t, a->datatype, &datatype);
+        t->r.datatype = datatype;
+        if (is_collective(kind)) /* one buffer description for both sides: Bcast, Reduce, Scan */
+            t->r.recv_bytes = t->r.bytes;
+    } else if ((have & HAVE_datatype) && kind == TRACE_KIND_rma_atomic) { /* Fetch_and_op: one element */
+        t->r.count = 1;
+        t->r.bytes = t->r.recv_bytes = type_size(t, a->datatype, &datatype);
+        t->r.datatype = datatype;
+    } else if (have & HAVE_datatype) { /* MPI_Type_commit, a datatype's constructor's old type */
+        type_size(t, a->datatype, &datatype);
+        t->r.datatype = datatype;
+    }
+    if ((have & (HAVE_send_count | HAVE_send_counts)) && (have & (HAVE_send_type | HAVE_send_types))) {
+        int significant = !(have & HAVE_send_counts) && !(a->per_peer & SEND_PER_PEER) ? 1 : root_side;
+        t->r.count = have & HAVE_send_count ? a->send_count : 0;
+        t->r.bytes = significant ? side_bytes(t, a->send_count, a->per_peer & SEND_PER_PEER,
+                                              have & HAVE_send_counts ? a->send_counts : NULL,
+                                              have & HAVE_send_counts ? a->send_counts_c : NULL, a->send_type,
+                                              have & HAVE_send_types ? a->send_types : NULL, send_peers, &datatype)
+                                 : 0;
+        t->r.datatype = datatype;
+    }
+    if ((have & (HAVE_recv_count | HAVE_recv_counts)) && (have & (HAVE_recv_type | HAVE_recv_types | HAVE_datatype))) {
+        int significant = !(have & HAVE_recv_counts) && !(a->per_peer & RECV_PER_PEER) ? 1 : root_side;
+        MPI_Datatype type = have & HAVE_recv_type ? a->recv_type : a->datatype; /* Reduce_scatter_block */
+        t->r.recv_bytes = significant ? side_bytes(t, a->recv_count, a->per_peer & RECV_PER_PEER,
+                                                   have & HAVE_recv_counts ? a->recv_counts : NULL,
+                                                   have & HAVE_recv_counts ? a->recv_counts_c : NULL, type,
+                                                   have & HAVE_recv_types ? a->recv_types : NULL, recv_peers, NULL)
+                                      : 0;
+    }
+}
+
+static inline ALWAYS_INLINE int created(struct traced *t, int kind, const void *handle, size_t size,
+                                        const struct definition *d)
+{
+    struct handle_entry *e = trace_lookup(t->in, t->tb, kind, handle, size, d);
+    return e != NULL ? e->id : -1;
+}
+
+/* The files and windows a call names, and the handle it frees (read before the call,
+ * TRACE_SET_FREED). */
+static inline ALWAYS_INLINE void record_objects(struct traced *t, const struct trace_args *a, uint32_t have)
+{
+    if (have & HAVE_file)
+        t->r.file = created(t, R_FILE, &a->file, sizeof a->file, NULL);
+    else if (a->file_name != NULL && !(have & HAVE_new_file)) /* MPI_File_delete: a name, no handle */
+        trace_record_deleted(t, a->file_name);
+    if (have & HAVE_window) {
+        struct handle_entry *w = trace_lookup(t->in, t->tb, R_WINDOW, &a->window, sizeof a->window, NULL);
+        if (w != NULL) {
+            t->r.window = w->id;
+            if (have & HAVE_target)
+                t->r.peer = trace_world_rank(w->parent, a->target);
+        }
+    }
+    if (a->freed_kind == R_COMM)
+        t->r.comm = a->freed_id;
+    else if (a->freed_kind == R_FILE)
+        t->r.file = a->freed_id;
+    else if (a->freed_kind == R_WINDOW)
+        t->r.window = a->freed_id;
+    else if (a->freed_kind != 0)
+        t->r.datatype = a->freed_id;
+}
+
+/* Before the call: the record holds everything the arguments going in say, and the
+ * lookups they need happen here, while the tracer's data is still in the cache (after
+ * an MPI call that entered the kernel it is not: docs/performance.md). */
+static inline ALWAYS_INLINE void trace_args_prepare(struct trace_args *a, int kind, uint32_t have)
+{
+    struct traced *t = &a->t;
+    a->have = have; /* for trace_args.c's parts */
+    t->comm = NULL;
+    t->r = (struct call_record){
+        .kind = R_CALL, .size = sizeof t->r, .func = (uint16_t)a->index, .depth = a->depth, CALL_RECORD_DEFAULTS};
+    if (have & HAVE_comm)
+        trace_set_comm(t, a->comm);
+    if ((have & HAVE_message) && (kind == TRACE_KIND_mrecv || kind == TRACE_KIND_imrecv))
+        trace_take_message(t, a->message);
+    if (have & HAVE_dest)
+        t->r.peer = trace_world_rank(t->comm, a->dest);
+    if (have & HAVE_root)
+        t->r.root = trace_world_rank(t->comm, a->root);
+    if (have & HAVE_source)
+        t->r.source = trace_world_rank(t->comm, a->source);
+    if (have & HAVE_tag)
+        t->r.tag = a->tag;
+    else if (have & HAVE_new_file)
+        t->r.tag = access_mode(a->mode);
+    else
+        t->r.tag = a->mode; /* MPI-IO: whence, atomicity */
+    if (have & HAVE_recv_tag)
+        t->r.recv_tag = a->recv_tag;
+    if (moves_data(kind) || kind == TRACE_KIND_type_commit || kind == TRACE_KIND_type_create)
+        record_data(t, a, kind, have);
+    if (have & HAVE_offset)
+        t->r.offset = a->offset;
+    record_objects(t, a, have);
+    t->r.enter = trace_ticks(); /* last: the call's time starts here */
+}
+
+/* After the call: what it made or says (handles, statuses, requests), the leave time;
+ * the record is written. */
+static inline ALWAYS_INLINE void trace_args_finish(struct trace_args *a, int kind, uint32_t have, int failed)
+{
+    struct traced *t = &a->t;
+    if ((have & HAVE_status) && !failed && a->status != NULL && trace_reads_status(kind))
+        trace_record_status(t, a);
+    if ((have & HAVE_message) && !failed && kind == TRACE_KIND_probe && a->message_out != NULL &&
+        *a->message_out != MPI_MESSAGE_NULL)
+        trace_remember_message(t, *a->message_out);
+    if ((have & HAVE_request) && !failed && a->request != NULL) {
+        t->r.request = trace_handle_bits(a->request, sizeof *a->request);
+        t->r.flags |= CALL_HAS_REQUEST;
+    }
+    if (have & (HAVE_new_file | HAVE_new_window | HAVE_new_type | HAVE_new_comm) || a->freed_kind != 0)
+        trace_record_made(t, a, failed);
+    trace_end(t, failed);
+}
+
+#endif
