@@ -138,3 +138,22 @@ def test_a_packed_call_that_does_not_unpack_ends_what_counts(tmp_path, monkeypat
 def test_a_call_with_an_unknown_function_is_where_reading_stops(tmp_path, monkeypatch):
     got = read_both(tmp_path, rank_file(long_call(42, 99999)), monkeypatch)
     assert got.problem.startswith("corrupt call record at byte") and len(got.calls) == 306
+
+
+def test_a_c_loops_build_of_another_version_is_not_used(monkeypatch, capsys):
+    """A stale _loops build (its structs laid out for other Python) would read out of
+    bounds: one of another ABI, or without an ABI number (before it had one), is refused
+    with one line, and the Python walk reads instead."""
+    import ctypes.util
+    import importlib.util
+    from types import SimpleNamespace
+
+    libc = ctypes.util.find_library("c")
+    if libc is None:
+        pytest.skip("no libc to stand in for a stale build")
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: SimpleNamespace(origin=libc))
+    assert loops._find() is None
+    assert "C loops ABI 1, not 2" in capsys.readouterr().err
+    monkeypatch.undo()
+    if os.environ.get("QMPIGEN_REQUIRE_TRACE") == "1":  # the real build is this version's
+        assert loops._find() is not None and loops._find().qmpi_loops_abi() == loops.LOOPS_ABI

@@ -436,6 +436,14 @@ int64_t qmpi_scan_records(const uint8_t *data, int64_t pos, int64_t end, const s
     return pos;
 }
 
+/* The layout of the structs above and of every function's arguments: loops.py refuses
+ * a build of another (a stale extension beside newer Python would read out of bounds). */
+#define QMPI_LOOPS_ABI 2
+int qmpi_loops_abi(void)
+{
+    return QMPI_LOOPS_ABI;
+}
+
 /* A module with no functions: it is imported by nobody, loaded with ctypes. */
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_loops", NULL, -1, NULL, NULL, NULL, NULL, NULL};
 

@@ -263,7 +263,7 @@ def _other_record(data: Data, pos: int, kind: int, size: int, out: RankFile) -> 
             return f"corrupt window record at byte {pos}"
         out.windows[window_id] = comm_id
     elif kind == R_PACKED_CALL:  # one that _unpack_call refused
-        return f"corrupt call record at byte {pos} (its fields do not fill its {size} bytes)"
+        return f"corrupt call record at byte {pos} (a packed call whose fields do not match its {size} bytes)"
     else:
         return f"corrupt record at byte {pos} (kind {kind}, size {size})"
     return None
