@@ -31,13 +31,13 @@
  * file it writes can be put somewhere by its caller's environment).
  * No MPI communication happens for tracing's sake except the clock ping-pong with world
  * rank 0 right after MPI_Init and right before MPI_Finalize, through PMPI.
- * The hot path (trace_internal.h's inline trace_open, trace_lookup and trace_put, the
- * same for every wrapper): one initial-exec TLS load per call, two reads of the tick
- * counter, each handle from its home slot in a 16-entry per-thread cache (one probe), the
- * record built once, before the call, and packed into the thread's buffer after it (32
- * to 112 bytes, 64 for most calls with arguments: most of a call's cost is the kernel's
- * copy of them into the file); no lock, no atomic read-modify-write, no call between the
- * C files. `make bench` measures it per role mix (docs/performance.md). */
+ * The hot path (trace_internal.h's inline trace_open and trace_lookup, trace_record.h
+ * inline in each generated wrapper, then trace_end): one initial-exec TLS load per call,
+ * two reads of the tick counter, each handle from its home slot in a 16-entry per-thread
+ * cache (one probe), the record built once, before the call, and packed into the thread's
+ * buffer after it (32 to 112 bytes, 64 for most calls with arguments: most of a call's
+ * cost is the kernel's copy of them into the file); no lock, no atomic read-modify-write.
+ * `make bench` measures it per role mix (docs/performance.md). */
 #include "trace_internal.h"
 #include <errno.h>
 #include <fcntl.h>

@@ -136,7 +136,7 @@ uint64_t trace_all_begin(int level, int index)
 void trace_all_end(int level, int index, uint64_t enter, int failed)
 {
     uint64_t leave = trace_ticks();
-    struct thread_state *ts = &trace_thread;
+    struct thread_state *ts = trace_thread_self; /* set by trace_all_begin's trace_open */
     struct packed_call_record s = {
         R_PACKED_CALL, sizeof s, (uint16_t)index, 255, failed ? CALL_FAILED : 0, enter, leave, -1, 0};
     if (ts->open_calls <= MAX_OPEN)

@@ -41,7 +41,6 @@ static inline ALWAYS_INLINE int trace_args_begin(struct trace_args *a, int level
     if ((a->t.tb = trace_open(level, index, kind, &a->t.ts, &a->depth)) == NULL)
         return 0;
     a->t.in = &trace_instances[level];
-    a->level = level;
     a->index = index;
     a->kind = kind;
     return 1;

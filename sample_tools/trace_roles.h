@@ -64,7 +64,7 @@ struct traced {
 
 struct trace_args {
     struct traced t; /* the thread's state and buffer (trace_args_begin), the record (trace_args_prepare) */
-    int level, index, kind;
+    int index, kind;
     uint8_t depth, per_peer;
     uint32_t have;
     MPI_Comm comm, *new_comm;
