@@ -41,7 +41,7 @@ def _by_kind(enumeration: Enumeration) -> Dict[str, List]:
 
 
 def _fields(kind: str, functions) -> str:
-    """The CALL record fields these functions' roles fill (as trace_args.c does for their
+    """The CALL record fields these functions' roles fill (as trace_record.h does for their
     kind), in the record's order."""
     if kind in HAND_RECORDED:
         return HAND_RECORDED[kind]

@@ -348,7 +348,7 @@ REQUEST_FLAGS = (
 # carries its index here, so the merger knows a call's events without a list of names.
 KINDS: Tuple[str, ...] = _roles.KINDS
 
-# The CALL fields each parameter role fills (sample_tools/trace_args.c, in record order):
+# The CALL fields each parameter role fills (sample_tools/trace_record.h, in record order):
 # the documentation's "attributes recorded" (coverage_text.py).
 ROLE_FIELDS: Dict[str, Tuple[str, ...]] = {
     "comm": ("comm",),

@@ -32,7 +32,7 @@ IO_WRITES: FrozenSet[str] = frozenset({"file_write"})
 IO: FrozenSet[str] = IO_READS | IO_WRITES
 RMA: FrozenSet[str] = frozenset({"rma_put", "rma_get", "rma_atomic"})
 
-# Kinds whose counts and datatypes are bytes moved (trace_args.c's moves_data), and those
+# Kinds whose counts and datatypes are bytes moved (trace_record.h's moves_data), and those
 # whose status says what arrived (record_status: not MPI-IO's, whose status only repeats
 # the count). The documentation's attribute table follows them.
 DATA_KINDS: FrozenSet[str] = frozenset(
