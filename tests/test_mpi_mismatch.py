@@ -132,12 +132,13 @@ def test_another_version_of_the_same_mpi_is_named_so(tmp_path):
 
 IDENTITY = re.compile(
     r"^qmpi: error: this QMPI core was generated for (?P<made>.+?), but its MPI calls reach (?P<library>\S+) "
-    r"\((?P<version>[^\n]*)\): build the application with the MPI the core was generated for, "
-    r"or generate a core for this one$"
+    r"\((?P<abi>[^:]+): (?P<version>[^\n]*)\): build the application with (?P<driver>\S+), the driver the core was "
+    r"generated with, or generate a core for this MPI$"
 )
 OTHER_LOADED = re.compile(
     r"^qmpi: error: this QMPI core was generated for (?P<made>.+?) and calls it in (?P<library>\S+), but another "
-    r"MPI library, (?P<other>\S+), is loaded too: build the application with the MPI the core was generated for$"
+    r"MPI library, (?P<other>\S+), is loaded too: build the application with (?P<driver>\S+), the driver the core "
+    r"was generated with$"
 )
 
 
@@ -180,7 +181,8 @@ def test_an_application_built_with_another_mpi_stops_at_its_first_call(tmp_path,
     assert match, lines[0]
     assert match["made"] == "MPICH 5.0.2 (MPI 5.0)"
     assert Path(match["library"]).resolve().parent == (openmpi.parent.parent / "lib").resolve()
-    assert match["version"].startswith("Open MPI v5.0.11")
+    assert match["abi"] == "Open MPI" and match["version"].startswith("Open MPI v5.0.11")
+    assert match["driver"] == str(driver("mpich"))
     # Under the application's launcher too: the job ends (the launcher may kill the other
     # rank before it writes its line), and every qmpi line is that one.
     job = subprocess.run(
@@ -232,6 +234,7 @@ def test_a_second_mpi_library_loaded_beside_the_right_one_stops_the_job(tmp_path
     lines = proc.stderr.splitlines()
     assert len(lines) == 1 and OTHER_LOADED.match(lines[0]), proc.stderr
     assert Path(OTHER_LOADED.match(lines[0])["other"]).resolve() == other.resolve()
+    assert OTHER_LOADED.match(lines[0])["driver"] == str(mpich)
 
 
 def test_the_right_mpi_passes_the_check(tmp_path, mpich_core):
