@@ -13,6 +13,7 @@ joins them when the trace has I/O."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from collections import defaultdict
@@ -25,11 +26,14 @@ import matplotlib  # noqa: F401
 import numpy as np
 import otf2  # noqa: F401
 
+from qmpigen.output.write import current_umask
+
 from .clocks import axis_span
 from .gather import MergeError, MergeReport, gather
 from .heap import arrays_from_the_heap
 from .layout import CALL
 from .match import EndpointSpill, match, take
+from .outdir import check_output, swap_in, write_marker
 from .read import (
     iter_level,
     levels_in,
@@ -55,6 +59,7 @@ def _datatype_lines(datatypes: Dict[Tuple[str, int, int, int], Set[int]]) -> str
 def merge(directory: Path, out: Path, level: Optional[int] = None, outputs: FrozenSet[str] = OUTPUTS) -> MergeReport:
     if not directory.is_dir():
         raise MergeError(f"{directory}: no such directory")
+    check_output(directory, out)  # before any work: what OUT may be (qmpigen.trace.outdir)
     archive_box: List = []
     try:
         with arrays_from_the_heap():
@@ -87,6 +92,8 @@ def _merge(directory: Path, out: Path, level: Optional[int], outputs: FrozenSet[
 
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=str(out.parent.resolve())))
     try:
+        os.chmod(staging, 0o777 & ~current_umask())  # mkdtemp's is private; the output is the user's like any directory
+        write_marker(staging)
         located = sorted(set(by_rank) | {r for ranks in members.values() for r in ranks})
         archive = Otf2Writer(staging, located, hosts, threads) if "otf2" in outputs else None
         if archive is not None:
@@ -194,9 +201,7 @@ def _merge(directory: Path, out: Path, level: Optional[int], outputs: FrozenSet[
                 staging / "timeline.png",
                 f"{program}: {world_size} ranks, {report.events} calls, {report.messages} messages",
             )
-        if out.exists():
-            shutil.rmtree(out)
-        staging.rename(out)
+        swap_in(staging, directory, out)
     finally:
         if staging.exists():
             shutil.rmtree(staging, ignore_errors=True)
