@@ -358,6 +358,7 @@ struct scan {
     int64_t *completion_at; /* 2 per completion: its offset, the index of the call before it */
     int64_t *other_at;      /* 2 per other record: its offset, the number of calls before it */
     int64_t counts[4];      /* calls, packed calls, completions, others */
+    int64_t capacity[3];    /* with buffers: the calls, completions and others they hold */
 };
 
 struct record_head {
@@ -394,7 +395,9 @@ static int unpack_call(const uint8_t *record, uint16_t size, const struct kinds 
 /* Walks the records from `pos` to `end` and sorts them: calls (whole and packed),
  * completions (after a call) and the rest, for Python (a packed call that does not
  * unpack among them: Python says why). With NULL buffers it only counts. Returns where
- * it stopped: `end`, or the first record whose head cannot be walked (Python says why). */
+ * it stopped: `end`, or the first record whose head cannot be walked (Python says why),
+ * or the first that would not fit in the buffers: the bytes are the counting walk's
+ * (read.py reads a file into memory), but a walk never writes past what it was given. */
 int64_t qmpi_scan_records(const uint8_t *data, int64_t pos, int64_t end, const struct kinds *k, struct scan *s)
 {
     int64_t *n = s->counts;
@@ -406,12 +409,16 @@ int64_t qmpi_scan_records(const uint8_t *data, int64_t pos, int64_t end, const s
             break;
         if (h.kind == k->call && h.size == k->call_size) {
             if (s->calls) {
+                if (n[0] >= s->capacity[0])
+                    break;
                 s->call_offset[n[0]] = pos;
                 memcpy(s->calls + (int64_t)k->call_size * n[0], data + pos, k->call_size);
             }
             n[0]++;
         } else if (h.kind == k->packed && h.size >= k->packed_size && unpack_call(data + pos, h.size, k, NULL)) {
             if (s->calls) {
+                if (n[0] >= s->capacity[0])
+                    break;
                 s->call_offset[n[0]] = pos;
                 unpack_call(data + pos, h.size, k, s->calls + (int64_t)k->call_size * n[0]);
             }
@@ -419,6 +426,8 @@ int64_t qmpi_scan_records(const uint8_t *data, int64_t pos, int64_t end, const s
             n[0]++;
         } else if (h.kind == k->completion && h.size == k->completion_size && n[0] > 0) {
             if (s->calls) {
+                if (n[2] >= s->capacity[1])
+                    break;
                 memcpy(s->completions + (int64_t)k->completion_size * n[2], data + pos, k->completion_size);
                 s->completion_at[2 * n[2]] = pos;
                 s->completion_at[2 * n[2] + 1] = n[0] - 1;
@@ -426,6 +435,8 @@ int64_t qmpi_scan_records(const uint8_t *data, int64_t pos, int64_t end, const s
             n[2]++;
         } else {
             if (s->calls) {
+                if (n[3] >= s->capacity[2])
+                    break;
                 s->other_at[2 * n[3]] = pos;
                 s->other_at[2 * n[3] + 1] = n[0];
             }
@@ -438,7 +449,7 @@ int64_t qmpi_scan_records(const uint8_t *data, int64_t pos, int64_t end, const s
 
 /* The layout of the structs above and of every function's arguments: loops.py refuses
  * a build of another (a stale extension beside newer Python would read out of bounds). */
-#define QMPI_LOOPS_ABI 2
+#define QMPI_LOOPS_ABI 3
 int qmpi_loops_abi(void)
 {
     return QMPI_LOOPS_ABI;

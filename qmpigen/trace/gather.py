@@ -68,6 +68,7 @@ class FileInfo:
 
     head: RankFile
     calls: int = 0
+    completions: int = 0  # pass 2 reads the file again: the same counts, or it changed since
     first_enter: int = 0  # ticks
     # the timeline's axis (ticks): the last leave, the end of MPI_Init and the start of
     # MPI_Finalize (None if the file has none)
@@ -105,6 +106,8 @@ def _pass1(path: Path, report: MergeReport, members: Dict[Tuple[int, ...], Tuple
         return None
     rank_file.comms = {comm_id: members.setdefault(ranks, ranks) for comm_id, ranks in rank_file.comms.items()}
     calls = rank_file.calls
+    if rank_file.changed:
+        report.note(path.name, rank_file.changed)
     if rank_file.problem:
         report.note(path.name, f"{rank_file.problem}; merged the {len(calls)} calls before it")
     info = FileInfo(
@@ -133,6 +136,7 @@ def _pass1(path: Path, report: MergeReport, members: Dict[Tuple[int, ...], Tuple
     info.inits = np.zeros(len(inits), START_DTYPE)
     info.inits["handle"], info.inits["time"] = calls["request"][inits], calls["leave"][inits].astype(np.int64)
     fill_start(info.inits, rank_file, calls, inits)
+    info.completions = len(done)
     info.done = np.flatnonzero(done["flags"] & REQUEST_STARTED == 0)
     info.done_handle = done["request"][info.done]
     info.done_time = calls["leave"][done["call"][info.done]].astype(np.int64)

@@ -35,6 +35,8 @@ from .layout import CALL
 from .match import EndpointSpill, match, take
 from .outdir import check_output, swap_in, write_marker
 from .read import (
+    RankFile,
+    TraceFileError,
     iter_level,
     levels_in,
     read_rank_file,
@@ -116,7 +118,9 @@ def _merge(directory: Path, out: Path, level: Optional[int], outputs: FrozenSet[
         datatypes: Dict[Tuple[str, int, int, int], Set[int]] = defaultdict(set)
         # pass 2: events, one file at a time, in rank order
         for info in infos:
-            rank_file = read_rank_file(info.head.path)
+            rank_file = _read_again(info, report)
+            if rank_file is None:
+                continue
             calls = rank_file.calls[: info.calls]
             rank, thread = rank_file.rank, rank_file.thread
             n = len(calls)
@@ -206,6 +210,30 @@ def _merge(directory: Path, out: Path, level: Optional[int], outputs: FrozenSet[
         if staging.exists():
             shutil.rmtree(staging, ignore_errors=True)
     return report
+
+
+def _read_again(info, report: MergeReport) -> Optional[RankFile]:
+    """Pass 2's read of a file: the one pass 1 read (same identity and records), or None
+    and a line (a run writing into the directory: the file must not change between the
+    passes, pass 1's counts index pass 2's calls)."""
+    try:
+        rank_file = read_rank_file(info.head.path)
+    except TraceFileError as exc:
+        why = str(exc)
+    else:
+        size, now = info.head.identity[2], rank_file.identity[2]
+        if rank_file.identity != info.head.identity:
+            why = f"{size} bytes, now {now}" if size != now else "written again"
+        elif len(rank_file.calls) < info.calls or len(rank_file.completions) != info.completions:
+            why = "its records differ"
+        else:
+            return rank_file
+    report.note(
+        info.head.path.name,
+        f"changed since the merge first read it ({why}; a run writing into the directory?): "
+        f"its {info.calls} calls not merged",
+    )
+    return None
 
 
 def run(directory: Path, out: Path, level: Optional[int], echo) -> int:

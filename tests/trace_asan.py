@@ -1,0 +1,71 @@
+"""The merge's C loops (qmpigen/trace/_loops.c) built with AddressSanitizer and UBSan, for
+tests and the trace fuzzer (`make fuzz`): `build(dir)` compiles them; a Python started
+with `environment()` (libasan preloaded: Python itself is not instrumented) and calling
+`activate(path)` before it merges reads every rank file through that build, and any
+out-of-bounds access or undefined behaviour ends it with the sanitizer's report.
+
+    python tests/trace_asan.py DIR     # builds DIR/_loops_asan.so, prints its path
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+from typing import Dict, Optional
+
+REPO = Path(__file__).resolve().parent.parent
+SOURCE = REPO / "qmpigen" / "trace" / "_loops.c"
+FLAGS = ("-O1", "-g", "-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-fno-sanitize-recover=all")
+
+
+def compiler() -> str:
+    return os.environ.get("CC", "gcc")
+
+
+def runtime() -> Optional[str]:
+    """The ASan runtime to preload, or None where the compiler has none."""
+    proc = subprocess.run([compiler(), "-print-file-name=libasan.so"], capture_output=True, text=True)
+    path = proc.stdout.strip()
+    return path if proc.returncode == 0 and os.path.isabs(path) and os.path.exists(path) else None
+
+
+def build(directory: Path) -> Path:
+    """DIR/_loops_asan.so, built from the checkout's _loops.c; CalledProcessError if it fails."""
+    directory.mkdir(parents=True, exist_ok=True)
+    out = directory / "_loops_asan.so"
+    include = sysconfig.get_paths()["include"]
+    subprocess.run(
+        [compiler(), "-shared", "-fPIC", *FLAGS, f"-I{include}", str(SOURCE), "-o", str(out)],
+        check=True,
+        capture_output=True,
+    )
+    return out
+
+
+def environment(base: Optional[Dict[str, str]] = None) -> Dict[str, str]:
+    """A child Python's environment: the runtime preloaded, leaks not reported (the
+    interpreter's own), the first error fatal."""
+    env = dict(os.environ if base is None else base)
+    env["LD_PRELOAD"] = runtime() or ""
+    env["ASAN_OPTIONS"] = "detect_leaks=0:halt_on_error=1:exitcode=86"
+    env["UBSAN_OPTIONS"] = "halt_on_error=1:print_stacktrace=1:exitcode=86"
+    return env
+
+
+def activate(path: Path) -> None:
+    """Makes qmpigen.trace.loops hand out this build (its ABI checked as any build's)."""
+    import ctypes
+
+    from qmpigen.trace import loops
+
+    lib = ctypes.CDLL(str(path))
+    if lib.qmpi_loops_abi() != loops.LOOPS_ABI:
+        raise SystemExit(f"{path}: C loops ABI {lib.qmpi_loops_abi()}, not {loops.LOOPS_ABI}")
+    loops._loaded["lib"] = lib
+
+
+if __name__ == "__main__":
+    print(build(Path(sys.argv[1])))
