@@ -68,11 +68,11 @@ class FileInfo:
 
     head: RankFile
     calls: int = 0
-    completions: int = 0  # pass 2 reads the file again: the same counts, or it changed since
     first_enter: int = 0  # ticks
     # the timeline's axis (ticks): the last leave, the end of MPI_Init and the start of
     # MPI_Finalize (None if the file has none)
     last_leave: int = 0
+    completions: int = 0  # pass 2 reads the file again: the same counts, or it changed since
     init_leave: Optional[int] = None
     finalize_enter: Optional[int] = None
     # the file's request starts: its Isend/Irecv calls (call index) then the persistent
