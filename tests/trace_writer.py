@@ -172,3 +172,73 @@ def write_run(
     directory.mkdir(parents=True, exist_ok=True)
     for rank in range(world_size) if ranks is None else ranks:
         (directory / f"synth_node_{rank}_0.L1.qtr").write_bytes(rank_file(rank, world_size, n_calls, **kwargs))
+
+
+# ---- crafted files: few bytes that cost a merge far more than their size did (issue 32,
+# item 7); tests/test_trace_crafted.py, the fuzzer (trace_fuzz.py) and bench/trace_crafted.py
+
+
+def _file(world_size: int, names: Sequence[str], definitions: bytes, rows: np.ndarray, program: str = "synth") -> bytes:
+    """Rank 0's file: header, a FUNCTION record per name (kind other; codes their indices),
+    `definitions`, a call of function rows[i] per row (1 us apart), END."""
+    functions = b"".join(
+        record(
+            "FUNCTION", (code, layout.KINDS.index("other")), layout.BY_NAME["FUNCTION"].layout, name.encode() + b"\0"
+        )
+        for code, name in enumerate(names)
+    )
+    process = record("PROCESS", (0,), layout.BY_NAME["PROCESS"].layout, program.encode() + b"\0node\0")
+    enter = 1_000_000 + 1000 * np.arange(len(rows), dtype=np.uint64)
+    return b"".join(
+        [
+            header(0, world_size),
+            functions,
+            process,
+            definitions,
+            fixed_record("TIMER", 0, 1_000_000, 1_000_000),
+            calls(rows.astype(np.uint16), enter, enter + 500, 0),
+            fixed_record("END", 0, len(rows)),
+        ]
+    )
+
+
+def comm_records(n: int) -> bytes:
+    """One communicator of n members listed one member per COMM record (quadratic before:
+    every record sorted all the parts so far)."""
+    tail = layout.BY_NAME["COMM"].layout
+    parts = b"".join(record("COMM", (0, n, i, 1), tail, struct.pack("<i", i)) for i in range(n))
+    return _file(n, ["MPI_Init", "MPI_Barrier", "MPI_Finalize"], parts, np.array([0, 1, 2]))
+
+
+def world_claim(members: int) -> bytes:
+    """One file claiming a world of 2^31-1 ranks, its communicator naming `members` of them
+    (a location and two OTF2 files each before)."""
+    ranks = [0] + [1 + i * 1000 for i in range(members - 1)]
+    return _file(2**31 - 1, ["MPI_Init", "MPI_Barrier", "MPI_Finalize"], comm(0, ranks), np.array([0, 1, 2]))
+
+
+def many_functions(n: int, name: str = "MPI_F{}") -> bytes:
+    """n functions, each called once (a legend entry each before: 8,192 made a picture
+    76,694 pixels tall)."""
+    return _file(1, [name.format(i) for i in range(n)], comm(0, [0]), np.arange(n))
+
+
+def dollar_names() -> bytes:
+    """A program and functions whose names matplotlib would read as mathtext (it aborted
+    the merge)."""
+    names = ["MPI_Init", "MPI_$x^$", r"$\frac{$", "MPI_Finalize"]
+    return _file(1, names, comm(0, [0]), np.arange(4), program=r"app$\alpha_{$")
+
+
+# a crafted shape -> its file at a scale (records, ranks or functions)
+CRAFTED = {
+    "comm_records": comm_records,
+    "world_claim": world_claim,
+    "many_functions": many_functions,
+}
+
+
+def valid_of_size(size: int) -> bytes:
+    """A valid rank file (rank_file's ring, one rank) of about `size` bytes."""
+    per_call, rest = layout.CALL.size, len(rank_file(0, 1, 2))
+    return rank_file(0, 1, max(2, 2 + (size - rest) // per_call))

@@ -88,16 +88,31 @@ class FileEvents:
     io_bytes: np.ndarray
 
 
-def _local(g: Gathered, world: np.ndarray, gid_of: np.ndarray) -> np.ndarray:
-    """World ranks -> ranks in each one's communicator (-1: not a member)."""
+def _local(
+    g: Gathered,
+    world: np.ndarray,
+    gid_of: np.ndarray,
+    tables: Optional[Dict[int, Tuple[np.ndarray, np.ndarray]]] = None,
+) -> np.ndarray:
+    """World ranks -> ranks in each one's communicator (-1: not a member); with
+    g.shown_rank, in its OTF2 group (its members with a file)."""
+    tables = g.local_rank if tables is None else tables
     world = world.astype(np.int64)
     result = np.full(len(world), -1, np.int64)
     rows = np.flatnonzero((gid_of >= 0) & (world >= 0) & (world < g.world_size))
     gids = gid_of[rows]
     for gid in np.unique(gids).tolist():
         mine = rows[gids == gid]
-        result[mine] = lookup(*g.local_rank[gid], world[mine])
+        result[mine] = lookup(*tables[gid], world[mine])
     return result
+
+
+def _shown(g: Gathered, world: np.ndarray, gid_of: np.ndarray, local: np.ndarray) -> np.ndarray:
+    """What OTF2 events say of world ranks whose ranks in their communicators are
+    `local`: their ranks in its OTF2 group, NONE32 for a rank without a file."""
+    if g.shown_rank is not g.local_rank:
+        local = _local(g, world, gid_of, g.shown_rank)
+    return np.where(local >= 0, local, NONE32)
 
 
 def _endpoints(n: int, **columns) -> np.ndarray:
@@ -234,10 +249,16 @@ def file_events(
     )
     completion["kind"][:m] = kind
     recv_k, coll_k = recv_done[keep], coll_done[keep]
-    completion["sender"][:m] = np.where(recv_k, source[keep], 0)
+    r = np.flatnonzero(recv_done)
+    sender_world = np.full(len(source), -1, np.int64)
+    for gid in np.unique(done_gid[r]).tolist():
+        mine = r[done_gid[r] == gid]
+        sender_world[mine] = g.member_table[gid][source[mine]]
+    sender = _shown(g, sender_world, done_gid, np.where(recv_done, source, -1))
+    completion["sender"][:m] = np.where(recv_k, sender[keep], 0)
     if m:
-        root = _local(g, rr.peer[kk], rr.comm[kk])
-        completion["sender"][:m] = np.where(coll_k, np.where(root >= 0, root, NONE32), completion["sender"][:m])
+        root = _shown(g, rr.peer[kk], rr.comm[kk], _local(g, rr.peer[kk], rr.comm[kk]))
+        completion["sender"][:m] = np.where(coll_k, root, completion["sender"][:m])
     completion["comm"][:m] = np.where(recv_k | coll_k, p.comm_refs[done_gid[keep]], 0)
     completion["tag"][:m] = np.where(
         recv_k, done["tag"][info.done][keep].astype(np.int64) & NONE32, np.where(coll_k, rr.op[kk] if m else 0, 0)
@@ -258,20 +279,15 @@ def file_events(
     completion["call"][m:] = p_call[pstart]
     completion["request"][m:] = rr.request_id[ps[pstart]]
     completion["kind"][m:] = np.select([p_send[pstart], p_recv[pstart]], [START_ISEND, START_IRECV], START_COLLECTIVE)
-    completion["sender"][m:] = np.maximum(p_peer_local[pstart], 0)
+    completion["sender"][m:] = _shown(g, rr.peer[ps], rr.comm[ps], p_peer_local)[pstart]
     completion["comm"][m:] = p.comm_refs[rr.comm[ps][pstart]]
     completion["tag"][m:] = rr.tag[ps][pstart] & NONE32
     completion["bytes"][m:] = np.maximum(rr.bytes[ps][pstart], 0)
     completion = take(completion, np.argsort(completion["call"], kind="stable"))
-    r = np.flatnonzero(recv_done)
-    sender_world = np.empty(len(r), np.int64)
-    for gid in np.unique(done_gid[r]).tolist():
-        mine = done_gid[r] == gid
-        sender_world[mine] = g.member_table[gid][source[r][mine]]
     receives.append(
         _endpoints(
             len(r),
-            sender=sender_world,
+            sender=sender_world[r],
             receiver=rank,
             comm=done_gid[r],
             tag=done["tag"][info.done][r],
@@ -293,12 +309,14 @@ def file_events(
             rank_file, calls["func"], lambda name, _: semantics.collective_op_value(name), np.int64
         )
         collective = is_collective | is_icollective
-        columns["peer"] = np.where(collective, np.where(root_local >= 0, root_local, NONE32), np.maximum(peer_local, 0))
+        columns["peer"] = np.where(
+            collective, _shown(g, calls["root"], comm_gid, root_local), _shown(g, calls["peer"], comm_gid, peer_local)
+        )
         columns["comm"] = np.where(has_comm, p.comm_refs[comm_gid], NONE32)
         columns["tag"] = np.where(collective, op_of, calls["tag"].astype(np.int64) & NONE32)
         columns["bytes"] = np.maximum(calls["bytes"], 0)
         columns["request"] = request_id
-        columns["recv_peer"] = np.maximum(source_local, 0)
+        columns["recv_peer"] = _shown(g, calls["source"], comm_gid, source_local)
         columns["recv_tag"] = calls["recv_tag"].astype(np.int64) & NONE32
         columns["recv_bytes"] = np.maximum(calls["recv_bytes"], 0)
         receive_only = is_recv & ~is_sendrecv  # OTF2's MpiRecv: the sender, the bytes received
@@ -357,9 +375,9 @@ def _rma_columns(p: Pass2, rank_file, calls, kinds, started, op, columns) -> Non
     if not len(rows):
         return
     comm = np.array([p.g.window_comm[int(w)] for w in gid.tolist()], np.int64)
-    target = _local(p.g, calls["peer"][rows], comm)
+    target = _shown(p.g, calls["peer"][rows], comm, _local(p.g, calls["peer"][rows], comm))
     columns["comm"][rows] = [_window_ref(p, int(w)) for w in gid.tolist()]
-    columns["peer"][rows] = np.maximum(target, 0)
+    columns["peer"][rows] = target
     put, get = kinds({"rma_put"})[rows], kinds({"rma_get"})[rows]
     atomic = semantics.per_call(
         rank_file, calls["func"][rows], lambda name, _: RMA_ATOMIC + semantics.rma_atomic_type(name), np.int64

@@ -96,7 +96,7 @@ def _merge(directory: Path, out: Path, level: Optional[int], outputs: FrozenSet[
     try:
         os.chmod(staging, 0o777 & ~current_umask())  # mkdtemp's is private; the output is the user's like any directory
         write_marker(staging)
-        located = sorted(set(by_rank) | {r for ranks in members.values() for r in ranks})
+        located = sorted(by_rank)  # a location per rank with a file (qmpigen.trace.gather: Gathered.shown)
         archive = Otf2Writer(staging, located, hosts, threads) if "otf2" in outputs else None
         if archive is not None:
             archive_box.append(archive)
@@ -108,7 +108,7 @@ def _merge(directory: Path, out: Path, level: Optional[int], outputs: FrozenSet[
         comm_refs = np.full(len(members) + 1, 0xFFFFFFFF, np.int64)  # index -1: none
         if archive is not None:
             for gid in sorted(members):
-                comm_refs[gid] = archive.comm(gid, members[gid], comm_names[gid])._ref
+                comm_refs[gid] = archive.comm(gid, g.shown[gid], comm_names[gid])._ref
         stream = open(staging / "trace.json", "wb") if "json" in outputs else None
         json_out = PerfettoWriter(stream) if stream is not None else None
         timeline = Timeline(world_size, [(f.head.rank, f.head.thread) for f in infos if f.calls])

@@ -113,6 +113,7 @@ class RankFile:
     kinds: Dict[int, str] = field(default_factory=dict)  # code -> kind (layout.KINDS)
     comms: Dict[int, Tuple[int, ...]] = field(default_factory=dict)  # id -> world ranks
     comm_parts: Dict[int, Dict[int, Tuple[int, ...]]] = field(default_factory=dict)  # id -> first -> members
+    comm_listed: Dict[int, int] = field(default_factory=dict)  # id -> members in its parts so far
     types: Dict[int, Tuple[int, str]] = field(default_factory=dict)  # id -> (size, name or constructor)
     type_shapes: Dict[int, Tuple[str, int, int]] = field(default_factory=dict)  # id -> (constructor, lb, extent)
     windows: Dict[int, int] = field(default_factory=dict)  # id -> communicator id (-1: unknown)
@@ -223,13 +224,14 @@ def _other_record(data: Data, pos: int, kind: int, size: int, out: RankFile) -> 
         ):
             return f"corrupt communicator record at byte {pos}"
         parts = out.comm_parts.setdefault(comm_id, {})
+        listed = out.comm_listed.get(comm_id, 0) - len(parts.get(first, ())) + count
         parts[first] = struct.unpack_from(f"<{count}i", data, tail)
-        listed = sorted(parts.items())
-        if sum(len(m) for _, m in listed) == comm_size:  # complete (its records follow each other)
-            members = tuple(r for _, m in listed for r in m)
-            if [f for f, _ in listed] == list(np.cumsum([0] + [len(m) for _, m in listed[:-1]])):
-                out.comms[comm_id] = members
-            del out.comm_parts[comm_id]
+        out.comm_listed[comm_id] = listed
+        if listed == comm_size:  # complete (its records follow each other): put together once, not per record
+            ordered = sorted(parts.items())
+            if [f for f, _ in ordered] == list(np.cumsum([0] + [len(m) for _, m in ordered[:-1]])):
+                out.comms[comm_id] = tuple(r for _, m in ordered for r in m)
+            del out.comm_parts[comm_id], out.comm_listed[comm_id]
     elif kind == R_TYPE:
         type_id, type_size, named, nints, naddrs, ntypes, combiner, _, lb, extent = values
         name = _string(data, tail, pos + size)
