@@ -225,3 +225,20 @@ def test_special_files_named_qtr_are_skipped(tmp_path):
             f"qmpigen: {name}_0.L1.qtr: skipped: not a regular file ({what})"
         ], lines
     assert "merged 2 trace files" in lines[-1]
+
+
+def test_a_file_read_again_up_to_a_bad_call_keeps_its_identity(tmp_path):
+    """A call of a function the file never defined: the reader reads the file again up to
+    it, which dropped the identity pass 2 compares (an IndexError, found by the fuzzer)."""
+    import numpy as np
+
+    bad = w.calls(np.array([999]), np.array([1_000_100]), np.array([1_000_200]))
+    w.write_run(tmp_path / "run", 2)
+    data = w.rank_file(1, 2, extra=bad)
+    (tmp_path / "run" / "synth_node_1_0.L1.qtr").write_bytes(data)
+    lines: list = []
+    assert merge.run(tmp_path / "run", tmp_path / "out", None, lines.append) == 0, lines
+    assert [line for line in lines if "synth_node_1_0" in line] == [
+        f"qmpigen: synth_node_1_0.L1.qtr: corrupt call record at byte {data.index(bad)}; "
+        "merged the 24 calls before it"
+    ], lines

@@ -158,8 +158,8 @@ def read_rank_file(path: Path) -> RankFile:
     data, identity, changed = read_snapshot(path)
     version, rank, thread, level, world_size, realtime, pid, run_id = read_header(data)
     rank_file = RankFile(path, rank, thread, level, world_size, version, realtime, run_id, pid)
-    rank_file.identity, rank_file.changed = identity, changed
     rank_file.problem = _read_records(data, HEADER.size, rank_file)
+    rank_file.identity, rank_file.changed = identity, changed  # after: a read again up to a bad call starts afresh
     return rank_file
 
 
