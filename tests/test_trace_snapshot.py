@@ -239,6 +239,5 @@ def test_a_file_read_again_up_to_a_bad_call_keeps_its_identity(tmp_path):
     lines: list = []
     assert merge.run(tmp_path / "run", tmp_path / "out", None, lines.append) == 0, lines
     assert [line for line in lines if "synth_node_1_0" in line] == [
-        f"qmpigen: synth_node_1_0.L1.qtr: corrupt call record at byte {data.index(bad)}; "
-        "merged the 24 calls before it"
+        f"qmpigen: synth_node_1_0.L1.qtr: corrupt call record at byte {data.index(bad)}; merged the 24 calls before it"
     ], lines

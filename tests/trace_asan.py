@@ -25,11 +25,15 @@ def compiler() -> str:
     return os.environ.get("CC", "gcc")
 
 
-def runtime() -> Optional[str]:
-    """The ASan runtime to preload, or None where the compiler has none."""
-    proc = subprocess.run([compiler(), "-print-file-name=libasan.so"], capture_output=True, text=True)
+def _library(name: str) -> Optional[str]:
+    proc = subprocess.run([compiler(), f"-print-file-name={name}"], capture_output=True, text=True)
     path = proc.stdout.strip()
     return path if proc.returncode == 0 and os.path.isabs(path) and os.path.exists(path) else None
+
+
+def runtime() -> Optional[str]:
+    """The ASan runtime to preload, or None where the compiler has none."""
+    return _library("libasan.so")
 
 
 def build(directory: Path) -> Path:
@@ -46,10 +50,11 @@ def build(directory: Path) -> Path:
 
 
 def environment(base: Optional[Dict[str, str]] = None) -> Dict[str, str]:
-    """A child Python's environment: the runtime preloaded, leaks not reported (the
-    interpreter's own), the first error fatal."""
+    """A child Python's environment: the runtime preloaded, with the C++ library (a C++
+    extension that throws, matplotlib's, needs ASan's __cxa_throw interceptor set up at
+    start), leaks not reported (the interpreter's own), the first error fatal."""
     env = dict(os.environ if base is None else base)
-    env["LD_PRELOAD"] = runtime() or ""
+    env["LD_PRELOAD"] = " ".join(p for p in (runtime(), _library("libstdc++.so")) if p)
     env["ASAN_OPTIONS"] = "detect_leaks=0:halt_on_error=1:exitcode=86"
     env["UBSAN_OPTIONS"] = "halt_on_error=1:print_stacktrace=1:exitcode=86"
     return env
