@@ -141,11 +141,12 @@ def _merge(directory: Path, out: Path, level: Optional[int], outputs: FrozenSet[
             if n > 1:
                 enter[1:] = np.maximum(enter[1:], np.maximum.accumulate(leave)[:-1])
             leave = np.maximum(leave, enter)
-            # functions: the file's codes -> timeline indices (one name table for all)
-            code_max = max(rank_file.functions) + 1
-            to_index = np.zeros(code_max, np.int64)
-            for code, name in rank_file.functions.items():
-                to_index[code] = timeline.function_index(name)
+            # functions: the file's codes -> timeline indices (one name table for all), for
+            # the functions called only (a file may define thousands it never calls)
+            called = np.unique(calls["func"]).tolist()
+            to_index = np.zeros(max(rank_file.functions) + 1, np.int64)
+            for code in called:
+                to_index[code] = timeline.function_index(rank_file.functions[code])
             func = to_index[calls["func"]]
             names = timeline.functions
             comm_gid = lookup(*comm_tables[rank], calls["comm"])
@@ -166,8 +167,9 @@ def _merge(directory: Path, out: Path, level: Optional[int], outputs: FrozenSet[
             spill.add(1, found.receives)
             if archive is not None and found.columns is not None:
                 region_of = np.zeros(len(names), np.int64)
-                for code, name in rank_file.functions.items():  # regions of the functions called only
-                    region_of[to_index[code]] = archive.region(name, rank_file.kinds.get(code, "other"))._ref
+                for code in called:  # regions of the functions called only
+                    region = archive.region(rank_file.functions[code], rank_file.kinds.get(code, "other"))
+                    region_of[to_index[code]] = region._ref
                 found.columns["region"] = region_of[func]
                 report.otf2_events += archive.write_events(rank, thread, found.columns, found.completion)
             if json_out is not None:

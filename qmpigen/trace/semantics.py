@@ -5,10 +5,13 @@ gather.py, merge.py, otf2_out.py and docs/tracing.md's table read these sets."""
 
 from __future__ import annotations
 
+import functools
+import weakref
 from typing import Callable, Dict, FrozenSet, Iterable
 
 import numpy as np
 
+from .layout import KINDS
 from .read import RankFile
 
 # blocking point-to-point: the send side at the call's enter, the receive side at its leave
@@ -174,6 +177,7 @@ def collective_io(name: str) -> bool:
     return any(part in name for part in COLLECTIVE_IO)
 
 
+@functools.lru_cache(maxsize=None)  # asked per function of each file, for several tables
 def collective_op_value(name: str) -> int:
     """collective_op as OTF2's number (0 for a function that is not a collective)."""
     from otf2.enums import CollectiveOp
@@ -196,7 +200,23 @@ def per_call(rank_file: RankFile, func: np.ndarray, value_of: Callable[[str, str
     return np.where(func < len(table), table[np.minimum(func, len(table) - 1)], 0).astype(dtype)
 
 
+_KIND_TABLE: list = [lambda: None, None]  # the last file's (weak reference, table): one file at a time
+
+
+def _kind_table(rank_file: RankFile) -> np.ndarray:
+    """Code -> the index in KINDS of its function's kind (len(KINDS): a code the file does
+    not name), made once per file rather than per question: a file may name thousands."""
+    if _KIND_TABLE[0]() is not rank_file:
+        table = np.full(max(rank_file.functions, default=0) + 1, len(KINDS), np.int64)
+        for code in rank_file.functions:
+            table[code] = KINDS.index(rank_file.kinds.get(code, "other"))
+        _KIND_TABLE[:] = [weakref.ref(rank_file), table]
+    return _KIND_TABLE[1]
+
+
 def of_kinds(rank_file: RankFile, func: np.ndarray, kinds: Iterable[str]) -> np.ndarray:
     """Per call (its function code), whether its function is of one of these kinds."""
-    wanted = frozenset(kinds)
-    return per_call(rank_file, func, lambda _, kind: kind in wanted, bool)
+    table = _kind_table(rank_file)
+    wanted = np.zeros(len(KINDS) + 1, bool)
+    wanted[[KINDS.index(k) for k in kinds if k in KINDS]] = True
+    return wanted[table[np.minimum(func, len(table) - 1)]] & (func < len(table))
