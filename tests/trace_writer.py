@@ -242,3 +242,18 @@ def valid_of_size(size: int) -> bytes:
     """A valid rank file (rank_file's ring, one rank) of about `size` bytes."""
     per_call, rest = layout.CALL.size, len(rank_file(0, 1, 2))
     return rank_file(0, 1, max(2, 2 + (size - rest) // per_call))
+
+
+def call_rows(func: Sequence[int], **fields: Sequence[int]) -> bytes:
+    """CALL records, one per function code, 1 us apart from t = 2 ms (each 500 ns long),
+    every other field at its default unless given (a column per field)."""
+    rows = np.zeros(len(func), layout.CALL.layout.dtype)
+    for f in layout.CALL.layout.fields:
+        if f.default:
+            rows[f.name] = f.default
+    rows["kind"], rows["size"], rows["func"] = layout.CALL.kind, layout.CALL.size, func
+    rows["enter"] = 2_000_000 + 1000 * np.arange(len(func), dtype=np.uint64)
+    rows["leave"] = rows["enter"] + 500
+    for name, values in fields.items():
+        rows[name] = values
+    return rows.tobytes()

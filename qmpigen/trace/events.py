@@ -44,7 +44,6 @@ from .otf2_out import (
     OP_IRECV_REQUEST,
     OP_ISEND,
     OP_RECV,
-    OP_RMA,
     OP_RMA_REQUEST,
     OP_SEND,
     OP_SENDRECV,
@@ -58,6 +57,7 @@ from .otf2_out import (
 )
 from .read import REQUEST_CANCELLED, REQUEST_FREED, RankFile
 from .requests import lookup
+from .rma import completing_call
 
 FILE_MODE_CREATE, FILE_MODE_EXCLUSIVE = (value for name, value, _ in FILE_MODES[:2])
 IO_CREATION_CREATE, IO_CREATION_EXCLUSIVE = 1, 8  # OTF2_IO_CREATION_FLAG_*
@@ -323,7 +323,10 @@ def file_events(
         columns["peer"][receive_only] = columns["recv_peer"][receive_only]
         columns["bytes"][receive_only] = columns["recv_bytes"][receive_only]
         _io_columns(p, rank_file, calls, kinds, comm_gid, started, is_io, io_write, op, columns)
-        _rma_columns(p, rank_file, calls, kinds, started, op, columns)
+        at_syncs = _rma_columns(p, rank_file, calls, kinds, started, op, columns)
+        if len(at_syncs):  # the completions stay ordered by call, as the event loop walks them
+            completion = np.concatenate([completion, at_syncs])
+            completion = take(completion, np.argsort(completion["call"], kind="stable"))
         columns["op"] = op
     io_rows = np.flatnonzero(is_io)
     io_bytes = np.where(
@@ -364,16 +367,19 @@ def _io_columns(p: Pass2, rank_file, calls, kinds, comm_gid, started, is_io, io_
     )
 
 
-def _rma_columns(p: Pass2, rank_file, calls, kinds, started, op, columns) -> None:
-    """One-sided operations on their merged window (an OTF2 RmaWin): put, get or atomic."""
+def _rma_columns(p: Pass2, rank_file, calls, kinds, started, op, columns) -> np.ndarray:
+    """One-sided operations on their merged window (an OTF2 RmaWin): put, get or atomic;
+    the completions (COMPLETION_FIELDS) of those without a request, in the calls that
+    complete them (qmpigen.trace.rma; none where the trace shows no such call)."""
+    done = np.zeros(0, [(name, dtype) for name, dtype in COMPLETION_FIELDS])
     rows = np.flatnonzero(kinds(semantics.RMA) & (calls["window"] >= 0) & (calls["peer"] >= 0))
     if not len(rows):
-        return
+        return done
     tables = p.g.window_tables.get(rank_file.rank, (np.zeros(0, np.int64), np.zeros(0, np.int64)))
     gid = lookup(*tables, calls["window"][rows])
     rows, gid = rows[gid >= 0], gid[gid >= 0]
     if not len(rows):
-        return
+        return done
     comm = np.array([p.g.window_comm[int(w)] for w in gid.tolist()], np.int64)
     target = _shown(p.g, calls["peer"][rows], comm, _local(p.g, calls["peer"][rows], comm))
     columns["comm"][rows] = [_window_ref(p, int(w)) for w in gid.tolist()]
@@ -384,4 +390,21 @@ def _rma_columns(p: Pass2, rank_file, calls, kinds, started, op, columns) -> Non
     )
     columns["tag"][rows] = np.select([put, get], [RMA_PUT, RMA_GET], atomic)
     columns["request"][rows] = np.where(started[rows], columns["request"][rows], BLOCKING_IO | rows.astype(np.uint64))
-    op[rows] = np.where(started[rows], OP_RMA_REQUEST, OP_RMA)
+    op[rows] = OP_RMA_REQUEST  # its completion, if any, where it completes
+    scope = semantics.per_call(rank_file, calls["func"], lambda name, _: semantics.RMA_COMPLETES.get(name, 0), np.int64)
+    syncs = np.flatnonzero((scope > 0) & (calls["window"] >= 0))
+    blocking = ~started[rows]
+    at = completing_call(
+        rows[blocking],
+        calls["window"][rows[blocking]],
+        calls["peer"][rows[blocking]],
+        syncs,
+        calls["window"][syncs],
+        calls["peer"][syncs],
+        scope[syncs],
+    )
+    completed = rows[blocking][at >= 0]
+    done = np.zeros(len(completed), done.dtype)
+    done["call"], done["kind"] = at[at >= 0], COMPLETE_RMA
+    done["request"], done["comm"] = columns["request"][completed], columns["comm"][completed]
+    return done

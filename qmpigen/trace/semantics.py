@@ -13,6 +13,7 @@ import numpy as np
 
 from .layout import KINDS
 from .read import RankFile
+from .rma import SCOPE_TARGET, SCOPE_WINDOW
 
 # blocking point-to-point: the send side at the call's enter, the receive side at its leave
 SENDS: FrozenSet[str] = frozenset({"send", "sendrecv"})
@@ -72,9 +73,11 @@ OTF2_EVENTS: Dict[str, str] = {
     "file_write": "IoOperationBegin (WRITE), IoOperationComplete; nonblocking: IoOperationIssued, Complete in its Wait/Test",
     "file_open": "IoCreateHandle (access mode, creation flags)",
     "file_close": "IoDestroyHandle",
-    "rma_put": "RmaPut, RmaOpCompleteBlocking; Rput: RmaOpCompleteNonBlocking in its Wait/Test",
-    "rma_get": "RmaGet, RmaOpCompleteBlocking; Rget: RmaOpCompleteNonBlocking in its Wait/Test",
-    "rma_atomic": "RmaAtomic (type, bytes sent and received), RmaOpCompleteBlocking",
+    "rma_put": "RmaPut; RmaOpCompleteNonBlocking in the synchronisation that completes it (Rput: its Wait/Test)",
+    "rma_get": "RmaGet; RmaOpCompleteNonBlocking in the synchronisation that completes it (Rget: its Wait/Test)",
+    "rma_atomic": "RmaAtomic (type, bytes sent and received); RmaOpCompleteNonBlocking in the synchronisation "
+    "that completes it",
+    "rma_sync": "fence, complete, unlock, flush: RmaOpCompleteNonBlocking of the one-sided operations it completes",
     "completion": "the completion events of the requests it completes",
     "start": "the start events of the persistent requests it starts",
     "request_free": "Cancel: MpiRequestCancelled in the Wait/Test that completes the request",
@@ -126,6 +129,16 @@ def collective_op(name: str) -> str:
 
 # One-sided atomics as OTF2 RmaAtomicType, by base name; the rest of the accumulate family
 # is ACCUMULATE, and a fetching one (Get_accumulate, Fetch_and_op) FETCH_AND_ACCUMULATE.
+# The synchronisations that complete one-sided operations (qmpigen.trace.rma): every
+# operation on the window, or those to the target rank the call names.
+RMA_COMPLETES: Dict[str, int] = {
+    **dict.fromkeys(
+        ("MPI_Win_fence", "MPI_Win_complete", "MPI_Win_unlock_all", "MPI_Win_flush_all", "MPI_Win_flush_local_all"),
+        SCOPE_WINDOW,
+    ),
+    **dict.fromkeys(("MPI_Win_unlock", "MPI_Win_flush", "MPI_Win_flush_local"), SCOPE_TARGET),
+}
+
 RMA_ATOMIC_TYPES = {
     "Accumulate": "ACCUMULATE",
     "Raccumulate": "ACCUMULATE",
