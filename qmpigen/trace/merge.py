@@ -28,6 +28,7 @@ import otf2  # noqa: F401
 
 from qmpigen.output.write import current_umask
 
+from .attributes import call_attributes
 from .clocks import axis_span
 from .gather import MergeError, MergeReport, gather
 from .heap import arrays_from_the_heap
@@ -171,7 +172,8 @@ def _merge(directory: Path, out: Path, level: Optional[int], outputs: FrozenSet[
                     region = archive.region(rank_file.functions[code], rank_file.kinds.get(code, "other"))
                     region_of[to_index[code]] = region._ref
                 found.columns["region"] = region_of[func]
-                report.otf2_events += archive.write_events(rank, thread, found.columns, found.completion)
+                attributes = call_attributes(archive, rank_file, calls)
+                report.otf2_events += archive.write_events(rank, thread, found.columns, found.completion, attributes)
             if json_out is not None:
                 json_out.track(rank, thread, rank_file.host)
                 args = {name: calls[name] for name in ARG_FIELDS}

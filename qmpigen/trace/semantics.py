@@ -73,6 +73,9 @@ OTF2_EVENTS: Dict[str, str] = {
     "file_write": "IoOperationBegin (WRITE), IoOperationComplete; nonblocking: IoOperationIssued, Complete in its Wait/Test",
     "file_open": "IoCreateHandle (access mode, creation flags)",
     "file_close": "IoDestroyHandle",
+    "file_meta": "a region; its arguments as attributes (offset and whence, size, displacement, atomicity)",
+    "type_create": "a region; the datatype's shape as attributes (name, size, lower bound, extent), also on "
+    "each call that names it",
     "rma_put": "RmaPut; RmaOpCompleteNonBlocking in the synchronisation that completes it (Rput: its Wait/Test)",
     "rma_get": "RmaGet; RmaOpCompleteNonBlocking in the synchronisation that completes it (Rget: its Wait/Test)",
     "rma_atomic": "RmaAtomic (type, bytes sent and received); RmaOpCompleteNonBlocking in the synchronisation "
