@@ -66,18 +66,24 @@ def test_a_world_claim_makes_locations_only_for_files(tmp_path):
     assert sum("ranks missing" in line for line in lines) == 1
 
 
-def test_thousands_of_function_names_bound_the_legend(tmp_path):
-    """2,000 functions called once each: a legend of LEGEND_FUNCTIONS names and one entry for
-    the rest; the picture's height no longer grows with them (18,700 pixels before)."""
+def test_thousands_of_function_names_bound_the_legend_and_the_regions(tmp_path):
+    """2,100 functions called once each: a legend of LEGEND_FUNCTIONS names and one entry for
+    the rest, the picture's height no longer growing with them (19,600 pixels before); an
+    OTF2 region for MAX_REGIONS of them and one for the rest (about 0.3 ms each in the
+    otf2 package: 8,192 names cost more than a valid file of their size), said in one line."""
     from PIL import Image
 
-    run = _one_file(tmp_path, w.many_functions(2000))
+    run = _one_file(tmp_path, w.many_functions(2100))
     code, lines = _merge(run, tmp_path / "out")
     assert code == 0, lines
     width, height = Image.open(tmp_path / "out" / "timeline.png").size
     assert height <= 6 * DPI, (width, height)
     summary = (tmp_path / "out" / "summary.txt").read_text()
-    assert "MPI_F1999" in summary  # every function still in the summary
+    assert "MPI_F2099" in summary  # every function still in the summary
+    assert lines[:-1] == [
+        "qmpigen: the trace names 2100 functions: traces.otf2 has a region for 2048, the calls of the other 52 "
+        "are in one, '(other functions)'"
+    ]
 
 
 def test_names_matplotlib_would_read_as_mathtext(tmp_path):

@@ -34,6 +34,7 @@ from .gather import MergeError, MergeReport, gather
 from .heap import arrays_from_the_heap
 from .layout import CALL
 from .match import EndpointSpill, match, take
+from .otf2_out import OTHER_REGION
 from .outdir import check_output, swap_in, write_marker
 from .read import (
     RankFile,
@@ -198,6 +199,12 @@ def _merge(directory: Path, out: Path, level: Optional[int], outputs: FrozenSet[
             stream.close()
             report.json_events = json_out.events
         if archive is not None:
+            if archive.regions_shared:
+                report.notes.append(
+                    f"the trace names {len(archive.regions) - 1 + len(archive.regions_shared)} functions: traces.otf2 "
+                    f"has a region for {len(archive.regions) - 1}, the calls of the other "
+                    f"{len(archive.regions_shared)} are in one, {OTHER_REGION!r}"
+                )
             archive.close(min(f.head.realtime_origin_ns for f in infos) / 1e9)
             report.otf2_mode = archive.bulk_mode
         report.messages = timeline.matched

@@ -14,7 +14,7 @@ from __future__ import annotations
 import ctypes
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Set, Tuple
 
 import numpy as np
 import otf2
@@ -69,6 +69,7 @@ RMA_PUT, RMA_GET, RMA_ATOMIC = 0, 1, 2  # an RMA call's tag: RMA_ATOMIC + OTF2 R
 # each), so memory does not grow with the number of locations.
 CHUNK_BYTES = 256 * 1024
 IO_MODE_READ, IO_MODE_WRITE = 0, 1  # OTF2_IO_OPERATION_MODE_*
+MAX_REGIONS, OTHER_REGION = 2048, "(other functions)"
 IO_FLAG_NON_BLOCKING, IO_FLAG_COLLECTIVE = 1, 2  # OTF2_IO_OPERATION_FLAG_*
 
 
@@ -257,6 +258,7 @@ class Otf2Writer:
             members=[self.rank_locations[rank] for rank in ranks],
         )
         self.regions: Dict[str, object] = {}
+        self.regions_shared: Set[str] = set()  # the functions past MAX_REGIONS, in OTHER_REGION
         self.comms: Dict[int, object] = {}
         self.io_paradigm = None
         self.io_files: Dict[Tuple[str, object], object] = {}
@@ -298,8 +300,15 @@ class Otf2Writer:
         return self.defs.rma_win(f"window {gid}", comm=comm)
 
     def region(self, func: str, kind: str):
-        """`func`'s region; its role from its kind (semantics.REGION_ROLES)."""
+        """`func`'s region; its role from its kind (semantics.REGION_ROLES). Past MAX_REGIONS
+        names (an MPI has fewer than a thousand functions: a crafted file), one region
+        for the rest (each costs the otf2 package about 0.3 ms)."""
         if func not in self.regions:
+            if len(self.regions) >= MAX_REGIONS:
+                self.regions_shared.add(func)
+                func = OTHER_REGION
+                if func in self.regions:
+                    return self.regions[func]
             role = semantics.region_role(func, kind)
             self.regions[func] = self.defs.region(func, paradigm=Paradigm.MPI, region_role=getattr(RegionRole, role))
         return self.regions[func]
