@@ -104,6 +104,7 @@ REWRITTEN = """
 """
 
 
+@pytest.mark.slow  # a child Python: in make test-trace, not make test-fast
 def test_a_file_rewritten_between_the_c_walks_under_asan(asan_loops, tmp_path):
     """Before: ASan heap-buffer-overflow WRITE in qmpi_scan_records (the 64 calls the
     second walk found copied into an array of one)."""
@@ -151,6 +152,7 @@ TRUNCATED = """
 """
 
 
+@pytest.mark.slow  # a child Python each: in make test-trace, not make test-fast
 @pytest.mark.parametrize("how", ["c", "python"])
 def test_a_file_truncated_while_the_merge_walks_it(tmp_path, how):
     """Before: SIGBUS (the walk touched pages of a mapping past the file's new end)."""
@@ -205,6 +207,7 @@ def test_a_file_that_changes_while_it_is_read_is_read_again(tmp_path, monkeypatc
         read.read_rank_file(victim)
 
 
+@pytest.mark.slow  # a child Python: in make test-trace, not make test-fast
 def test_special_files_named_qtr_are_skipped(tmp_path):
     """A FIFO named *.qtr hung the merge (open blocks until a writer comes); a directory
     and a device are no rank files either. Through the command, in a child with a bound."""
