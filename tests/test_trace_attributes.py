@@ -63,29 +63,15 @@ EXPECTED = {
 
 
 def _rank_file() -> bytes:
-    functions = b"".join(
-        w.record("FUNCTION", (code, layout.KINDS.index(kind)), layout.BY_NAME["FUNCTION"].layout, name.encode() + b"\0")
-        for code, (name, kind) in enumerate(NAMES)
-    )
     defaults = {f.name: f.default for f in layout.CALL.layout.fields}
     fields = sorted({name for _, given in CALLS for name in given})
     body = w.call_rows(
         [CODE[name] for name, _ in CALLS], **{f: [given.get(f, defaults[f]) for _, given in CALLS] for f in fields}
     )
     vector = (7, 24, 0, 3, 0, 1, layout.COMBINERS.index("VECTOR"), 0, -8, 40)
-    return b"".join(
-        [
-            w.header(0, 1),
-            functions,
-            w.record("PROCESS", (0,), layout.BY_NAME["PROCESS"].layout, b"io\0node\0"),
-            w.comm(0, [0]),
-            w.record("FILE", (3, 0, 0), layout.BY_NAME["FILE"].layout, b"data.bin\0"),
-            w.record("TYPE", vector, layout.BY_NAME["TYPE"].layout, b"\0"),
-            w.fixed_record("TIMER", 0, 1_000_000, 1_000_000),
-            body,
-            w.fixed_record("END", 0, len(CALLS)),
-        ]
-    )
+    definitions = w.comm(0, [0]) + w.record("FILE", (3, 0, 0), layout.BY_NAME["FILE"].layout, b"data.bin\0")
+    definitions += w.record("TYPE", vector, layout.BY_NAME["TYPE"].layout, b"\0")
+    return w.synthetic(0, 1, NAMES, definitions, body, len(CALLS), program="io")
 
 
 def _attributes(archive) -> dict:

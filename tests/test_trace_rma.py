@@ -18,7 +18,7 @@ pytest.importorskip("matplotlib")
 
 import trace_writer as w  # noqa: E402
 
-from qmpigen.trace import layout, merge  # noqa: E402
+from qmpigen.trace import merge  # noqa: E402
 
 pytestmark = pytest.mark.trace
 
@@ -41,26 +41,12 @@ CODE = {name: code for code, (name, _) in enumerate(NAMES)}
 def _rank(rank: int, sequence) -> bytes:
     """Rank `rank` of 2: its window 5 (on MPI_COMM_WORLD, id 0), then `sequence`: (function,
     target rank or -1) per call."""
-    functions = b"".join(
-        w.record("FUNCTION", (code, layout.KINDS.index(kind)), layout.BY_NAME["FUNCTION"].layout, name.encode() + b"\0")
-        for code, (name, kind) in enumerate(NAMES)
-    )
     calls = [("MPI_Init", -1), ("MPI_Win_create", -1), *sequence, ("MPI_Finalize", -1)]
     window = [-1 if name in ("MPI_Init", "MPI_Finalize") else 5 for name, _ in calls]
     func = [CODE[name] for name, _ in calls]
     body = w.call_rows(func, peer=[t for _, t in calls], window=window, comm=[0] * len(calls), bytes=[8] * len(calls))
-    return b"".join(
-        [
-            w.header(rank, 2),
-            functions,
-            w.record("PROCESS", (0,), layout.BY_NAME["PROCESS"].layout, b"rma\0node\0"),
-            w.comm(0, [0, 1]),
-            w.fixed_record("WINDOW", 5, 0, 0),
-            w.fixed_record("TIMER", 0, 1_000_000, 1_000_000),
-            body,
-            w.fixed_record("END", 0, len(calls)),
-        ]
-    )
+    window_record = w.fixed_record("WINDOW", 5, 0, 0)
+    return w.synthetic(rank, 2, NAMES, w.comm(0, [0, 1]) + window_record, body, len(calls), program="rma")
 
 
 def _events_by_call(archive) -> list:

@@ -66,20 +66,11 @@ REWRITTEN = """
     head = w.header(0, 1) + w.preamble() + w.comm(0, [0]) + call
     victim.write_bytes(head + filler * 64)
 
-    real = read._scan_native
-    def scan(lib, data, pos, end, out):
-        walk = lib.qmpi_scan_records
-        walk.restype = ctypes.c_int64
-        def qmpi_scan_records(*args):
-            stop = walk(*args)
-            if args[4]._obj.calls is None:  # after the counting walk: 64 more calls
-                with open(victim, "r+b") as f:
-                    f.seek(len(head))
-                    f.write(call * 64)
-            return stop
-        lib = type("Lib", (), {"qmpi_scan_records": staticmethod(qmpi_scan_records)})
-        return real(lib, data, pos, end, out)
-    read._scan_native = scan
+    def more_calls(rank_file):  # after the counting walk: 64 more calls
+        with open(victim, "r+b") as f:
+            f.seek(len(head))
+            f.write(call * 64)
+    trace_asan.between_the_walks(more_calls)
     got = read.read_rank_file(victim)
     print("calls", len(got.calls))
 
@@ -117,9 +108,9 @@ def test_a_file_rewritten_between_the_c_walks_under_asan(asan_loops, tmp_path):
 # A merge during which one rank file is cut to its header: after the C walk's count, or
 # from inside the Python walk (`how`); prints the merge's lines and returns its status.
 TRUNCATED = """
-    import ctypes, os, sys
+    import os, sys
     from pathlib import Path
-    import trace_writer as w
+    import trace_asan, trace_writer as w
     from qmpigen.trace import merge, read
     run, out, how = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
     w.write_run(run, 4, n_calls=300)
@@ -132,16 +123,7 @@ TRUNCATED = """
             os.truncate(victim, 64)
 
     if how == "c":
-        real = read._scan_native
-        def scan(lib, data, pos, end, out):
-            walk = lib.qmpi_scan_records
-            walk.restype = ctypes.c_int64
-            def qmpi_scan_records(*args):
-                stop = walk(*args)
-                cut(out.path)
-                return stop
-            return real(type("Lib", (), {"qmpi_scan_records": staticmethod(qmpi_scan_records)}), data, pos, end, out)
-        read._scan_native = scan
+        trace_asan.between_the_walks(lambda rank_file: cut(rank_file.path))
     else:
         real_other = read._other_record
         def other(data, pos, kind, size, out):

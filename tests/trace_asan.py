@@ -3,6 +3,7 @@ tests and the trace fuzzer (`make fuzz`): `build(dir)` compiles them; a Python s
 with `environment()` (libasan preloaded: Python itself is not instrumented) and calling
 `activate(path)` before it merges reads every rank file through that build, and any
 out-of-bounds access or undefined behaviour ends it with the sanitizer's report.
+`between_the_walks(hook)` runs a test's hook between the C walk's count and copy.
 
     python tests/trace_asan.py DIR     # builds DIR/_loops_asan.so, prints its path
 """
@@ -58,6 +59,30 @@ def environment(base: Optional[Dict[str, str]] = None) -> Dict[str, str]:
     env["ASAN_OPTIONS"] = "detect_leaks=0:halt_on_error=1:exitcode=86"
     env["UBSAN_OPTIONS"] = "halt_on_error=1:print_stacktrace=1:exitcode=86"
     return env
+
+
+def between_the_walks(hook) -> None:
+    """Makes qmpigen.trace.read call hook(rank_file) after _loops.c's counting walk of each
+    file, before its copying walk: where tests change a file under the reader."""
+    import ctypes
+
+    from qmpigen.trace import read
+
+    real = read._scan_native
+
+    def scan(lib, data, pos, end, out):
+        walk = lib.qmpi_scan_records
+        walk.restype = ctypes.c_int64
+
+        def qmpi_scan_records(*args):
+            stop = walk(*args)
+            if args[4]._obj.calls is None:  # the counting walk (no buffers)
+                hook(out)
+            return stop
+
+        return real(type("Lib", (), {"qmpi_scan_records": staticmethod(qmpi_scan_records)}), data, pos, end, out)
+
+    read._scan_native = scan
 
 
 def activate(path: Path) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import struct
 from pathlib import Path
-from typing import Iterable, Optional, Sequence
+from typing import Iterable, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -73,15 +73,19 @@ def header(
     )
 
 
-def preamble(program: str = "synth", host: str = "node") -> bytes:
-    out = [
+def function_records(functions: Sequence[Tuple[str, str]] = FUNCTIONS) -> bytes:
+    """A FUNCTION record per (name, kind), its code its place."""
+    return b"".join(
         record("FUNCTION", (code, layout.KINDS.index(kind)), layout.BY_NAME["FUNCTION"].layout, name.encode() + b"\0")
-        for code, (name, kind) in enumerate(FUNCTIONS)
-    ]
-    out.append(
-        record("PROCESS", (0,), layout.BY_NAME["PROCESS"].layout, program.encode() + b"\0" + host.encode() + b"\0")
+        for code, (name, kind) in enumerate(functions)
     )
-    return b"".join(out)
+
+
+def preamble(program: str = "synth", host: str = "node", functions: Sequence[Tuple[str, str]] = FUNCTIONS) -> bytes:
+    process = record(
+        "PROCESS", (0,), layout.BY_NAME["PROCESS"].layout, program.encode() + b"\0" + host.encode() + b"\0"
+    )
+    return function_records(functions) + process
 
 
 def comm(comm_id: int, members: Sequence[int]) -> bytes:
@@ -178,28 +182,34 @@ def write_run(
 # item 7); tests/test_trace_crafted.py, the fuzzer (trace_fuzz.py) and bench/trace_crafted.py
 
 
-def _file(world_size: int, names: Sequence[str], definitions: bytes, rows: np.ndarray, program: str = "synth") -> bytes:
-    """Rank 0's file: header, a FUNCTION record per name (kind other; codes their indices),
-    `definitions`, a call of function rows[i] per row (1 us apart), END."""
-    functions = b"".join(
-        record(
-            "FUNCTION", (code, layout.KINDS.index("other")), layout.BY_NAME["FUNCTION"].layout, name.encode() + b"\0"
-        )
-        for code, name in enumerate(names)
-    )
-    process = record("PROCESS", (0,), layout.BY_NAME["PROCESS"].layout, program.encode() + b"\0node\0")
-    enter = 1_000_000 + 1000 * np.arange(len(rows), dtype=np.uint64)
+def synthetic(
+    rank: int,
+    world_size: int,
+    functions: Sequence[Tuple[str, str]],
+    definitions: bytes,
+    body: bytes,
+    n_calls: int,
+    program: str = "synth",
+) -> bytes:
+    """A rank file: header, a FUNCTION record per (name, kind), PROCESS, `definitions`, a
+    TIMER, `body` (its n_calls call records), END."""
     return b"".join(
         [
-            header(0, world_size),
-            functions,
-            process,
+            header(rank, world_size),
+            preamble(program, functions=functions),
             definitions,
             fixed_record("TIMER", 0, 1_000_000, 1_000_000),
-            calls(rows.astype(np.uint16), enter, enter + 500, 0),
-            fixed_record("END", 0, len(rows)),
+            body,
+            fixed_record("END", 0, n_calls),
         ]
     )
+
+
+def _file(world_size: int, names: Sequence[str], definitions: bytes, rows: np.ndarray, program: str = "synth") -> bytes:
+    """Rank 0's file: functions of kind other, a call of function rows[i] per row (1 us apart)."""
+    enter = 1_000_000 + 1000 * np.arange(len(rows), dtype=np.uint64)
+    body = calls(rows.astype(np.uint16), enter, enter + 500, 0)
+    return synthetic(0, world_size, [(name, "other") for name in names], definitions, body, len(rows), program)
 
 
 def comm_records(n: int) -> bytes:
