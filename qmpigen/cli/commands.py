@@ -277,7 +277,13 @@ def examples(directory, force) -> None:
 
 @cli.command()
 @click.argument("directory", metavar="DIR")
-@click.option("-o", "--output", required=True, metavar="OUT", help="Directory for the merged trace (replaced).")
+@click.option(
+    "-o",
+    "--output",
+    required=True,
+    metavar="OUT",
+    help="Directory for the merged trace: made, or an earlier merge's output replaced (nothing else is).",
+)
 @click.option("--level", type=int, default=None, metavar="N", help="The trace tool instance at chain level N.")
 def trace(directory, output, level) -> None:
     """Merge the rank files of sample_tools/trace.c in DIR into OUT: an OTF2 archive

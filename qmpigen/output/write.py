@@ -24,7 +24,7 @@ from typing import Dict, List, Optional, Tuple
 from qmpigen.errors import QmpigenError
 
 STAGING_PREFIX = ".qmpigen-"
-RENAME_EXCHANGE = 2  # linux/fs.h
+RENAME_NOREPLACE, RENAME_EXCHANGE = 1, 2  # linux/fs.h
 
 
 @dataclass(frozen=True)
@@ -41,7 +41,7 @@ def _differs(path: str, text: str) -> bool:
         return True
 
 
-def _umask() -> int:
+def current_umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
@@ -68,7 +68,7 @@ def write_outputs(directory: str, files: Dict[str, str], check: bool = False) ->
         with _locked(parent):
             _remove_stale_staging(target)
             staging = tempfile.mkdtemp(prefix=_staging_prefix(target), dir=parent)
-            mode = stat.S_IMODE(os.stat(target).st_mode) if os.path.isdir(target) else 0o777 & ~_umask()
+            mode = stat.S_IMODE(os.stat(target).st_mode) if os.path.isdir(target) else 0o777 & ~current_umask()
             os.chmod(staging, mode)  # mkdtemp makes it private; the output keeps its mode
             if os.path.isdir(target):
                 _link_tree(target, staging, skip=frozenset(changed))
@@ -160,18 +160,27 @@ def _link_tree(source: str, dest: str, skip: frozenset) -> None:
                 shutil.copy2(full, copy)
 
 
+def renameat2(a: str, b: str, flags: int) -> bool:
+    """rename(a, b) with renameat2's flags (RENAME_EXCHANGE, RENAME_NOREPLACE); False
+    where the C library or the file system cannot (the caller falls back), OSError
+    for any other failure."""
+    function = getattr(ctypes.CDLL(None, use_errno=True), "renameat2", None)
+    if function is None:
+        return False
+    at_fdcwd = -100
+    if function(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), flags) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+        return False
+    raise OSError(err, os.strerror(err), b)
+
+
 def _exchange(a: str, b: str) -> None:
     """Swap two directories in one step (renameat2 RENAME_EXCHANGE); where the file
     system cannot, two renames with the old one kept until the new one is in place."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    renameat2 = getattr(libc, "renameat2", None)
-    if renameat2 is not None:
-        at_fdcwd = -100
-        if renameat2(at_fdcwd, a.encode(), at_fdcwd, b.encode(), RENAME_EXCHANGE) == 0:
-            return
-        err = ctypes.get_errno()
-        if err not in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
-            raise OSError(err, os.strerror(err), b)
+    if renameat2(a, b, RENAME_EXCHANGE):
+        return
     old = a + ".old"
     os.rename(b, old)
     os.rename(a, b)

@@ -16,7 +16,7 @@ from typing import Optional
 _loaded: dict = {}
 # _loops.c's QMPI_LOOPS_ABI: the structs and arguments this Python passes (read.py's
 # _Kinds and _Scan, ...); a build of another is not used
-LOOPS_ABI = 2
+LOOPS_ABI = 4
 
 
 def load() -> Optional[ctypes.CDLL]:
