@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
 import sys
 from typing import Dict, List, Optional, Sequence
 
@@ -25,6 +24,7 @@ from qmpigen.cli.listing import (
     source_line,
 )
 from qmpigen.errors import QmpigenError
+from qmpigen.escape import EscapeError, printable, shell_word
 from qmpigen.mpi.groups import GROUPS
 from qmpigen.mpi.select import Selection
 from qmpigen.output.write import WriteReport
@@ -104,7 +104,7 @@ def regeneration_command(ctx: click.Context) -> str:
 
     def text(value, as_given: bool = False) -> str:
         value = str(value)
-        return shlex.quote(os.path.basename(value) if os.path.isabs(value) and not as_given else value)
+        return shell_word(os.path.basename(value) if os.path.isabs(value) and not as_given else value)
 
     for param in ctx.command.params:
         value = ctx.params.get(param.name)
@@ -414,11 +414,11 @@ def report_writes(output: str, report: WriteReport, check: bool) -> None:
     if check:
         if report.changed:
             for name in report.changed:
-                click.echo(f"{os.path.join(output, name)}: would change")
+                click.echo(f"{printable(os.path.join(output, name))}: would change")
             sys.exit(1)
-        click.echo(f"{output}: up to date ({len(report.unchanged)} files)")
+        click.echo(f"{printable(output)}: up to date ({len(report.unchanged)} files)")
         return
-    click.echo(f"{output}: {len(report.changed)} written, {len(report.unchanged)} unchanged")
+    click.echo(f"{printable(output)}: {len(report.changed)} written, {len(report.unchanged)} unchanged")
 
 
 def main(argv: Optional[Sequence[str]] = None) -> None:
@@ -431,15 +431,20 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except click.ClickException as exc:
-        click.echo(f"qmpigen: error: {' '.join(exc.format_message().split())}", err=True)
+        click.echo(
+            f"qmpigen: error: {' '.join(printable(exc.format_message().replace(chr(10), ' ')).split())}", err=True
+        )
         sys.exit(exc.exit_code)
     except click.exceptions.Abort:
         click.echo("qmpigen: error: interrupted", err=True)
         sys.exit(130)
     except BrokenPipeError:
         sys.exit(1)
+    except EscapeError as exc:  # a value a generated file cannot hold (a line break in a Makefile value)
+        click.echo(f"qmpigen: error: {exc}", err=True)
+        sys.exit(EXIT_USAGE)
     except OSError as exc:
-        where = f": {exc.filename}" if exc.filename else ""
+        where = f": {printable(exc.filename)}" if exc.filename else ""
         click.echo(f"qmpigen: error: {exc.strerror or exc}{where}", err=True)
         sys.exit(EXIT_USAGE)
     except Exception as exc:  # a bug in qmpigen: still one line, traceback on request

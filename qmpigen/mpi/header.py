@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import subprocess
 import tempfile
 from dataclasses import dataclass, field
@@ -61,12 +62,37 @@ def resolve_driver(request: HeaderRequest) -> Tuple[str, ...]:
     )
 
 
+# What a header given by path is when it is not a regular file, by stat's file type.
+NOT_A_FILE = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def _check_header_file(given: str, path: str) -> None:
+    """A header given by path is a regular file (a FIFO or /dev/zero would hang or fill
+    the preprocessor): say what it is otherwise."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise QmpigenError(f"MPI header not found: {given}") from None
+    except OSError as exc:
+        raise QmpigenError(f"MPI header {given}: {exc.strerror}") from None
+    for test, what in NOT_A_FILE:
+        if test(mode):
+            raise QmpigenError(f"MPI header {given} is {what}, not a file")
+    if not stat.S_ISREG(mode):
+        raise QmpigenError(f"MPI header {given} is not a regular file")
+
+
 def read_header(request: HeaderRequest) -> PreprocessedHeader:
     """Preprocess `#include <mpi.h>` (or the given header) and collect its macros."""
     if request.mpi_header != "auto":
         path = os.path.abspath(request.mpi_header)
-        if not os.path.isfile(path):
-            raise QmpigenError(f"MPI header not found: {request.mpi_header}")
+        _check_header_file(request.mpi_header, path)
         include = f'#include "{path}"\n'
         # Its siblings come from its own directory (MPICH's mpi.h has #include <mpi_proto.h>),
         # not from some other MPI's include directory or nowhere (plain cc).

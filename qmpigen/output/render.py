@@ -15,7 +15,7 @@ from typing import Callable, Dict, Optional, Sequence, Tuple
 
 import jinja2
 
-from qmpigen import __version__
+from qmpigen import __version__, escape
 from qmpigen.mpi.fortran import FortranPlan
 from qmpigen.mpi.model import Enumeration, MpiFunction
 from qmpigen.output.checksum import checksum_line, stamp
@@ -104,11 +104,18 @@ def callback_args(function: MpiFunction, context: str, tool_id: str) -> str:
     return ", ".join([context, tool_id] + [p.name for p in function.params])
 
 
+# Text from outside (spec strings, names, the MPI's version text) goes through the
+# filter of the context it lands in (qmpigen.escape).
 FILTERS = {
-    "c_string": lambda text: _c_string(str(text)),  # the inside of a C string literal
+    "c_string": escape.c_string,  # the inside of a C string literal
+    "c_comment": escape.c_comment,  # inside /* */
+    "line_comment": escape.line_comment,  # inside a # comment line
+    "make_value": escape.make_value,  # a Makefile variable's value
+    "pc_value": escape.pc_value,  # a pkg-config field
+    "cmake_string": escape.cmake_string,  # inside a quoted CMake argument
+    "shell_quote": lambda text: shlex.quote(escape.printable(text)),  # a POSIX sh word, one line
     "callback_params": callback_params,
     "callback_args": callback_args,
-    "shell_quote": shlex.quote,
     "wrapper_type": wrapper_type,
     "wrapper_params": wrapper_params,
     "wrapper_args": wrapper_args,
@@ -241,16 +248,12 @@ def render_starter_spec(name: str, tool_statement: str, selection: str, regenera
 RESTORE = "#line QMPIGEN_RESTORE"
 
 
-def _c_string(text: str) -> str:
-    return text.replace("\\", "\\\\").replace('"', '\\"')
-
-
 def _user_code(spec_file: str) -> Callable[[CBlock, int], str]:
     def user_code(block: CBlock, indent: int) -> str:
         """Spec code between #line directives, so compiler messages point into the spec."""
         pad = " " * indent
         body = "\n".join(pad + line if line.strip() else "" for line in block.text.split("\n"))
-        return f'#line {block.line} "{_c_string(spec_file)}"\n{body}\n{RESTORE}'
+        return f'#line {block.line} "{escape.c_string(spec_file)}"\n{body}\n{RESTORE}'
 
     return user_code
 
@@ -266,5 +269,5 @@ def _restore_lines(text: str, output: str) -> str:
     ]
     for number, line in enumerate(lines, start=1):
         if line == RESTORE:
-            lines[number - 1] = f'#line {number + 1} "{_c_string(output)}"'
+            lines[number - 1] = f'#line {number + 1} "{escape.c_string(output)}"'
     return "\n".join(lines)
