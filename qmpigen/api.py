@@ -59,6 +59,12 @@ class Mpi:
         """The compiler driver as given (a path stays that path), for build files."""
         return shlex.join(self.source.driver)
 
+    @property
+    def driver_path(self) -> str:
+        """The compiler driver as found when the MPI was read (its absolute path), for
+        messages that tell which driver to build with."""
+        return shlex.join(self.source.driver_found)
+
 
 @dataclass(frozen=True)
 class Core:
@@ -98,7 +104,7 @@ def functions(mpi: Mpi, fortran_mode: str = "auto") -> Tuple[Enumeration, Option
 def build_core(mpi: Mpi, command: str, fortran_mode: str = "auto") -> Core:
     """The core's files for this MPI. `command` is what regenerates them (their banner)."""
     fortran = fortran_plan(mpi, fortran_mode)
-    gen = GeneratorInfo.for_enumeration(mpi.enumeration, command, mpi.driver)
+    gen = GeneratorInfo.for_enumeration(mpi.enumeration, command, mpi.driver, mpi.driver_path)
     return Core(fortran, render_core(mpi.enumeration, gen, fortran))
 
 
@@ -109,7 +115,7 @@ def resolve_tool(mpi: Mpi, spec: ToolSpec, interface: Interface = Interface.THES
 
 def scaffold_tool(mpi: Mpi, tool: Tool, command: str) -> Files:
     """A resolved tool's C file and Makefile. `command` is what regenerates them."""
-    return render_tool(tool, GeneratorInfo.for_enumeration(mpi.enumeration, command, mpi.driver), len(mpi.enumeration))
+    return render_tool(tool, GeneratorInfo.for_enumeration(mpi.enumeration, command, mpi.driver, mpi.driver_path), len(mpi.enumeration))
 
 
 def write(directory: str, files: Files, check: bool = False) -> WriteReport:

@@ -51,6 +51,11 @@ def c_string(text: str) -> str:
     return "".join(out)
 
 
+def include_name(text: str) -> str:
+    """The inside of `#include "..."`, which has no escapes: one line, no quote."""
+    return printable(text).replace('"', "'")
+
+
 def c_comment(text: str) -> str:
     """Text inside a one-line /* */ comment: it cannot end the comment, open another
     (-Wcomment) or span lines."""

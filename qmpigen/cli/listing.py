@@ -3,8 +3,6 @@ that was read, and the built-in function groups. Text only: no I/O here."""
 
 from __future__ import annotations
 
-import os
-import shutil
 from typing import Any, Dict, List, Optional, Sequence, Set
 
 from qmpigen.errors import QmpigenError
@@ -18,8 +16,7 @@ from qmpigen.mpi.roles import roles_of
 def source_line(source: PreprocessedHeader, enumeration: Enumeration) -> str:
     """Which MPI was read, and from where: with several MPIs installed (environment
     modules), the first mpicc on PATH is not always the one meant."""
-    driver = shutil.which(source.driver[0]) or source.driver[0]
-    command = " ".join([os.path.abspath(driver), *source.driver[1:]])
+    command = " ".join(source.driver_found)
     return (
         f"qmpigen: read {enumeration.facts.title} from {source.header_path} (driver {command}): "
         f"{len(enumeration)} functions, enumeration {enumeration.hash}"

@@ -39,6 +39,12 @@ class PreprocessedHeader:
     function_macros: FrozenSet[str] = frozenset()  # names of function-like macros
 
     @property
+    def driver_found(self) -> Tuple[str, ...]:
+        """The driver with its program as PATH finds it (absolute), for messages."""
+        found = shutil.which(self.driver[0]) or self.driver[0]
+        return (os.path.abspath(found),) + self.driver[1:]
+
+    @property
     def macro_names(self) -> FrozenSet[str]:
         return frozenset(self.object_macros) | self.function_macros
 

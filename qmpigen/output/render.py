@@ -49,17 +49,22 @@ QMPIRUN_BODY = "qmpirun.sh"
 @dataclass(frozen=True)
 class GeneratorInfo:
     """What every banner names: generator, MPI, enumeration, how to regenerate; and the
-    compiler driver the MPI was read with, as given, which the build files default to."""
+    compiler driver the MPI was read with, as given, which the build files default to,
+    and as found then (its path), which messages name: a bare `mpicc` says nothing
+    where another MPI's comes first on PATH."""
 
     version: str
     mpi: str
     enum_hash: str
     command: str
     mpicc: str = "mpicc"
+    driver_path: str = ""  # "" when it is the driver as given
 
     @classmethod
-    def for_enumeration(cls, enumeration: Enumeration, command: str, mpicc: str = "mpicc") -> "GeneratorInfo":
-        return cls(__version__, enumeration.facts.title, enumeration.hash, command, mpicc)
+    def for_enumeration(
+        cls, enumeration: Enumeration, command: str, mpicc: str = "mpicc", driver_path: str = ""
+    ) -> "GeneratorInfo":
+        return cls(__version__, enumeration.facts.title, enumeration.hash, command, mpicc, driver_path or mpicc)
 
     @property
     def major(self) -> str:
@@ -108,6 +113,7 @@ def callback_args(function: MpiFunction, context: str, tool_id: str) -> str:
 # filter of the context it lands in (qmpigen.escape).
 FILTERS = {
     "c_string": escape.c_string,  # the inside of a C string literal
+    "include_name": escape.include_name,  # the inside of #include "..."
     "c_comment": escape.c_comment,  # inside /* */
     "line_comment": escape.line_comment,  # inside a # comment line
     "make_value": escape.make_value,  # a Makefile variable's value

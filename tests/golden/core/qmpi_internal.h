@@ -21,6 +21,9 @@
 #define QMPI_GET_FUNCTION_PARAMS int calling_tool_id, int function_enum, void (**function_ptr)(void), int *next_tool_id
 #define QMPI_GET_TOOL_STORAGE_PARAMS QMPI_Context context, int tool_id, void **storage
 #define QMPI_GET_CALLING_ADDRESS_PARAMS QMPI_Context context, void **address
+/* The compiler driver this core was generated with, as found then (its path and any
+ * words after it): what to rebuild an application or tool with when its MPI differs. */
+#define QMPI_DRIVER_PATH "cc"
 
 #include "runtime/qmpi_runtime.h"
 
