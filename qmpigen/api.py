@@ -115,7 +115,9 @@ def resolve_tool(mpi: Mpi, spec: ToolSpec, interface: Interface = Interface.THES
 
 def scaffold_tool(mpi: Mpi, tool: Tool, command: str) -> Files:
     """A resolved tool's C file and Makefile. `command` is what regenerates them."""
-    return render_tool(tool, GeneratorInfo.for_enumeration(mpi.enumeration, command, mpi.driver, mpi.driver_path), len(mpi.enumeration))
+    return render_tool(
+        tool, GeneratorInfo.for_enumeration(mpi.enumeration, command, mpi.driver, mpi.driver_path), len(mpi.enumeration)
+    )
 
 
 def write(directory: str, files: Files, check: bool = False) -> WriteReport:
