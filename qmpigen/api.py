@@ -17,21 +17,21 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass
-from typing import Dict, Optional, Tuple
+from typing import TYPE_CHECKING, Dict, Optional, Tuple
 
 from qmpigen.errors import QmpigenError
-from qmpigen.mpi.fortran import FortranPlan, plan_fortran
-from qmpigen.mpi.fortran_libs import FortranRequest, find_fortran
 from qmpigen.mpi.header import HeaderRequest, PreprocessedHeader, read_header
 from qmpigen.mpi.model import Enumeration, MpiApi
-from qmpigen.mpi.parse import parse_header
-from qmpigen.mpi.quirks_fortran import FORTRAN
+from qmpigen.mpi.model_cache import cached_model
 from qmpigen.mpi.select import Selection, enumerate_functions
 from qmpigen.output.render import GeneratorInfo, render_core, render_tool
 from qmpigen.output.write import WriteReport, write_outputs
 from qmpigen.spec.resolve import resolve
 from qmpigen.spec.tool import Interface, Tool
 from qmpigen.spec.values import ToolSpec
+
+if TYPE_CHECKING:
+    from qmpigen.mpi.fortran import FortranPlan
 
 Files = Dict[str, str]
 
@@ -77,7 +77,13 @@ class Core:
 def read_model(source: MpiSource) -> Tuple[PreprocessedHeader, MpiApi]:
     """Stages 1-2: preprocess mpi.h with the MPI's driver and parse it (no selection)."""
     header = read_header(HeaderRequest(source.header, source.mpicc, tuple(source.cflags)))
-    return header, parse_header(header)
+    return header, cached_model(header, _parse)
+
+
+def _parse(header: PreprocessedHeader) -> MpiApi:
+    from qmpigen.mpi.parse import parse_header  # pycparser: only when the model is not in the cache
+
+    return parse_header(header)
 
 
 def read_mpi(source: MpiSource) -> Mpi:
@@ -89,6 +95,11 @@ def read_mpi(source: MpiSource) -> Mpi:
 def fortran_plan(mpi: Mpi, mode: str = "auto") -> Optional[FortranPlan]:
     """The core's Fortran entries: 'auto' (the Fortran driver beside mpicc), 'none', or a
     driver name. None where the MPI has no Fortran bindings or mode is 'none'."""
+    # Imported here: the Fortran stages are a tenth of the import time of commands without them.
+    from qmpigen.mpi.fortran import plan_fortran
+    from qmpigen.mpi.fortran_libs import FortranRequest, find_fortran
+    from qmpigen.mpi.quirks_fortran import FORTRAN
+
     quirks = FORTRAN.get(mpi.api.facts.implementation)
     if quirks is None and mode not in ("auto", "none"):
         raise QmpigenError(f"no Fortran facts for {mpi.api.facts.title} in qmpigen's quirks table (try --fortran none)")

@@ -3,14 +3,16 @@ that was read, and the built-in function groups. Text only: no I/O here."""
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Sequence, Set
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Set
 
 from qmpigen.errors import QmpigenError
-from qmpigen.mpi.fortran import FortranEntry, FortranPlan
 from qmpigen.mpi.groups import BY_NAME, GROUPS, Group
 from qmpigen.mpi.header import PreprocessedHeader
 from qmpigen.mpi.model import Enumeration, MpiApi
 from qmpigen.mpi.roles import roles_of
+
+if TYPE_CHECKING:
+    from qmpigen.mpi.fortran import FortranEntry, FortranPlan
 
 
 def source_line(source: PreprocessedHeader, enumeration: Enumeration) -> str:

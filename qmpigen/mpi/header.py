@@ -19,6 +19,7 @@ from qmpigen.errors import QmpigenError
 from qmpigen.mpi.quirks import NEUTRALISING_DEFINES
 
 PREPROCESS_TIMEOUT_S = 120
+PROBE = "qmpigen_probe.c"  # the one-line file preprocessed: #include <mpi.h>
 
 
 @dataclass(frozen=True)
@@ -110,12 +111,15 @@ def read_header(request: HeaderRequest) -> PreprocessedHeader:
     driver = resolve_driver(request)
 
     with tempfile.TemporaryDirectory(prefix="qmpigen-") as tmp:
-        probe = os.path.join(tmp, "qmpigen_probe.c")
+        probe = os.path.join(tmp, PROBE)
         with open(probe, "w") as handle:
             handle.write(include)
         base = list(driver) + list(header_dir) + list(request.cflags)
         text = _run(base + ["-E"] + list(NEUTRALISING_DEFINES) + [probe], driver, request)
         macros = _run(base + ["-E", "-dM", probe], driver, request)
+    # The probe's linemarkers by its name, not its temporary directory: the same MPI gives
+    # the same text (the model cache's key, qmpigen.mpi.model_cache).
+    text = text.replace(f'"{probe}"', f'"{PROBE}"')
 
     if not path:
         path = _included_header(text, "mpi.h")

@@ -11,18 +11,22 @@ from __future__ import annotations
 import functools
 import shlex
 from dataclasses import dataclass
-from typing import Callable, Dict, Optional, Sequence, Tuple
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable, Dict, Optional, Sequence, Tuple
 
 import jinja2
 
 from qmpigen import __version__, escape
-from qmpigen.mpi.fortran import FortranPlan
+from qmpigen.cache import cache_dir, read_entry, write_entry
 from qmpigen.mpi.model import Enumeration, MpiFunction
 from qmpigen.output.checksum import checksum_line, stamp
 from qmpigen.output.cnames import C_NAMES
 from qmpigen.output.resources import runtime_dir, templates_dir
 from qmpigen.spec.tool import CBlock, Interface, Tool
 from qmpigen.spec.values import SPEC_SUFFIX
+
+if TYPE_CHECKING:
+    from qmpigen.mpi.fortran import FortranPlan
 
 # What build-core writes: (template, output file). The one place to see the outputs.
 CORE_PLAN: Tuple[Tuple[str, str], ...] = (
@@ -128,10 +132,29 @@ FILTERS = {
 }
 
 
+class TemplateCache(jinja2.BytecodeCache):
+    """Compiled templates in the user's cache (qmpigen.cache): compiling them is a third
+    of what rendering a core costs. Jinja checks each entry against its template's text."""
+
+    SUFFIX = ".jinja"
+    KEEP = 64  # every template of a few qmpigen versions
+
+    def __init__(self, directory: Path):
+        self.directory = directory
+
+    def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+        read_entry(self.directory / (bucket.key + self.SUFFIX), bucket.load_bytecode)
+
+    def dump_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+        write_entry(self.directory / (bucket.key + self.SUFFIX), bucket.write_bytecode, self.KEEP)
+
+
 @functools.lru_cache(maxsize=None)
 def environment() -> jinja2.Environment:
+    compiled = cache_dir("templates")
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(templates_dir())),
+        bytecode_cache=TemplateCache(compiled) if compiled else None,
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=True,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import functools
+import hashlib
 import re
 from typing import Any, Dict, List, NamedTuple, Optional, Tuple, Union
 
@@ -17,6 +18,7 @@ import lark
 from lark import Token, Transformer, v_args
 from lark.exceptions import LarkError, UnexpectedInput, VisitError
 
+from qmpigen.cache import cache_dir, read_entry, write_entry
 from qmpigen.errors import Location, QmpigenError
 from qmpigen.escape import printable
 from qmpigen.mpi import groups as group_table
@@ -54,8 +56,21 @@ CORE_PATH_PUNCTUATION = "_./+@,=~-"
 
 @functools.lru_cache(maxsize=None)
 def parser() -> lark.Lark:
+    """The spec parser; building its tables is most of parsing a small spec, so they are
+    kept in the user's cache (qmpigen.cache), keyed by the grammar and lark's version."""
     grammar = (grammars_dir() / GRAMMAR_FILE).read_text(encoding="utf-8")
-    return lark.Lark(grammar, parser="lalr", lexer="contextual", propagate_positions=True, maybe_placeholders=False)
+    options = dict(parser="lalr", lexer="contextual", propagate_positions=True, maybe_placeholders=False)
+    directory = cache_dir("grammars")
+    if directory is None:
+        return lark.Lark(grammar, **options)
+    key = hashlib.sha256(f"{lark.__version__}\0{sorted(options.items())}\0{grammar}".encode()).hexdigest()
+    path = directory / (key + ".lark")
+    built = read_entry(path, lambda handle: lark.Lark.load(handle))
+    if isinstance(built, lark.Lark):
+        return built
+    built = lark.Lark(grammar, **options)
+    write_entry(path, built.save)
+    return built
 
 
 def parse_spec(text: str, file: str = "<spec>") -> ToolSpec:
