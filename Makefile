@@ -51,17 +51,22 @@ $(INTELMPI_STAMP):
 # The main job: generate the core for the MPI, build it and the sample tools, and run
 # an unmodified application under stacked tools.
 demo: $(MPICH_STAMP) $(MPI_STAMP)
+	@echo "== 1/6 qmpigen build-core: the QMPI core for this MPI's mpi.h (the line below names it)"
 	$(MPI_ENV) $(QMPIGEN) build-core --mpi-header auto -o $(DEMO)/core
+	@echo "== 2/6 make -C core -j2: compiling the core (a minute or two; silent)"
 	$(MAKE) --no-print-directory -s -C $(DEMO)/core -j2 MPICC=$(MPI_PREFIX)/bin/mpicc
-	$(MAKE) --no-print-directory -s -C sample_tools CORE=$(DEMO)/core OUT=$(DEMO)/tools MPICC=$(MPI_PREFIX)/bin/mpicc
+	@echo "== 3/6 the sample tools: their specs generated, then compiled (a few minutes on 2 cores; silent)"
+	$(MAKE) --no-print-directory -s -j2 -C sample_tools CORE=$(DEMO)/core OUT=$(DEMO)/tools MPICC=$(MPI_PREFIX)/bin/mpicc \
+		QMPIGEN='$(QMPIGEN) --quiet'
+	@echo "== 4/6 the demo application, linked with the core"
 	$(MPI_PREFIX)/bin/mpicc -O2 sample_tools/demo_app.c -o $(DEMO)/demo_app -L$(DEMO)/core -lqmpi -Wl,-rpath,$(DEMO)/core
-	@echo "== no tools: the application alone"
+	@echo "== 5/6 runs: no tools: the application alone"
 	cd $(DEMO) && $(MPI_ENV) $(MPIEXEC) -n 2 ./demo_app
-	@echo "== TOOLS=printer:printer, one rank (nested pre/post order; Pcontrol reaches both)"
+	@echo "== 5/6 runs: TOOLS=printer:printer, one rank (nested pre/post order; Pcontrol reaches both)"
 	cd $(DEMO) && $(MPI_ENV) TOOLS=tools/libprinter.so:tools/libprinter.so $(MPIEXEC) -n 1 ./demo_app
-	@echo "== TOOLS=counter:tbcast:counter (thesis 4.5.3: the inner counter sees Send/Recv, not Bcast)"
+	@echo "== 5/6 runs: TOOLS=counter:tbcast:counter (thesis 4.5.3: the inner counter sees Send/Recv, not Bcast)"
 	cd $(DEMO) && $(MPI_ENV) TOOLS=tools/libcounter.so:tools/libtbcast.so:tools/libcounter.so $(MPIEXEC) -n 3 ./demo_app
-	@echo "== TOOLS=trace:tbcast:trace, 4 ranks: the inner trace (level 3: TBcast's Sends) merged by qmpigen trace (docs/tracing.md)"
+	@echo "== 6/6 TOOLS=trace:tbcast:trace, 4 ranks: the inner trace (level 3: TBcast's Sends) merged by qmpigen trace (docs/tracing.md)"
 	rm -rf $(DEMO)/trace $(DEMO)/trace-merged
 	cd $(DEMO) && $(MPI_ENV) TOOLS=tools/libtrace.so:tools/libtbcast.so:tools/libtrace.so QMPI_TRACE_DIR=$(DEMO)/trace $(MPIEXEC) -n 4 ./demo_app
 	$(QMPIGEN) trace $(DEMO)/trace --level 3 -o $(DEMO)/trace-merged
