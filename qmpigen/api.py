@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Dict, Optional, Tuple
+from typing import TYPE_CHECKING, Dict, Mapping, Optional, Tuple
 
 from qmpigen.errors import QmpigenError
 from qmpigen.mpi.header import HeaderRequest, PreprocessedHeader, read_header
@@ -25,7 +25,7 @@ from qmpigen.mpi.model import Enumeration, MpiApi
 from qmpigen.mpi.model_cache import cached_model
 from qmpigen.mpi.select import Selection, enumerate_functions
 from qmpigen.output.render import GeneratorInfo, render_core, render_tool
-from qmpigen.output.write import WriteReport, write_outputs
+from qmpigen.output.write import Content, WriteReport, write_outputs
 from qmpigen.spec.resolve import resolve
 from qmpigen.spec.tool import Interface, Tool
 from qmpigen.spec.values import ToolSpec
@@ -131,7 +131,7 @@ def scaffold_tool(mpi: Mpi, tool: Tool, command: str) -> Files:
     )
 
 
-def write(directory: str, files: Files, check: bool = False) -> WriteReport:
+def write(directory: str, files: Mapping[str, Content], check: bool = False) -> WriteReport:
     """All-or-nothing into `directory`, touching only files that change (or, with check,
     writing nothing and reporting what would change)."""
     return write_outputs(directory, files, check=check)

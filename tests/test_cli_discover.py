@@ -100,8 +100,10 @@ def test_help_carries_examples(command):
 def test_examples_writes_the_shipped_docs_and_samples(tmp_path):
     out = tmp_path / "ex"
     result = invoke("examples", str(out))
+    docs = REPO / "docs"
+    manual = [*docs.rglob("*.md"), *docs.glob("*.png"), *docs.glob("design/pmpi-bench/*.[cp]*")]  # what pages link
     shipped = sorted(
-        [f"docs/{p.name}" for p in (REPO / "docs").glob("*.md")]
+        [f"docs/{p.relative_to(docs).as_posix()}" for p in manual]
         + [
             f"sample_tools/{p.name}"
             for p in SAMPLE_TOOLS.iterdir()

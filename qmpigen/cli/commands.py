@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import Dict, Optional, Sequence
+from typing import Dict, Optional, Sequence, Union
 
 import click
 
@@ -220,13 +220,14 @@ def trace(directory, output, level) -> None:
 cli.add_command(scaffold_tool)
 
 
-def refuse_overwrite(directory: str, files: Dict[str, str]) -> None:
+def refuse_overwrite(directory: str, files: Dict[str, Union[str, bytes]]) -> None:
     """Examples are the user's to edit once written: never overwrite an edit silently."""
     for name in sorted(files):
         path = os.path.join(directory, name)
         if os.path.isfile(path):
-            with open(path, encoding="utf-8", errors="replace", newline="") as handle:
-                if handle.read() != files[name]:
+            shipped = files[name]
+            with open(path, "rb") as handle:
+                if handle.read() != (shipped if isinstance(shipped, bytes) else shipped.encode("utf-8")):
                     raise QmpigenError(f"{path} exists and differs from the shipped file (use --force to overwrite)")
 
 
