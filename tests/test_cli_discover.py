@@ -178,6 +178,7 @@ def test_intercept_lists_complete_group_names_item_by_item():
     ]
 
 
+@pytest.mark.slow  # a bash and a qmpigen process: `make test`, not `make test-fast`
 def test_completion_in_bash_as_documented():
     """The line docs/cli.md gives for ~/.bashrc, in a real bash: Tab after --intercept."""
     bash = shutil.which("bash")
