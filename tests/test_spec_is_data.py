@@ -194,3 +194,14 @@ def test_the_quick_forms_spec_keeps_the_command_in_its_comment(tmp_path):
     again = run_cli("scaffold-tool", os.path.join(out, "q.qmpi"), *args, "--check", cwd=tmp_path)
     assert again.returncode == 0, again.stdout + again.stderr  # the spec as written regenerates the same files
     assert "injected" not in (tmp_path / out / "q.c").read_text().replace("int injected; %}", "")
+
+
+def test_an_mpi_version_with_terminal_escapes_is_printed_escaped(tmp_path):
+    """The line naming the MPI read prints its version text from mpi.h: control
+    characters there (an ESC sequence) come out as escapes, never to the terminal."""
+    header = tmp_path / "esc_mpi.h"
+    header.write_bytes(f'#include "{QUIRKS}"\n#undef MPICH_VERSION\n#define MPICH_VERSION "9\x1b[2J"\n'.encode())
+    proc = run_cli("build-core", "--mpi-header", str(header), "--mpicc", "cc", "-o", str(tmp_path / "core"))
+    assert proc.returncode == 0, proc.stderr
+    assert "\x1b" not in proc.stderr and "MPICH 9\\x1b[2J (MPI 4.1)" in proc.stderr
+    assert "\x1b" not in (tmp_path / "core" / "qmpi.h").read_text()  # its banner and macros too

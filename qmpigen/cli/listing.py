@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Set
 
 from qmpigen.errors import QmpigenError
+from qmpigen.escape import printable
 from qmpigen.mpi.groups import BY_NAME, GROUPS, Group
 from qmpigen.mpi.header import PreprocessedHeader
 from qmpigen.mpi.model import Enumeration, MpiApi
@@ -17,9 +18,10 @@ if TYPE_CHECKING:
 
 def source_line(source: PreprocessedHeader, enumeration: Enumeration) -> str:
     """Which MPI was read, and from where: with several MPIs installed (environment
-    modules), the first mpicc on PATH is not always the one meant."""
+    modules), the first mpicc on PATH is not always the one meant. One line for a terminal
+    (the version text comes from mpi.h, the paths from the file system)."""
     command = " ".join(source.driver_found)
-    return (
+    return printable(
         f"qmpigen: read {enumeration.facts.title} from {source.header_path} (driver {command}): "
         f"{len(enumeration)} functions, enumeration {enumeration.hash}"
     )
