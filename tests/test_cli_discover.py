@@ -150,13 +150,15 @@ def test_build_core_names_the_mpi_it_read_and_from_where(tmp_path, enumeration):
 # -- shell completion (click's, as docs/cli.md documents it) ----------------------------------
 
 
-def test_shell_completion_offers_commands_and_group_names():
-    def complete(words: str) -> list:
-        env = {"COMP_WORDS": words, "COMP_CWORD": str(len(words.split()) - 1), "_QMPIGEN_COMPLETE": "bash_complete"}
-        proc = run_cli(env=env)
-        assert proc.returncode == 0, proc.stderr
-        return [line.split(",", 1)[1] for line in proc.stdout.splitlines()]
+def complete(words: str) -> list:
+    """What click's bash completion offers for the last word of `words` (in process)."""
+    env = {"COMP_WORDS": words, "COMP_CWORD": str(len(words.split()) - 1), "_QMPIGEN_COMPLETE": "bash_complete"}
+    proc = run_cli(env=env)
+    assert proc.returncode == 0, proc.stderr
+    return [line.split(",", 1)[1] for line in proc.stdout.splitlines()]
 
+
+def test_shell_completion_offers_commands_and_group_names():
     assert complete("qmpigen gr") == ["groups"]
     assert complete("qmpigen groups co") == [g.name for g in GROUPS if g.name.startswith("co")]
     assert complete("qmpigen functions --group ti") == ["timing"]
@@ -164,13 +166,6 @@ def test_shell_completion_offers_commands_and_group_names():
 
 def test_intercept_lists_complete_group_names_item_by_item():
     """--intercept takes a comma-separated list: its last item completes (docs/cli.md)."""
-
-    def complete(words: str) -> list:
-        env = {"COMP_WORDS": words, "COMP_CWORD": str(len(words.split()) - 1), "_QMPIGEN_COMPLETE": "bash_complete"}
-        proc = run_cli(env=env)
-        assert proc.returncode == 0, proc.stderr
-        return [line.split(",", 1)[1] for line in proc.stdout.splitlines()]
-
     assert complete("qmpigen scaffold-tool --name t --intercept coll") == ["collectives"]
     assert complete("qmpigen scaffold-tool --intercept MPI_Send,one") == ["MPI_Send,one-sided"]
     assert complete("qmpigen scaffold-tool --intercept io,co") == [
