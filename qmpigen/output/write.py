@@ -19,10 +19,11 @@ import shutil
 import stat
 import tempfile
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Tuple
+from typing import List, Mapping, Optional, Tuple, Union
 
 from qmpigen.errors import QmpigenError
 
+Content = Union[str, bytes]
 STAGING_PREFIX = ".qmpigen-"
 RENAME_NOREPLACE, RENAME_EXCHANGE = 1, 2  # linux/fs.h
 
@@ -33,12 +34,17 @@ class WriteReport:
     unchanged: Tuple[str, ...]
 
 
-def _differs(path: str, text: str) -> bool:
+def _differs(path: str, content: Content) -> bool:
     try:
-        with open(path, "r", encoding="utf-8", newline="") as handle:
-            return handle.read() != text
-    except (FileNotFoundError, NotADirectoryError, UnicodeDecodeError):
+        with open(path, "rb") as handle:
+            return handle.read() != _bytes(content)
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
         return True
+
+
+def _bytes(content: Content) -> bytes:
+    """Text is written as UTF-8, as it is (no newline translation); bytes as they are (pictures)."""
+    return content if isinstance(content, bytes) else content.encode("utf-8")
 
 
 def current_umask() -> int:
@@ -47,8 +53,8 @@ def current_umask() -> int:
     return mask
 
 
-def write_outputs(directory: str, files: Dict[str, str], check: bool = False) -> WriteReport:
-    """Write `files` (relative path -> text) into `directory`, as a whole (module docstring).
+def write_outputs(directory: str, files: Mapping[str, Content], check: bool = False) -> WriteReport:
+    """Write `files` (relative path -> text or bytes) into `directory`, as a whole (module docstring).
 
     Everything is rendered before this is called; unchanged files are not touched
     (make stays quiet).
@@ -75,8 +81,8 @@ def write_outputs(directory: str, files: Dict[str, str], check: bool = False) ->
             for name in changed:
                 path = os.path.join(staging, name)
                 os.makedirs(os.path.dirname(path), exist_ok=True)
-                with open(path, "w", encoding="utf-8", newline="") as handle:
-                    handle.write(files[name])
+                with open(path, "wb") as handle:
+                    handle.write(_bytes(files[name]))
             if os.path.isdir(target):
                 _exchange(staging, target)  # staging now holds the old version
             else:

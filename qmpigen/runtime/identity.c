@@ -88,13 +88,13 @@ QMPI_HIDDEN void qmpi_check_mpi_library(const struct qmpi_survey *survey)
                             "application with %s, the driver the core was generated with, or generate a core for "
                             "this MPI",
                             QMPI_MPI_LIBRARY, qmpi_object_name(mpi), other, version[0] ? ": " : "", version,
-                            QMPI_MPI_DRIVER);
+                            QMPI_DRIVER_PATH);
     }
     if (survey->nmpi > 1)
         qmpi_identity_error("this QMPI core was generated for %s and calls it in %s, but another MPI library, %s, "
                             "is loaded too: build the application with %s, the driver the core was generated with",
                             QMPI_MPI_LIBRARY, qmpi_object_name(mpi), qmpi_object_name(&survey->mpi[1]),
-                            QMPI_MPI_DRIVER);
+                            QMPI_DRIVER_PATH);
 }
 
 /* At load: an MPI library of another ABI ahead of the core takes the application's calls,
@@ -109,5 +109,5 @@ QMPI_HIDDEN void qmpi_check_mpi_ahead(const struct qmpi_object *mpi)
         qmpi_identity_error("this QMPI core was generated for %s, but %s (%s) is loaded ahead of it and takes the "
                             "application's MPI calls: build the application with %s, the driver the core was "
                             "generated with, and do not preload another MPI",
-                            QMPI_MPI_LIBRARY, qmpi_object_name(mpi), other, QMPI_MPI_DRIVER);
+                            QMPI_MPI_LIBRARY, qmpi_object_name(mpi), other, QMPI_DRIVER_PATH);
 }

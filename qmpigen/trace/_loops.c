@@ -1,11 +1,11 @@
 /* qmpigen trace: the merge's loops over calls, built with the package (setup.py:
- * qmpigen.trace._loops, a shared library that qmpigen/trace/loops.py loads with ctypes).
+ * qmpigen/trace/libqmpigen_loops.so, a plain shared library, no Python API, that
+ * qmpigen/trace/loops.py loads with ctypes).
  * Python code costs about a microsecond per value; these loops take a rank file's calls
  * as numpy arrays, one C call per file: OTF2 events through the OTF2 library the otf2
  * package bundles (otf2_out.py), Chrome trace JSON text (perfetto.py), and the walk over
  * a rank file's records (read.py). No record layout is spelled here: the walk is handed
  * the kinds and sizes that qmpigen/trace/layout.py defines. */
-#include <Python.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -482,12 +482,4 @@ int64_t qmpi_scan_records(const uint8_t *data, int64_t pos, int64_t end, const s
 int qmpi_loops_abi(void)
 {
     return QMPI_LOOPS_ABI;
-}
-
-/* A module with no functions: it is imported by nobody, loaded with ctypes. */
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_loops", NULL, -1, NULL, NULL, NULL, NULL, NULL};
-
-PyMODINIT_FUNC PyInit__loops(void)
-{
-    return PyModule_Create(&module);
 }
