@@ -168,24 +168,44 @@ QMPI_HIDDEN void *qmpi_pmpi_continuation(int slot, const char *name)
  * which the dynamic linker bound to the MPI, past every level below; and dlsym/dlvsym,
  * so that a tool finding its next function by name (Darshan, Recorder: dlsym(RTLD_NEXT,
  * "PMPI_X")) gets the continuation below its level too. */
+struct qmpi_copy_binding {
+    const struct qmpi_pmpi_copy *copy;
+    uintptr_t base; /* the copy's load bias */
+};
+
+/* ...and its references to everything else it defines: the dynamic linker binds a
+ * default-visibility symbol to the first definition in the process, which is another
+ * instance's when the same library is also preloaded (its __real_PMPI_X pointers, its
+ * counters, its helper functions), or another tool's of the same name. A copy is its
+ * own: bound to its own definitions, but for its MPI_X, which its own calls reach at the
+ * top of the chain as under PMPI. */
 static void *qmpi_copy_target(const char *name, const ElfW(Sym) * symbol, void *data)
 {
-    const struct qmpi_pmpi_copy *copy = (const struct qmpi_pmpi_copy *)data;
+    const struct qmpi_copy_binding *binding = (const struct qmpi_copy_binding *)data;
+    int type = ELF64_ST_TYPE(symbol->st_info);
 
     if (strncmp(name, "PMPI_", 5) == 0)
-        return qmpi_pmpi_continuation(copy->slot, name);
-    return symbol->st_shndx == SHN_UNDEF ? qmpi_dl_lookup_for(name) : NULL;
+        return qmpi_pmpi_continuation(binding->copy->slot, name);
+    if (symbol->st_shndx == SHN_UNDEF)
+        return qmpi_dl_lookup_for(name);
+    if (strncmp(name, "MPI_", 4) == 0 || symbol->st_shndx == SHN_ABS || type == STT_TLS || type == STT_GNU_IFUNC ||
+        !qmpi_elf_defines(symbol))
+        return NULL;
+    return (void *)(binding->base + symbol->st_value);
 }
 
 static int qmpi_pmpi_rebind(struct qmpi_pmpi_copy *copy, const struct link_map *map, char *why)
 {
+    struct qmpi_copy_binding binding;
     struct qmpi_object object;
 
     if (qmpi_loaded_at(map->l_ld, &object) != 0)
         return qmpi_why(why, "cannot find its private copy among the loaded objects");
     copy->low = object.low;
     copy->high = object.high;
-    if (qmpi_loaded_rebind(&object, qmpi_copy_target, copy, why) != 0)
+    binding.copy = copy;
+    binding.base = object.base;
+    if (qmpi_loaded_rebind(&object, qmpi_copy_target, &binding, why) != 0)
         return QMPI_REFUSED;
     qmpi_copies[copy->slot] = copy;
     return 0;
