@@ -42,6 +42,16 @@ QMPI_HIDDEN cell *qmpi_alloc_cells(size_t count)
     return (cell *)qmpi_alloc(count, sizeof(cell));
 }
 
+/* A tool's enumeration stamp (qmpi.h: qmpi_tool_enum_hash): this core's hash, with the
+ * tool ABI it was built for, or alone (tools of qmpi.h before the link rows: they read
+ * the tables, which this core keeps). */
+QMPI_HIDDEN int qmpi_stamp_matches(const char *stamp)
+{
+    size_t length = strlen(QMPI_ENUM_HASH);
+    return strncmp(stamp, QMPI_ENUM_HASH, length) == 0 &&
+           (stamp[length] == '\0' || strcmp(stamp + length, "+" QMPI_TOOL_ABI) == 0);
+}
+
 /* The text of a refusal: "TOOLS entry 2 (./libt.so): <why>"; stops the job. */
 QMPI_HIDDEN void qmpi_refuse_entry(const struct qmpi_entry *entry, const char *why)
 {
@@ -56,7 +66,7 @@ QMPI_HIDDEN void qmpi_resolve(struct qmpi_library *lib, const struct qmpi_entry 
     int i;
 
     stamp = (const char *)dlsym(lib->handle, "qmpi_tool_enum_hash");
-    if (stamp != NULL && strcmp(stamp, QMPI_ENUM_HASH) != 0)
+    if (stamp != NULL && !qmpi_stamp_matches(stamp))
         qmpi_fatalf("%s entry %d (%s): built for function enumeration %s, but this core has %s "
                     "(%s); rebuild the tool against this core's qmpi.h",
                     entry->where, entry->position, entry->text, stamp, QMPI_ENUM_HASH, QMPI_MPI_LIBRARY);

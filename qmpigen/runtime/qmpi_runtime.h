@@ -364,6 +364,7 @@ struct qmpi_library {
     void **wrappers;    /* wrapper address per function, NULL if not intercepted */
 };
 QMPI_HIDDEN cell *qmpi_alloc_cells(size_t count);
+QMPI_HIDDEN int qmpi_stamp_matches(const char *stamp);
 QMPI_HIDDEN void qmpi_refuse_entry(const struct qmpi_entry *entry, const char *why) __attribute__((noreturn));
 QMPI_HIDDEN void qmpi_resolve(struct qmpi_library *lib, const struct qmpi_entry *entry);
 QMPI_HIDDEN int qmpi_split(const char *list, const char *where, int callback_only, struct qmpi_entry *out);

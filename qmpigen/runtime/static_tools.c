@@ -248,7 +248,7 @@ QMPI_HIDDEN void qmpi_load_static_tool(const struct qmpi_entry *entry, int level
         ;
     lib = &libraries[d];
     if (d == *distinct) {
-        if (tool->enum_hash != NULL && strcmp(tool->enum_hash, QMPI_ENUM_HASH) != 0)
+        if (tool->enum_hash != NULL && !qmpi_stamp_matches(tool->enum_hash))
             qmpi_fatalf("%s entry %d (%s): built for function enumeration %s, but this core has %s "
                         "(%s); rebuild the tool against this core's qmpi.h",
                         entry->where, entry->position, entry->text, tool->enum_hash, QMPI_ENUM_HASH, QMPI_MPI_LIBRARY);

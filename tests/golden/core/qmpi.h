@@ -12,6 +12,7 @@
 #include <mpi.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* This header fits the one MPI it was generated for. Against another MPI's mpi.h it
  * would fail far below (a type that MPI lacks) or, worse, compile with the wrong
@@ -145,7 +146,10 @@ struct qmpi_services {
 
 /* The toolchain: items[0] is the core, items[1..total-1] the tools in TOOLS order.
  * All tables are one block: the table of level k is cells + k * NUM_MPI_FUNCS
- * (== items[k]->table), so the next link is one load away from v. */
+ * (== items[k]->table). The same links, by function: links[f][k] is the next link of
+ * function f seen from level k, the address of the function to call with the level it
+ * runs at in the top bits (QMPI_LINK_*): a call walks one row, a few cache lines, not one
+ * table (and one page) per level (QMPI_Next_<Name>). */
 typedef struct vector {
     struct dynamic_lib **items;
     int capacity;
@@ -153,7 +157,14 @@ typedef struct vector {
     const struct qmpi_services *qmpi;
     cell *cells;
     const qmpi_exec_fn *exec; /* NUM_MPI_FUNCS entries */
+    const uint64_t *const *links;
 } vector;
+
+#define QMPI_LINK_LEVEL_SHIFT 48
+#define QMPI_LINK_ADDRESS ((UINT64_C(1) << QMPI_LINK_LEVEL_SHIFT) - 1)
+/* The tools' stamp beside the enumeration hash: what of the chain their inline code reads
+ * (2: the links rows). A core reads tools stamped with its hash alone too. */
+#define QMPI_TOOL_ABI "2"
 
 #define VECTOR_GET(v, i) ((v)->items[(i)])
 
@@ -281,8 +292,8 @@ typedef double (*QMPI_Wtime_wrapper_t)(int qmpi_level, vector *qmpi_v);
  * handle from QMPI_Stack_lookup: a stack's top is a level, so it is the same call. */
 static inline int QMPI_Next_Abort(MPI_Comm comm, int errorcode, int qmpi_level, vector *qmpi_v)
 {
-    const cell *qmpi_link = qmpi_v->cells + (size_t)qmpi_level * NUM_MPI_FUNCS + _MPI_Abort;
-    return ((QMPI_Abort_wrapper_t)qmpi_link->func_ptr)(comm, errorcode, qmpi_link->level, qmpi_v);
+    const uint64_t qmpi_link = qmpi_v->links[_MPI_Abort][qmpi_level];
+    return ((QMPI_Abort_wrapper_t)(uintptr_t)(qmpi_link & QMPI_LINK_ADDRESS))(comm, errorcode, (int)(qmpi_link >> QMPI_LINK_LEVEL_SHIFT), qmpi_v);
 }
 
 static inline int QMPI_Stack_Abort(MPI_Comm comm, int errorcode, int qmpi_level, vector *qmpi_v)
@@ -291,8 +302,8 @@ static inline int QMPI_Stack_Abort(MPI_Comm comm, int errorcode, int qmpi_level,
 }
 static inline MPI_Aint QMPI_Next_Aint_add(MPI_Aint base, MPI_Aint disp, int qmpi_level, vector *qmpi_v)
 {
-    const cell *qmpi_link = qmpi_v->cells + (size_t)qmpi_level * NUM_MPI_FUNCS + _MPI_Aint_add;
-    return ((QMPI_Aint_add_wrapper_t)qmpi_link->func_ptr)(base, disp, qmpi_link->level, qmpi_v);
+    const uint64_t qmpi_link = qmpi_v->links[_MPI_Aint_add][qmpi_level];
+    return ((QMPI_Aint_add_wrapper_t)(uintptr_t)(qmpi_link & QMPI_LINK_ADDRESS))(base, disp, (int)(qmpi_link >> QMPI_LINK_LEVEL_SHIFT), qmpi_v);
 }
 
 static inline MPI_Aint QMPI_Stack_Aint_add(MPI_Aint base, MPI_Aint disp, int qmpi_level, vector *qmpi_v)
@@ -301,8 +312,8 @@ static inline MPI_Aint QMPI_Stack_Aint_add(MPI_Aint base, MPI_Aint disp, int qmp
 }
 static inline int QMPI_Next_Attr_get(MPI_Comm comm, int keyval, void *attribute_val, int *flag, int qmpi_level, vector *qmpi_v)
 {
-    const cell *qmpi_link = qmpi_v->cells + (size_t)qmpi_level * NUM_MPI_FUNCS + _MPI_Attr_get;
-    return ((QMPI_Attr_get_wrapper_t)qmpi_link->func_ptr)(comm, keyval, attribute_val, flag, qmpi_link->level, qmpi_v);
+    const uint64_t qmpi_link = qmpi_v->links[_MPI_Attr_get][qmpi_level];
+    return ((QMPI_Attr_get_wrapper_t)(uintptr_t)(qmpi_link & QMPI_LINK_ADDRESS))(comm, keyval, attribute_val, flag, (int)(qmpi_link >> QMPI_LINK_LEVEL_SHIFT), qmpi_v);
 }
 
 static inline int QMPI_Stack_Attr_get(MPI_Comm comm, int keyval, void *attribute_val, int *flag, int qmpi_level, vector *qmpi_v)
@@ -311,8 +322,8 @@ static inline int QMPI_Stack_Attr_get(MPI_Comm comm, int keyval, void *attribute
 }
 static inline MPI_Fint QMPI_Next_Comm_c2f(MPI_Comm comm, int qmpi_level, vector *qmpi_v)
 {
-    const cell *qmpi_link = qmpi_v->cells + (size_t)qmpi_level * NUM_MPI_FUNCS + _MPI_Comm_c2f;
-    return ((QMPI_Comm_c2f_wrapper_t)qmpi_link->func_ptr)(comm, qmpi_link->level, qmpi_v);
+    const uint64_t qmpi_link = qmpi_v->links[_MPI_Comm_c2f][qmpi_level];
+    return ((QMPI_Comm_c2f_wrapper_t)(uintptr_t)(qmpi_link & QMPI_LINK_ADDRESS))(comm, (int)(qmpi_link >> QMPI_LINK_LEVEL_SHIFT), qmpi_v);
 }
 
 static inline MPI_Fint QMPI_Stack_Comm_c2f(MPI_Comm comm, int qmpi_level, vector *qmpi_v)
@@ -321,8 +332,8 @@ static inline MPI_Fint QMPI_Stack_Comm_c2f(MPI_Comm comm, int qmpi_level, vector
 }
 static inline MPI_Comm QMPI_Next_Comm_f2c(MPI_Fint comm, int qmpi_level, vector *qmpi_v)
 {
-    const cell *qmpi_link = qmpi_v->cells + (size_t)qmpi_level * NUM_MPI_FUNCS + _MPI_Comm_f2c;
-    return ((QMPI_Comm_f2c_wrapper_t)qmpi_link->func_ptr)(comm, qmpi_link->level, qmpi_v);
+    const uint64_t qmpi_link = qmpi_v->links[_MPI_Comm_f2c][qmpi_level];
+    return ((QMPI_Comm_f2c_wrapper_t)(uintptr_t)(qmpi_link & QMPI_LINK_ADDRESS))(comm, (int)(qmpi_link >> QMPI_LINK_LEVEL_SHIFT), qmpi_v);
 }
 
 static inline MPI_Comm QMPI_Stack_Comm_f2c(MPI_Fint comm, int qmpi_level, vector *qmpi_v)
@@ -331,8 +342,8 @@ static inline MPI_Comm QMPI_Stack_Comm_f2c(MPI_Fint comm, int qmpi_level, vector
 }
 static inline int QMPI_Next_Comm_rank(MPI_Comm arg0, int *arg1, int qmpi_level, vector *qmpi_v)
 {
-    const cell *qmpi_link = qmpi_v->cells + (size_t)qmpi_level * NUM_MPI_FUNCS + _MPI_Comm_rank;
-    return ((QMPI_Comm_rank_wrapper_t)qmpi_link->func_ptr)(arg0, arg1, qmpi_link->level, qmpi_v);
+    const uint64_t qmpi_link = qmpi_v->links[_MPI_Comm_rank][qmpi_level];
+    return ((QMPI_Comm_rank_wrapper_t)(uintptr_t)(qmpi_link & QMPI_LINK_ADDRESS))(arg0, arg1, (int)(qmpi_link >> QMPI_LINK_LEVEL_SHIFT), qmpi_v);
 }
 
 static inline int QMPI_Stack_Comm_rank(MPI_Comm arg0, int *arg1, int qmpi_level, vector *qmpi_v)
@@ -341,8 +352,8 @@ static inline int QMPI_Stack_Comm_rank(MPI_Comm arg0, int *arg1, int qmpi_level,
 }
 static inline int QMPI_Next_Comm_set_handler(MPI_Comm comm, MPI_Fixture_handler_ptr handler, int qmpi_level, vector *qmpi_v)
 {
-    const cell *qmpi_link = qmpi_v->cells + (size_t)qmpi_level * NUM_MPI_FUNCS + _MPI_Comm_set_handler;
-    return ((QMPI_Comm_set_handler_wrapper_t)qmpi_link->func_ptr)(comm, handler, qmpi_link->level, qmpi_v);
+    const uint64_t qmpi_link = qmpi_v->links[_MPI_Comm_set_handler][qmpi_level];
+    return ((QMPI_Comm_set_handler_wrapper_t)(uintptr_t)(qmpi_link & QMPI_LINK_ADDRESS))(comm, handler, (int)(qmpi_link >> QMPI_LINK_LEVEL_SHIFT), qmpi_v);
 }
 
 static inline int QMPI_Stack_Comm_set_handler(MPI_Comm comm, MPI_Fixture_handler_ptr handler, int qmpi_level, vector *qmpi_v)
@@ -351,8 +362,8 @@ static inline int QMPI_Stack_Comm_set_handler(MPI_Comm comm, MPI_Fixture_handler
 }
 static inline int QMPI_Next_Fixture_scalars(char c, unsigned char uc, short s, float f, double d, MPI_Fixture_short fs, int i, char *name, int qmpi_level, vector *qmpi_v)
 {
-    const cell *qmpi_link = qmpi_v->cells + (size_t)qmpi_level * NUM_MPI_FUNCS + _MPI_Fixture_scalars;
-    return ((QMPI_Fixture_scalars_wrapper_t)qmpi_link->func_ptr)(c, uc, s, f, d, fs, i, name, qmpi_link->level, qmpi_v);
+    const uint64_t qmpi_link = qmpi_v->links[_MPI_Fixture_scalars][qmpi_level];
+    return ((QMPI_Fixture_scalars_wrapper_t)(uintptr_t)(qmpi_link & QMPI_LINK_ADDRESS))(c, uc, s, f, d, fs, i, name, (int)(qmpi_link >> QMPI_LINK_LEVEL_SHIFT), qmpi_v);
 }
 
 static inline int QMPI_Stack_Fixture_scalars(char c, unsigned char uc, short s, float f, double d, MPI_Fixture_short fs, int i, char *name, int qmpi_level, vector *qmpi_v)
@@ -361,8 +372,8 @@ static inline int QMPI_Stack_Fixture_scalars(char c, unsigned char uc, short s, 
 }
 static inline int QMPI_Next_Group_range_incl(MPI_Group group, int n, int ranges[][3], MPI_Group *newgroup, int qmpi_level, vector *qmpi_v)
 {
-    const cell *qmpi_link = qmpi_v->cells + (size_t)qmpi_level * NUM_MPI_FUNCS + _MPI_Group_range_incl;
-    return ((QMPI_Group_range_incl_wrapper_t)qmpi_link->func_ptr)(group, n, ranges, newgroup, qmpi_link->level, qmpi_v);
+    const uint64_t qmpi_link = qmpi_v->links[_MPI_Group_range_incl][qmpi_level];
+    return ((QMPI_Group_range_incl_wrapper_t)(uintptr_t)(qmpi_link & QMPI_LINK_ADDRESS))(group, n, ranges, newgroup, (int)(qmpi_link >> QMPI_LINK_LEVEL_SHIFT), qmpi_v);
 }
 
 static inline int QMPI_Stack_Group_range_incl(MPI_Group group, int n, int ranges[][3], MPI_Group *newgroup, int qmpi_level, vector *qmpi_v)
@@ -371,8 +382,8 @@ static inline int QMPI_Stack_Group_range_incl(MPI_Group group, int n, int ranges
 }
 static inline int QMPI_Next_Info_dup(MPI_Info info, MPI_Info *newinfo, int qmpi_level, vector *qmpi_v)
 {
-    const cell *qmpi_link = qmpi_v->cells + (size_t)qmpi_level * NUM_MPI_FUNCS + _MPI_Info_dup;
-    return ((QMPI_Info_dup_wrapper_t)qmpi_link->func_ptr)(info, newinfo, qmpi_link->level, qmpi_v);
+    const uint64_t qmpi_link = qmpi_v->links[_MPI_Info_dup][qmpi_level];
+    return ((QMPI_Info_dup_wrapper_t)(uintptr_t)(qmpi_link & QMPI_LINK_ADDRESS))(info, newinfo, (int)(qmpi_link >> QMPI_LINK_LEVEL_SHIFT), qmpi_v);
 }
 
 static inline int QMPI_Stack_Info_dup(MPI_Info info, MPI_Info *newinfo, int qmpi_level, vector *qmpi_v)
@@ -381,8 +392,8 @@ static inline int QMPI_Stack_Info_dup(MPI_Info info, MPI_Info *newinfo, int qmpi
 }
 static inline int QMPI_Next_Op_create(MPI_User_function *user_fn, int commute, MPI_Op *op, int qmpi_level, vector *qmpi_v)
 {
-    const cell *qmpi_link = qmpi_v->cells + (size_t)qmpi_level * NUM_MPI_FUNCS + _MPI_Op_create;
-    return ((QMPI_Op_create_wrapper_t)qmpi_link->func_ptr)(user_fn, commute, op, qmpi_link->level, qmpi_v);
+    const uint64_t qmpi_link = qmpi_v->links[_MPI_Op_create][qmpi_level];
+    return ((QMPI_Op_create_wrapper_t)(uintptr_t)(qmpi_link & QMPI_LINK_ADDRESS))(user_fn, commute, op, (int)(qmpi_link >> QMPI_LINK_LEVEL_SHIFT), qmpi_v);
 }
 
 static inline int QMPI_Stack_Op_create(MPI_User_function *user_fn, int commute, MPI_Op *op, int qmpi_level, vector *qmpi_v)
@@ -391,8 +402,8 @@ static inline int QMPI_Stack_Op_create(MPI_User_function *user_fn, int commute, 
 }
 static inline int QMPI_Next_Pready_list(int length, const int array_of_partitions[], MPI_Request request, int qmpi_level, vector *qmpi_v)
 {
-    const cell *qmpi_link = qmpi_v->cells + (size_t)qmpi_level * NUM_MPI_FUNCS + _MPI_Pready_list;
-    return ((QMPI_Pready_list_wrapper_t)qmpi_link->func_ptr)(length, array_of_partitions, request, qmpi_link->level, qmpi_v);
+    const uint64_t qmpi_link = qmpi_v->links[_MPI_Pready_list][qmpi_level];
+    return ((QMPI_Pready_list_wrapper_t)(uintptr_t)(qmpi_link & QMPI_LINK_ADDRESS))(length, array_of_partitions, request, (int)(qmpi_link >> QMPI_LINK_LEVEL_SHIFT), qmpi_v);
 }
 
 static inline int QMPI_Stack_Pready_list(int length, const int array_of_partitions[], MPI_Request request, int qmpi_level, vector *qmpi_v)
@@ -401,8 +412,8 @@ static inline int QMPI_Stack_Pready_list(int length, const int array_of_partitio
 }
 static inline int QMPI_Next_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, int qmpi_level, vector *qmpi_v)
 {
-    const cell *qmpi_link = qmpi_v->cells + (size_t)qmpi_level * NUM_MPI_FUNCS + _MPI_Send;
-    return ((QMPI_Send_wrapper_t)qmpi_link->func_ptr)(buf, count, datatype, dest, tag, comm, qmpi_link->level, qmpi_v);
+    const uint64_t qmpi_link = qmpi_v->links[_MPI_Send][qmpi_level];
+    return ((QMPI_Send_wrapper_t)(uintptr_t)(qmpi_link & QMPI_LINK_ADDRESS))(buf, count, datatype, dest, tag, comm, (int)(qmpi_link >> QMPI_LINK_LEVEL_SHIFT), qmpi_v);
 }
 
 static inline int QMPI_Stack_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, int qmpi_level, vector *qmpi_v)
@@ -411,8 +422,8 @@ static inline int QMPI_Stack_Send(const void *buf, int count, MPI_Datatype datat
 }
 static inline int QMPI_Next_Send_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, int qmpi_level, vector *qmpi_v)
 {
-    const cell *qmpi_link = qmpi_v->cells + (size_t)qmpi_level * NUM_MPI_FUNCS + _MPI_Send_c;
-    return ((QMPI_Send_c_wrapper_t)qmpi_link->func_ptr)(buf, count, datatype, dest, tag, comm, qmpi_link->level, qmpi_v);
+    const uint64_t qmpi_link = qmpi_v->links[_MPI_Send_c][qmpi_level];
+    return ((QMPI_Send_c_wrapper_t)(uintptr_t)(qmpi_link & QMPI_LINK_ADDRESS))(buf, count, datatype, dest, tag, comm, (int)(qmpi_link >> QMPI_LINK_LEVEL_SHIFT), qmpi_v);
 }
 
 static inline int QMPI_Stack_Send_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, int qmpi_level, vector *qmpi_v)
@@ -421,8 +432,8 @@ static inline int QMPI_Stack_Send_c(const void *buf, MPI_Count count, MPI_Dataty
 }
 static inline int QMPI_Next_Session_init(MPI_Info info, MPI_Errhandler errhandler, MPI_Session *session, int qmpi_level, vector *qmpi_v)
 {
-    const cell *qmpi_link = qmpi_v->cells + (size_t)qmpi_level * NUM_MPI_FUNCS + _MPI_Session_init;
-    return ((QMPI_Session_init_wrapper_t)qmpi_link->func_ptr)(info, errhandler, session, qmpi_link->level, qmpi_v);
+    const uint64_t qmpi_link = qmpi_v->links[_MPI_Session_init][qmpi_level];
+    return ((QMPI_Session_init_wrapper_t)(uintptr_t)(qmpi_link & QMPI_LINK_ADDRESS))(info, errhandler, session, (int)(qmpi_link >> QMPI_LINK_LEVEL_SHIFT), qmpi_v);
 }
 
 static inline int QMPI_Stack_Session_init(MPI_Info info, MPI_Errhandler errhandler, MPI_Session *session, int qmpi_level, vector *qmpi_v)
@@ -431,8 +442,8 @@ static inline int QMPI_Stack_Session_init(MPI_Info info, MPI_Errhandler errhandl
 }
 static inline int QMPI_Next_T_event_handle_free(MPI_T_event_registration event_registration, void *user_data, MPI_T_event_free_cb_function free_cb_function, int qmpi_level, vector *qmpi_v)
 {
-    const cell *qmpi_link = qmpi_v->cells + (size_t)qmpi_level * NUM_MPI_FUNCS + _MPI_T_event_handle_free;
-    return ((QMPI_T_event_handle_free_wrapper_t)qmpi_link->func_ptr)(event_registration, user_data, free_cb_function, qmpi_link->level, qmpi_v);
+    const uint64_t qmpi_link = qmpi_v->links[_MPI_T_event_handle_free][qmpi_level];
+    return ((QMPI_T_event_handle_free_wrapper_t)(uintptr_t)(qmpi_link & QMPI_LINK_ADDRESS))(event_registration, user_data, free_cb_function, (int)(qmpi_link >> QMPI_LINK_LEVEL_SHIFT), qmpi_v);
 }
 
 static inline int QMPI_Stack_T_event_handle_free(MPI_T_event_registration event_registration, void *user_data, MPI_T_event_free_cb_function free_cb_function, int qmpi_level, vector *qmpi_v)
@@ -441,8 +452,8 @@ static inline int QMPI_Stack_T_event_handle_free(MPI_T_event_registration event_
 }
 static inline int QMPI_Next_Test(MPI_Request *request, int *flag, MPI_Status *status, int qmpi_level, vector *qmpi_v)
 {
-    const cell *qmpi_link = qmpi_v->cells + (size_t)qmpi_level * NUM_MPI_FUNCS + _MPI_Test;
-    return ((QMPI_Test_wrapper_t)qmpi_link->func_ptr)(request, flag, status, qmpi_link->level, qmpi_v);
+    const uint64_t qmpi_link = qmpi_v->links[_MPI_Test][qmpi_level];
+    return ((QMPI_Test_wrapper_t)(uintptr_t)(qmpi_link & QMPI_LINK_ADDRESS))(request, flag, status, (int)(qmpi_link >> QMPI_LINK_LEVEL_SHIFT), qmpi_v);
 }
 
 static inline int QMPI_Stack_Test(MPI_Request *request, int *flag, MPI_Status *status, int qmpi_level, vector *qmpi_v)
@@ -451,8 +462,8 @@ static inline int QMPI_Stack_Test(MPI_Request *request, int *flag, MPI_Status *s
 }
 static inline double QMPI_Next_Wtick(int qmpi_level, vector *qmpi_v)
 {
-    const cell *qmpi_link = qmpi_v->cells + (size_t)qmpi_level * NUM_MPI_FUNCS + _MPI_Wtick;
-    return ((QMPI_Wtick_wrapper_t)qmpi_link->func_ptr)(qmpi_link->level, qmpi_v);
+    const uint64_t qmpi_link = qmpi_v->links[_MPI_Wtick][qmpi_level];
+    return ((QMPI_Wtick_wrapper_t)(uintptr_t)(qmpi_link & QMPI_LINK_ADDRESS))((int)(qmpi_link >> QMPI_LINK_LEVEL_SHIFT), qmpi_v);
 }
 
 static inline double QMPI_Stack_Wtick(int qmpi_level, vector *qmpi_v)
@@ -461,8 +472,8 @@ static inline double QMPI_Stack_Wtick(int qmpi_level, vector *qmpi_v)
 }
 static inline double QMPI_Next_Wtime(int qmpi_level, vector *qmpi_v)
 {
-    const cell *qmpi_link = qmpi_v->cells + (size_t)qmpi_level * NUM_MPI_FUNCS + _MPI_Wtime;
-    return ((QMPI_Wtime_wrapper_t)qmpi_link->func_ptr)(qmpi_link->level, qmpi_v);
+    const uint64_t qmpi_link = qmpi_v->links[_MPI_Wtime][qmpi_level];
+    return ((QMPI_Wtime_wrapper_t)(uintptr_t)(qmpi_link & QMPI_LINK_ADDRESS))((int)(qmpi_link >> QMPI_LINK_LEVEL_SHIFT), qmpi_v);
 }
 
 static inline double QMPI_Stack_Wtime(int qmpi_level, vector *qmpi_v)
@@ -621,7 +632,7 @@ extern const struct qmpi_static_symbol QMPI_STATIC_SYMBOLS[] __attribute__((weak
 __attribute__((constructor)) static void qmpi_static_register(void)
 {
     if (QMPI_Register_static_tool)
-        QMPI_Register_static_tool(QMPI_STATIC_QUOTE(QMPI_STATIC_TOOL), get_interceptions, QMPI_STATIC_SYMBOLS, QMPI_ENUM_HASH);
+        QMPI_Register_static_tool(QMPI_STATIC_QUOTE(QMPI_STATIC_TOOL), get_interceptions, QMPI_STATIC_SYMBOLS, QMPI_ENUM_HASH "+" QMPI_TOOL_ABI);
 }
 #endif
 
@@ -660,7 +671,7 @@ static inline int MPI_Get_calling_address(QMPI_Context context, void *address)
  * the core compares it with its own before wiring the tool in. Weak, so a tool made
  * of several files defines it once. */
 extern const char qmpi_tool_enum_hash[];
-__attribute__((weak, visibility("default"))) const char qmpi_tool_enum_hash[] = QMPI_ENUM_HASH;
+__attribute__((weak, visibility("default"))) const char qmpi_tool_enum_hash[] = QMPI_ENUM_HASH "+" QMPI_TOOL_ABI;
 #endif
 
 #ifdef __cplusplus
