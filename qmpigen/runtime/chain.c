@@ -201,34 +201,45 @@ static void qmpi_link_levels(int count, int end, const struct qmpi_registration 
     free(next);
 }
 
-/* The tables again by function (qmpi.h's vector.links), for the typed next call: a
- * call through N levels reads N words of one row instead of one cell in each of N
- * tables, every table its own page (on a 64-level chain the tables' spread made a layer
- * cost 2.5 times a bare indirect call). 8 bytes a link: the address, which the machines
- * PMPI tools load on keep below 2^48 for code, and the level above it. */
-static const uint64_t *const *qmpi_link_rows(int levels)
+/* The tables again by function (qmpi.h's vector.links and targets), for the typed next
+ * call: a call through N levels reads N words of one row instead of one cell in each of
+ * N tables, every table its own page (64 levels made a layer cost 2.2 times a bare
+ * indirect call on an AMD EPYC). 4 bytes a link: the next level, and the place of its
+ * function among the row's few distinct targets (the levels that intercept the function,
+ * then the end of the chain); the target's load is off the path from level to level. */
+static void qmpi_link_rows(int levels)
 {
-    uint64_t **rows = (uint64_t **)qmpi_alloc(NUM_MPI_FUNCS, sizeof *rows);
-    uint64_t *block;
+    const int most = (int)QMPI_LINK_TARGET;
+    uint32_t **links = (uint32_t **)qmpi_alloc(NUM_MPI_FUNCS, sizeof *links);
+    uint32_t *block;
+    void ***targets = (void ***)qmpi_alloc(NUM_MPI_FUNCS, sizeof *targets);
+    int *place = (int *)qmpi_alloc((size_t)levels + 1, sizeof *place);
     int f, level;
 
-    if (levels > (int)(UINT64_C(1) << (64 - QMPI_LINK_LEVEL_SHIFT)) - 1)
-        qmpi_fatalf("QMPI: the chain has %d levels, more than the %d its links can address", levels,
-                    (int)(UINT64_C(1) << (64 - QMPI_LINK_LEVEL_SHIFT)) - 1);
-    block = (uint64_t *)qmpi_alloc((size_t)NUM_MPI_FUNCS * (size_t)levels, sizeof *block);
+    if (levels > most)
+        qmpi_fatalf("QMPI: the chain has %d levels, more than the %d its links can address", levels, most);
+    block = (uint32_t *)qmpi_alloc((size_t)NUM_MPI_FUNCS * (size_t)levels, sizeof *block);
     for (f = 0; f < NUM_MPI_FUNCS; f++) {
-        rows[f] = block + (size_t)f * (size_t)levels;
+        int distinct = 0;
         for (level = 0; level < levels; level++) {
-            const cell *link = &qmpi_chain.items[level]->table[f];
-            uint64_t address = (uint64_t)(uintptr_t)link->func_ptr;
-            if (address > QMPI_LINK_ADDRESS)
-                qmpi_fatalf("QMPI: the link of %s at level %d, %p, lies beyond the 48-bit addresses the chain's "
-                            "links hold",
-                            QMPI_Function_name(f), level, link->func_ptr);
-            rows[f][level] = address | (uint64_t)link->level << QMPI_LINK_LEVEL_SHIFT;
+            place[level] = distinct;
+            distinct += qmpi_levels[level].native[f] != NULL;
+        }
+        place[levels] = distinct; /* the end of the chain */
+        targets[f] = (void **)qmpi_alloc((size_t)distinct + 1, sizeof **targets);
+        for (level = 0; level < levels; level++)
+            if (qmpi_levels[level].native[f] != NULL)
+                targets[f][place[level]] = qmpi_thesis_form(level, f);
+        targets[f][distinct] = qmpi_end_link(f, 0);
+        links[f] = block + (size_t)f * (size_t)levels;
+        for (level = 0; level < levels; level++) {
+            int next = qmpi_chain.items[level]->table[f].level;
+            links[f][level] = (uint32_t)place[next] | (uint32_t)next << QMPI_LINK_LEVEL_SHIFT;
         }
     }
-    return (const uint64_t *const *)rows;
+    free(place);
+    qmpi_chain.links = (const uint32_t *const *)links;
+    qmpi_chain.targets = (void *const *const *)targets;
 }
 
 static int qmpi_load_tools(void)
@@ -306,7 +317,7 @@ static int qmpi_load_tools(void)
     if (from_conf)
         qmpi_conf_check_arguments(count);
     qmpi_link_levels(count, levels, registration, shared);
-    qmpi_chain.links = qmpi_link_rows(levels);
+    qmpi_link_rows(levels);
     qmpi_top = instances[0].table;
 
     free(entries);

@@ -146,10 +146,10 @@ struct qmpi_services {
 
 /* The toolchain: items[0] is the core, items[1..total-1] the tools in TOOLS order.
  * All tables are one block: the table of level k is cells + k * NUM_MPI_FUNCS
- * (== items[k]->table). The same links, by function: links[f][k] is the next link of
- * function f seen from level k, the address of the function to call with the level it
- * runs at in the top bits (QMPI_LINK_*): a call walks one row, a few cache lines, not one
- * table (and one page) per level (QMPI_Next_<Name>). */
+ * (== items[k]->table). The same links by function, for the typed next call: a call
+ * walks one row of 4-byte words (a few cache lines), not one table, and one page, per
+ * level. links[f][k], seen from level k, holds the level the next link of function f
+ * runs at (above QMPI_LINK_LEVEL_SHIFT) and, below, its function's place in targets[f]. */
 typedef struct vector {
     struct dynamic_lib **items;
     int capacity;
@@ -157,13 +157,12 @@ typedef struct vector {
     const struct qmpi_services *qmpi;
     cell *cells;
     const qmpi_exec_fn *exec; /* NUM_MPI_FUNCS entries */
-    const uint64_t *const *links;
+    const uint32_t *const *links;
+    void *const *const *targets;
 } vector;
 
-#define QMPI_LINK_LEVEL_SHIFT 48
-#define QMPI_LINK_ADDRESS ((UINT64_C(1) << QMPI_LINK_LEVEL_SHIFT) - 1)
-/* The tools' stamp beside the enumeration hash: what of the chain their inline code reads
- * (2: the links rows). A core reads tools stamped with its hash alone too. */
+#define QMPI_LINK_LEVEL_SHIFT 16
+#define QMPI_LINK_TARGET ((UINT32_C(1) << QMPI_LINK_LEVEL_SHIFT) - 1)
 #define QMPI_TOOL_ABI "2"
 
 #define VECTOR_GET(v, i) ((v)->items[(i)])
@@ -292,8 +291,8 @@ typedef double (*QMPI_Wtime_wrapper_t)(int qmpi_level, vector *qmpi_v);
  * handle from QMPI_Stack_lookup: a stack's top is a level, so it is the same call. */
 static inline int QMPI_Next_Abort(MPI_Comm comm, int errorcode, int qmpi_level, vector *qmpi_v)
 {
-    const uint64_t qmpi_link = qmpi_v->links[_MPI_Abort][qmpi_level];
-    return ((QMPI_Abort_wrapper_t)(uintptr_t)(qmpi_link & QMPI_LINK_ADDRESS))(comm, errorcode, (int)(qmpi_link >> QMPI_LINK_LEVEL_SHIFT), qmpi_v);
+    const uint32_t qmpi_link = qmpi_v->links[_MPI_Abort][qmpi_level];
+    return ((QMPI_Abort_wrapper_t)qmpi_v->targets[_MPI_Abort][qmpi_link & QMPI_LINK_TARGET])(comm, errorcode, (int)(qmpi_link >> QMPI_LINK_LEVEL_SHIFT), qmpi_v);
 }
 
 static inline int QMPI_Stack_Abort(MPI_Comm comm, int errorcode, int qmpi_level, vector *qmpi_v)
@@ -302,8 +301,8 @@ static inline int QMPI_Stack_Abort(MPI_Comm comm, int errorcode, int qmpi_level,
 }
 static inline MPI_Aint QMPI_Next_Aint_add(MPI_Aint base, MPI_Aint disp, int qmpi_level, vector *qmpi_v)
 {
-    const uint64_t qmpi_link = qmpi_v->links[_MPI_Aint_add][qmpi_level];
-    return ((QMPI_Aint_add_wrapper_t)(uintptr_t)(qmpi_link & QMPI_LINK_ADDRESS))(base, disp, (int)(qmpi_link >> QMPI_LINK_LEVEL_SHIFT), qmpi_v);
+    const uint32_t qmpi_link = qmpi_v->links[_MPI_Aint_add][qmpi_level];
+    return ((QMPI_Aint_add_wrapper_t)qmpi_v->targets[_MPI_Aint_add][qmpi_link & QMPI_LINK_TARGET])(base, disp, (int)(qmpi_link >> QMPI_LINK_LEVEL_SHIFT), qmpi_v);
 }
 
 static inline MPI_Aint QMPI_Stack_Aint_add(MPI_Aint base, MPI_Aint disp, int qmpi_level, vector *qmpi_v)
@@ -312,8 +311,8 @@ static inline MPI_Aint QMPI_Stack_Aint_add(MPI_Aint base, MPI_Aint disp, int qmp
 }
 static inline int QMPI_Next_Attr_get(MPI_Comm comm, int keyval, void *attribute_val, int *flag, int qmpi_level, vector *qmpi_v)
 {
-    const uint64_t qmpi_link = qmpi_v->links[_MPI_Attr_get][qmpi_level];
-    return ((QMPI_Attr_get_wrapper_t)(uintptr_t)(qmpi_link & QMPI_LINK_ADDRESS))(comm, keyval, attribute_val, flag, (int)(qmpi_link >> QMPI_LINK_LEVEL_SHIFT), qmpi_v);
+    const uint32_t qmpi_link = qmpi_v->links[_MPI_Attr_get][qmpi_level];
+    return ((QMPI_Attr_get_wrapper_t)qmpi_v->targets[_MPI_Attr_get][qmpi_link & QMPI_LINK_TARGET])(comm, keyval, attribute_val, flag, (int)(qmpi_link >> QMPI_LINK_LEVEL_SHIFT), qmpi_v);
 }
 
 static inline int QMPI_Stack_Attr_get(MPI_Comm comm, int keyval, void *attribute_val, int *flag, int qmpi_level, vector *qmpi_v)
@@ -322,8 +321,8 @@ static inline int QMPI_Stack_Attr_get(MPI_Comm comm, int keyval, void *attribute
 }
 static inline MPI_Fint QMPI_Next_Comm_c2f(MPI_Comm comm, int qmpi_level, vector *qmpi_v)
 {
-    const uint64_t qmpi_link = qmpi_v->links[_MPI_Comm_c2f][qmpi_level];
-    return ((QMPI_Comm_c2f_wrapper_t)(uintptr_t)(qmpi_link & QMPI_LINK_ADDRESS))(comm, (int)(qmpi_link >> QMPI_LINK_LEVEL_SHIFT), qmpi_v);
+    const uint32_t qmpi_link = qmpi_v->links[_MPI_Comm_c2f][qmpi_level];
+    return ((QMPI_Comm_c2f_wrapper_t)qmpi_v->targets[_MPI_Comm_c2f][qmpi_link & QMPI_LINK_TARGET])(comm, (int)(qmpi_link >> QMPI_LINK_LEVEL_SHIFT), qmpi_v);
 }
 
 static inline MPI_Fint QMPI_Stack_Comm_c2f(MPI_Comm comm, int qmpi_level, vector *qmpi_v)
@@ -332,8 +331,8 @@ static inline MPI_Fint QMPI_Stack_Comm_c2f(MPI_Comm comm, int qmpi_level, vector
 }
 static inline MPI_Comm QMPI_Next_Comm_f2c(MPI_Fint comm, int qmpi_level, vector *qmpi_v)
 {
-    const uint64_t qmpi_link = qmpi_v->links[_MPI_Comm_f2c][qmpi_level];
-    return ((QMPI_Comm_f2c_wrapper_t)(uintptr_t)(qmpi_link & QMPI_LINK_ADDRESS))(comm, (int)(qmpi_link >> QMPI_LINK_LEVEL_SHIFT), qmpi_v);
+    const uint32_t qmpi_link = qmpi_v->links[_MPI_Comm_f2c][qmpi_level];
+    return ((QMPI_Comm_f2c_wrapper_t)qmpi_v->targets[_MPI_Comm_f2c][qmpi_link & QMPI_LINK_TARGET])(comm, (int)(qmpi_link >> QMPI_LINK_LEVEL_SHIFT), qmpi_v);
 }
 
 static inline MPI_Comm QMPI_Stack_Comm_f2c(MPI_Fint comm, int qmpi_level, vector *qmpi_v)
@@ -342,8 +341,8 @@ static inline MPI_Comm QMPI_Stack_Comm_f2c(MPI_Fint comm, int qmpi_level, vector
 }
 static inline int QMPI_Next_Comm_rank(MPI_Comm arg0, int *arg1, int qmpi_level, vector *qmpi_v)
 {
-    const uint64_t qmpi_link = qmpi_v->links[_MPI_Comm_rank][qmpi_level];
-    return ((QMPI_Comm_rank_wrapper_t)(uintptr_t)(qmpi_link & QMPI_LINK_ADDRESS))(arg0, arg1, (int)(qmpi_link >> QMPI_LINK_LEVEL_SHIFT), qmpi_v);
+    const uint32_t qmpi_link = qmpi_v->links[_MPI_Comm_rank][qmpi_level];
+    return ((QMPI_Comm_rank_wrapper_t)qmpi_v->targets[_MPI_Comm_rank][qmpi_link & QMPI_LINK_TARGET])(arg0, arg1, (int)(qmpi_link >> QMPI_LINK_LEVEL_SHIFT), qmpi_v);
 }
 
 static inline int QMPI_Stack_Comm_rank(MPI_Comm arg0, int *arg1, int qmpi_level, vector *qmpi_v)
@@ -352,8 +351,8 @@ static inline int QMPI_Stack_Comm_rank(MPI_Comm arg0, int *arg1, int qmpi_level,
 }
 static inline int QMPI_Next_Comm_set_handler(MPI_Comm comm, MPI_Fixture_handler_ptr handler, int qmpi_level, vector *qmpi_v)
 {
-    const uint64_t qmpi_link = qmpi_v->links[_MPI_Comm_set_handler][qmpi_level];
-    return ((QMPI_Comm_set_handler_wrapper_t)(uintptr_t)(qmpi_link & QMPI_LINK_ADDRESS))(comm, handler, (int)(qmpi_link >> QMPI_LINK_LEVEL_SHIFT), qmpi_v);
+    const uint32_t qmpi_link = qmpi_v->links[_MPI_Comm_set_handler][qmpi_level];
+    return ((QMPI_Comm_set_handler_wrapper_t)qmpi_v->targets[_MPI_Comm_set_handler][qmpi_link & QMPI_LINK_TARGET])(comm, handler, (int)(qmpi_link >> QMPI_LINK_LEVEL_SHIFT), qmpi_v);
 }
 
 static inline int QMPI_Stack_Comm_set_handler(MPI_Comm comm, MPI_Fixture_handler_ptr handler, int qmpi_level, vector *qmpi_v)
@@ -362,8 +361,8 @@ static inline int QMPI_Stack_Comm_set_handler(MPI_Comm comm, MPI_Fixture_handler
 }
 static inline int QMPI_Next_Fixture_scalars(char c, unsigned char uc, short s, float f, double d, MPI_Fixture_short fs, int i, char *name, int qmpi_level, vector *qmpi_v)
 {
-    const uint64_t qmpi_link = qmpi_v->links[_MPI_Fixture_scalars][qmpi_level];
-    return ((QMPI_Fixture_scalars_wrapper_t)(uintptr_t)(qmpi_link & QMPI_LINK_ADDRESS))(c, uc, s, f, d, fs, i, name, (int)(qmpi_link >> QMPI_LINK_LEVEL_SHIFT), qmpi_v);
+    const uint32_t qmpi_link = qmpi_v->links[_MPI_Fixture_scalars][qmpi_level];
+    return ((QMPI_Fixture_scalars_wrapper_t)qmpi_v->targets[_MPI_Fixture_scalars][qmpi_link & QMPI_LINK_TARGET])(c, uc, s, f, d, fs, i, name, (int)(qmpi_link >> QMPI_LINK_LEVEL_SHIFT), qmpi_v);
 }
 
 static inline int QMPI_Stack_Fixture_scalars(char c, unsigned char uc, short s, float f, double d, MPI_Fixture_short fs, int i, char *name, int qmpi_level, vector *qmpi_v)
@@ -372,8 +371,8 @@ static inline int QMPI_Stack_Fixture_scalars(char c, unsigned char uc, short s, 
 }
 static inline int QMPI_Next_Group_range_incl(MPI_Group group, int n, int ranges[][3], MPI_Group *newgroup, int qmpi_level, vector *qmpi_v)
 {
-    const uint64_t qmpi_link = qmpi_v->links[_MPI_Group_range_incl][qmpi_level];
-    return ((QMPI_Group_range_incl_wrapper_t)(uintptr_t)(qmpi_link & QMPI_LINK_ADDRESS))(group, n, ranges, newgroup, (int)(qmpi_link >> QMPI_LINK_LEVEL_SHIFT), qmpi_v);
+    const uint32_t qmpi_link = qmpi_v->links[_MPI_Group_range_incl][qmpi_level];
+    return ((QMPI_Group_range_incl_wrapper_t)qmpi_v->targets[_MPI_Group_range_incl][qmpi_link & QMPI_LINK_TARGET])(group, n, ranges, newgroup, (int)(qmpi_link >> QMPI_LINK_LEVEL_SHIFT), qmpi_v);
 }
 
 static inline int QMPI_Stack_Group_range_incl(MPI_Group group, int n, int ranges[][3], MPI_Group *newgroup, int qmpi_level, vector *qmpi_v)
@@ -382,8 +381,8 @@ static inline int QMPI_Stack_Group_range_incl(MPI_Group group, int n, int ranges
 }
 static inline int QMPI_Next_Info_dup(MPI_Info info, MPI_Info *newinfo, int qmpi_level, vector *qmpi_v)
 {
-    const uint64_t qmpi_link = qmpi_v->links[_MPI_Info_dup][qmpi_level];
-    return ((QMPI_Info_dup_wrapper_t)(uintptr_t)(qmpi_link & QMPI_LINK_ADDRESS))(info, newinfo, (int)(qmpi_link >> QMPI_LINK_LEVEL_SHIFT), qmpi_v);
+    const uint32_t qmpi_link = qmpi_v->links[_MPI_Info_dup][qmpi_level];
+    return ((QMPI_Info_dup_wrapper_t)qmpi_v->targets[_MPI_Info_dup][qmpi_link & QMPI_LINK_TARGET])(info, newinfo, (int)(qmpi_link >> QMPI_LINK_LEVEL_SHIFT), qmpi_v);
 }
 
 static inline int QMPI_Stack_Info_dup(MPI_Info info, MPI_Info *newinfo, int qmpi_level, vector *qmpi_v)
@@ -392,8 +391,8 @@ static inline int QMPI_Stack_Info_dup(MPI_Info info, MPI_Info *newinfo, int qmpi
 }
 static inline int QMPI_Next_Op_create(MPI_User_function *user_fn, int commute, MPI_Op *op, int qmpi_level, vector *qmpi_v)
 {
-    const uint64_t qmpi_link = qmpi_v->links[_MPI_Op_create][qmpi_level];
-    return ((QMPI_Op_create_wrapper_t)(uintptr_t)(qmpi_link & QMPI_LINK_ADDRESS))(user_fn, commute, op, (int)(qmpi_link >> QMPI_LINK_LEVEL_SHIFT), qmpi_v);
+    const uint32_t qmpi_link = qmpi_v->links[_MPI_Op_create][qmpi_level];
+    return ((QMPI_Op_create_wrapper_t)qmpi_v->targets[_MPI_Op_create][qmpi_link & QMPI_LINK_TARGET])(user_fn, commute, op, (int)(qmpi_link >> QMPI_LINK_LEVEL_SHIFT), qmpi_v);
 }
 
 static inline int QMPI_Stack_Op_create(MPI_User_function *user_fn, int commute, MPI_Op *op, int qmpi_level, vector *qmpi_v)
@@ -402,8 +401,8 @@ static inline int QMPI_Stack_Op_create(MPI_User_function *user_fn, int commute, 
 }
 static inline int QMPI_Next_Pready_list(int length, const int array_of_partitions[], MPI_Request request, int qmpi_level, vector *qmpi_v)
 {
-    const uint64_t qmpi_link = qmpi_v->links[_MPI_Pready_list][qmpi_level];
-    return ((QMPI_Pready_list_wrapper_t)(uintptr_t)(qmpi_link & QMPI_LINK_ADDRESS))(length, array_of_partitions, request, (int)(qmpi_link >> QMPI_LINK_LEVEL_SHIFT), qmpi_v);
+    const uint32_t qmpi_link = qmpi_v->links[_MPI_Pready_list][qmpi_level];
+    return ((QMPI_Pready_list_wrapper_t)qmpi_v->targets[_MPI_Pready_list][qmpi_link & QMPI_LINK_TARGET])(length, array_of_partitions, request, (int)(qmpi_link >> QMPI_LINK_LEVEL_SHIFT), qmpi_v);
 }
 
 static inline int QMPI_Stack_Pready_list(int length, const int array_of_partitions[], MPI_Request request, int qmpi_level, vector *qmpi_v)
@@ -412,8 +411,8 @@ static inline int QMPI_Stack_Pready_list(int length, const int array_of_partitio
 }
 static inline int QMPI_Next_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, int qmpi_level, vector *qmpi_v)
 {
-    const uint64_t qmpi_link = qmpi_v->links[_MPI_Send][qmpi_level];
-    return ((QMPI_Send_wrapper_t)(uintptr_t)(qmpi_link & QMPI_LINK_ADDRESS))(buf, count, datatype, dest, tag, comm, (int)(qmpi_link >> QMPI_LINK_LEVEL_SHIFT), qmpi_v);
+    const uint32_t qmpi_link = qmpi_v->links[_MPI_Send][qmpi_level];
+    return ((QMPI_Send_wrapper_t)qmpi_v->targets[_MPI_Send][qmpi_link & QMPI_LINK_TARGET])(buf, count, datatype, dest, tag, comm, (int)(qmpi_link >> QMPI_LINK_LEVEL_SHIFT), qmpi_v);
 }
 
 static inline int QMPI_Stack_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, int qmpi_level, vector *qmpi_v)
@@ -422,8 +421,8 @@ static inline int QMPI_Stack_Send(const void *buf, int count, MPI_Datatype datat
 }
 static inline int QMPI_Next_Send_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, int qmpi_level, vector *qmpi_v)
 {
-    const uint64_t qmpi_link = qmpi_v->links[_MPI_Send_c][qmpi_level];
-    return ((QMPI_Send_c_wrapper_t)(uintptr_t)(qmpi_link & QMPI_LINK_ADDRESS))(buf, count, datatype, dest, tag, comm, (int)(qmpi_link >> QMPI_LINK_LEVEL_SHIFT), qmpi_v);
+    const uint32_t qmpi_link = qmpi_v->links[_MPI_Send_c][qmpi_level];
+    return ((QMPI_Send_c_wrapper_t)qmpi_v->targets[_MPI_Send_c][qmpi_link & QMPI_LINK_TARGET])(buf, count, datatype, dest, tag, comm, (int)(qmpi_link >> QMPI_LINK_LEVEL_SHIFT), qmpi_v);
 }
 
 static inline int QMPI_Stack_Send_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, int qmpi_level, vector *qmpi_v)
@@ -432,8 +431,8 @@ static inline int QMPI_Stack_Send_c(const void *buf, MPI_Count count, MPI_Dataty
 }
 static inline int QMPI_Next_Session_init(MPI_Info info, MPI_Errhandler errhandler, MPI_Session *session, int qmpi_level, vector *qmpi_v)
 {
-    const uint64_t qmpi_link = qmpi_v->links[_MPI_Session_init][qmpi_level];
-    return ((QMPI_Session_init_wrapper_t)(uintptr_t)(qmpi_link & QMPI_LINK_ADDRESS))(info, errhandler, session, (int)(qmpi_link >> QMPI_LINK_LEVEL_SHIFT), qmpi_v);
+    const uint32_t qmpi_link = qmpi_v->links[_MPI_Session_init][qmpi_level];
+    return ((QMPI_Session_init_wrapper_t)qmpi_v->targets[_MPI_Session_init][qmpi_link & QMPI_LINK_TARGET])(info, errhandler, session, (int)(qmpi_link >> QMPI_LINK_LEVEL_SHIFT), qmpi_v);
 }
 
 static inline int QMPI_Stack_Session_init(MPI_Info info, MPI_Errhandler errhandler, MPI_Session *session, int qmpi_level, vector *qmpi_v)
@@ -442,8 +441,8 @@ static inline int QMPI_Stack_Session_init(MPI_Info info, MPI_Errhandler errhandl
 }
 static inline int QMPI_Next_T_event_handle_free(MPI_T_event_registration event_registration, void *user_data, MPI_T_event_free_cb_function free_cb_function, int qmpi_level, vector *qmpi_v)
 {
-    const uint64_t qmpi_link = qmpi_v->links[_MPI_T_event_handle_free][qmpi_level];
-    return ((QMPI_T_event_handle_free_wrapper_t)(uintptr_t)(qmpi_link & QMPI_LINK_ADDRESS))(event_registration, user_data, free_cb_function, (int)(qmpi_link >> QMPI_LINK_LEVEL_SHIFT), qmpi_v);
+    const uint32_t qmpi_link = qmpi_v->links[_MPI_T_event_handle_free][qmpi_level];
+    return ((QMPI_T_event_handle_free_wrapper_t)qmpi_v->targets[_MPI_T_event_handle_free][qmpi_link & QMPI_LINK_TARGET])(event_registration, user_data, free_cb_function, (int)(qmpi_link >> QMPI_LINK_LEVEL_SHIFT), qmpi_v);
 }
 
 static inline int QMPI_Stack_T_event_handle_free(MPI_T_event_registration event_registration, void *user_data, MPI_T_event_free_cb_function free_cb_function, int qmpi_level, vector *qmpi_v)
@@ -452,8 +451,8 @@ static inline int QMPI_Stack_T_event_handle_free(MPI_T_event_registration event_
 }
 static inline int QMPI_Next_Test(MPI_Request *request, int *flag, MPI_Status *status, int qmpi_level, vector *qmpi_v)
 {
-    const uint64_t qmpi_link = qmpi_v->links[_MPI_Test][qmpi_level];
-    return ((QMPI_Test_wrapper_t)(uintptr_t)(qmpi_link & QMPI_LINK_ADDRESS))(request, flag, status, (int)(qmpi_link >> QMPI_LINK_LEVEL_SHIFT), qmpi_v);
+    const uint32_t qmpi_link = qmpi_v->links[_MPI_Test][qmpi_level];
+    return ((QMPI_Test_wrapper_t)qmpi_v->targets[_MPI_Test][qmpi_link & QMPI_LINK_TARGET])(request, flag, status, (int)(qmpi_link >> QMPI_LINK_LEVEL_SHIFT), qmpi_v);
 }
 
 static inline int QMPI_Stack_Test(MPI_Request *request, int *flag, MPI_Status *status, int qmpi_level, vector *qmpi_v)
@@ -462,8 +461,8 @@ static inline int QMPI_Stack_Test(MPI_Request *request, int *flag, MPI_Status *s
 }
 static inline double QMPI_Next_Wtick(int qmpi_level, vector *qmpi_v)
 {
-    const uint64_t qmpi_link = qmpi_v->links[_MPI_Wtick][qmpi_level];
-    return ((QMPI_Wtick_wrapper_t)(uintptr_t)(qmpi_link & QMPI_LINK_ADDRESS))((int)(qmpi_link >> QMPI_LINK_LEVEL_SHIFT), qmpi_v);
+    const uint32_t qmpi_link = qmpi_v->links[_MPI_Wtick][qmpi_level];
+    return ((QMPI_Wtick_wrapper_t)qmpi_v->targets[_MPI_Wtick][qmpi_link & QMPI_LINK_TARGET])((int)(qmpi_link >> QMPI_LINK_LEVEL_SHIFT), qmpi_v);
 }
 
 static inline double QMPI_Stack_Wtick(int qmpi_level, vector *qmpi_v)
@@ -472,8 +471,8 @@ static inline double QMPI_Stack_Wtick(int qmpi_level, vector *qmpi_v)
 }
 static inline double QMPI_Next_Wtime(int qmpi_level, vector *qmpi_v)
 {
-    const uint64_t qmpi_link = qmpi_v->links[_MPI_Wtime][qmpi_level];
-    return ((QMPI_Wtime_wrapper_t)(uintptr_t)(qmpi_link & QMPI_LINK_ADDRESS))((int)(qmpi_link >> QMPI_LINK_LEVEL_SHIFT), qmpi_v);
+    const uint32_t qmpi_link = qmpi_v->links[_MPI_Wtime][qmpi_level];
+    return ((QMPI_Wtime_wrapper_t)qmpi_v->targets[_MPI_Wtime][qmpi_link & QMPI_LINK_TARGET])((int)(qmpi_link >> QMPI_LINK_LEVEL_SHIFT), qmpi_v);
 }
 
 static inline double QMPI_Stack_Wtime(int qmpi_level, vector *qmpi_v)
