@@ -129,14 +129,14 @@ def counter_reports(stdout: str):
     return reports
 
 
-def assert_counter_tbcast_counter(stdout: str, ranks: int, outer: int = 1, inner: int = 3):
+def assert_counter_tbcast_counter(proc, ranks: int, outer: int = 1, inner: int = 3):
     """Thesis 4.5.3 semantics: the outer counter sees MPI_Bcast once, the inner one the
-    Send/Recv TBcast issues instead; every count exact."""
-    assert sorted(line for line in stdout.splitlines() if line.startswith("app rank")) == [
+    Send/Recv TBcast issues instead; every count exact (the counter reports on stderr)."""
+    assert sorted(line for line in proc.stdout.splitlines() if line.startswith("app rank")) == [
         f"app rank {r} of {ranks}: data 11 22 33 {ranks} wtime_ok 1" for r in range(ranks)
     ]
-    reports = counter_reports(stdout)
-    assert set(reports) == {(level, r) for level in (outer, inner) for r in range(ranks)}, stdout
+    reports = counter_reports(proc.stderr)
+    assert set(reports) == {(level, r) for level in (outer, inner) for r in range(ranks)}, proc.stderr
     base = {"MPI_Init": 1, "MPI_Finalize": 1, "MPI_Barrier": 1}
     for r in range(ranks):
         assert reports[(outer, r)] == dict(base, MPI_Bcast=1, MPI_Comm_rank=1, MPI_Comm_size=1), reports
@@ -155,7 +155,7 @@ def test_two_static_tools_and_a_dynamic_one_in_the_order_of_tools(mpi, built, ap
     dynamic = built["tools"] / "libcounter.so"
     proc = mpi.run(3, [built["apps"][app]], env={"TOOLS": f"%counter:%tbcast:{dynamic}", "QMPI_VERBOSE": "1"})
     assert proc.returncode == 0, proc.stderr
-    assert_counter_tbcast_counter(proc.stderr, 3)
+    assert_counter_tbcast_counter(proc, 3)
     # How many functions the counter intercepts depends on the MPI (MPI_Session_* where declared).
     chain = [
         re.sub(r"intercepts \d+ functions?", "intercepts N functions", line)
@@ -176,7 +176,7 @@ def test_two_static_tools_and_a_dynamic_one_in_the_order_of_tools(mpi, built, ap
     # The other order: the dynamic one outside, the static counter inside.
     proc = mpi.run(3, [built["apps"][app]], env={"TOOLS": f"{dynamic}:%tbcast:%counter"})
     assert proc.returncode == 0, proc.stderr
-    assert_counter_tbcast_counter(proc.stderr, 3)
+    assert_counter_tbcast_counter(proc, 3)
 
 
 @pytest.mark.mpi
@@ -186,7 +186,7 @@ def test_a_static_tool_twice_is_two_instances_without_any_exported_symbol(mpi, b
     tbcast = built["tools"] / "libtbcast.so"
     proc = mpi.run(3, [built["apps"][app]], env={"TOOLS": f"%counter:{tbcast}:%counter"})
     assert proc.returncode == 0, proc.stderr
-    assert_counter_tbcast_counter(proc.stderr, 3)
+    assert_counter_tbcast_counter(proc, 3)
 
 
 @pytest.mark.mpi
@@ -194,7 +194,7 @@ def test_a_hand_written_static_tool_is_found_in_the_symbol_table(mpi, built):
     """tbcast.c, unchanged, compiled with -DQMPI_STATIC_TOOL=tbcast: no table, no -rdynamic."""
     proc = mpi.run(3, [built["apps"]["a_plain"]], env={"TOOLS": "%counter:%tbcast:%counter"})
     assert proc.returncode == 0, proc.stderr
-    assert_counter_tbcast_counter(proc.stderr, 3)
+    assert_counter_tbcast_counter(proc, 3)
 
 
 @pytest.mark.mpi

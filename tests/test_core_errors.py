@@ -3,6 +3,8 @@ and the cause, a non-zero exit, and no rank left waiting (every run has a timeou
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from conftest import TEST_TOOLS, qmpi_errors, qmpigen
@@ -68,6 +70,19 @@ def test_tool_built_for_another_enumeration_is_refused(mpi, demo_app, tmp_path):
     lib = mpi.build_tool(TEST_TOOLS / "passthrough.c", other, tmp_path / "libstale.so")
     proc = mpi.run(2, [demo_app], env={"TOOLS": str(lib)}, timeout=ERROR_TIMEOUT_S)
     assert_stopped_with(proc, str(lib), "built for function enumeration", "rebuild the tool")
+
+
+def test_tools_of_the_earlier_tool_abi_run_and_an_unknown_one_is_refused(mpi, core, demo_app, test_tools, tmp_path):
+    """Tools built before the links rows read the per-level tables (which the core keeps)
+    and carry the enumeration hash alone: they run, and count what passes them. A tool
+    claiming a tool ABI the core lacks is refused."""
+    old = test_tools / "libold_abi.so"
+    proc = mpi.run(2, [demo_app], env={"TOOLS": f"{old}:{test_tools / 'libpassthrough.so'}:{old}"})
+    assert proc.returncode == 0 and proc.stdout.count("app rank") == 2, proc.stderr
+    assert sorted(re.findall(r"old_abi@(\d) rank_calls (\d+)", proc.stderr)) == [("1", "1"), ("1", "1"), ("3", "1"), ("3", "1")]
+    future = mpi.build_tool(TEST_TOOLS / "old_abi.c", core, tmp_path / "libfuture.so", ['-DSTAMP_SUFFIX="+99"'])
+    proc = mpi.run(2, [demo_app], env={"TOOLS": str(future)}, timeout=ERROR_TIMEOUT_S)
+    assert_stopped_with(proc, str(future), "built for function enumeration", "+99", "rebuild the tool")
 
 
 def test_failure_on_one_rank_before_init_does_not_hang_the_others(mpi, demo_app):

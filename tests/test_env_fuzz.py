@@ -126,13 +126,41 @@ class Failure:
     quoted: Optional[bytes]  # the text the line must show (escaped), if it shows one
 
 
+def names_a_tool(harness: Harness, entry: bytes) -> bool:
+    """loading.c's rule: '@name', '%name', a library name (a file name ending in ".so" or
+    with ".so." in it), or an existing ELF file; an entry too long to be a path counts."""
+    if not entry:
+        return False
+    if entry[:1] in (b"@", b"%") or len(entry) >= 4096:
+        return True
+    base = entry.rsplit(b"/", 1)[-1]
+    if re.search(rb"\.so(\.|$)", base):
+        return True
+    if b"/" not in entry:
+        return False  # a bare name is looked up in LD_LIBRARY_PATH, unset here
+    path = Path(entry.decode("utf-8", "surrogateescape"))
+    path = path if path.is_absolute() else harness.workdir / path
+    try:
+        return path.is_file() and path.read_bytes()[:4] == b"\x7fELF"
+    except OSError:
+        return False
+
+
+def ignored_tools(harness: Harness, qmpi_tools, tools) -> bool:
+    """TOOLS, a generic name, is another program's variable when no entry names a tool:
+    ignored with one warning line (QMPI_TOOLS never is)."""
+    return qmpi_tools is None and bool(tools) and not any(names_a_tool(harness, e) for e in tools.split(b":"))
+
+
 def expected_outcome(harness: Harness, qmpi_tools, tools, tool_list, cvar: Optional[bytes]):
     """The number of callback levels of the chain, or the Failure the core must report.
 
-    QMPI_TOOLS, if set at all, stands for TOOLS. The core reads in passes: empty entries
-    (TOOLS, then the tool list), then a bare '@' in TOOLS, then each entry in chain
-    order (TOOLS first) while loading."""
+    QMPI_TOOLS, if set at all, stands for TOOLS; a TOOLS that names no tool is not read.
+    The core reads in passes: empty entries (TOOLS, then the tool list), then a bare '@'
+    in TOOLS, then each entry in chain order (TOOLS first) while loading."""
     thesis_paths = {harness.files[f] for f in THESIS_TOOL}
+    if ignored_tools(harness, qmpi_tools, tools):
+        tools = None
     thesis_name, thesis_value = ("QMPI_TOOLS", qmpi_tools) if qmpi_tools is not None else ("TOOLS", tools)
     list_name, list_value = ("QMPI_TOOL_LIST", tool_list) if tool_list else ("MPIR_CVAR_QMPI_TOOL_LIST", cvar)
     lists = [(name, value) for name, value in ((thesis_name, thesis_value), (list_name, list_value)) if value]
@@ -190,6 +218,10 @@ def check(harness: Harness, *values: Value) -> str:
     assert proc.returncode >= 0, f"killed by signal {-proc.returncode}: {shown}"
     core_lines = [line for line in proc.stderr.split(b"\n") if b"qmpi:" in line]
     outcome = expected_outcome(harness, *variables.values())
+    if ignored_tools(harness, variables["QMPI_TOOLS"], variables["TOOLS"]):
+        warning = core_lines.pop(0) if core_lines else b""
+        assert warning.startswith(b"qmpi: warning: TOOLS=") and b"names no tool" in warning, shown
+        assert escaped(variables["TOOLS"][:300]) in warning, shown
     if isinstance(outcome, int):
         assert proc.returncode == 0, shown
         assert core_lines == [], shown

@@ -77,11 +77,24 @@ def test_empty_chain_from_a_file_is_said_in_one_line(mpi, demo_app, tmp_path, te
 # -- special files in TOOLS: refused before anything opens them ---------------------------
 
 
+@pytest.mark.parametrize("variable", ["QMPI_TOOLS", "TOOLS"])
 @pytest.mark.parametrize("kind", ["fifo", "directory"])
-def test_special_file_in_tools_is_one_line(mpi, demo_app, tmp_path, fifo, kind):
-    tool = {"fifo": fifo, "directory": tmp_path}[kind]
-    proc = mpi.run(1, [demo_app], env={"TOOLS": str(tool)}, timeout=TIMEOUT_S)
-    assert_one_error(proc, f"TOOLS entry 1 ({tool}): not a regular file (a {'FIFO' if kind == 'fifo' else kind})")
+def test_special_file_in_tools_is_one_line(mpi, demo_app, tmp_path, kind, variable):
+    """Named like a tool library (TOOLS is read as a tool list only when it names one;
+    QMPI_TOOLS always is), a FIFO or a directory is refused before anything opens it."""
+    tool = tmp_path / "libtool.so"
+    os.mkfifo(tool) if kind == "fifo" else tool.mkdir()
+    proc = mpi.run(1, [demo_app], env={variable: str(tool)}, timeout=TIMEOUT_S)
+    assert_one_error(proc, f"{variable} entry 1 ({tool}): not a regular file (a {'FIFO' if kind == 'fifo' else kind})")
+
+
+def test_a_special_file_not_named_like_a_tool_in_tools_is_another_programs_variable(mpi, demo_app, fifo):
+    proc = mpi.run(1, [demo_app], env={"TOOLS": str(fifo)}, timeout=TIMEOUT_S)
+    assert proc.returncode == 0 and "app rank 0 of 1" in proc.stdout, proc.stderr
+    assert warnings(proc.stderr) == [
+        f"qmpi: warning: TOOLS={fifo} names no tool (no shared library, @name or %name): ignored as another "
+        "program's variable; QMPI_TOOLS is always read as a tool list"
+    ], proc.stderr
 
 
 def test_bytes_that_are_not_utf8_are_escaped_in_the_error_line(mpi, demo_app):

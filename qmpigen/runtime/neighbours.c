@@ -59,6 +59,7 @@ static int qmpi_survey_object(struct dl_phdr_info *info, size_t size, void *data
 {
     struct qmpi_survey *survey = (struct qmpi_survey *)data;
     struct qmpi_object object;
+    size_t mpi_functions;
 
     (void)size;
     if (qmpi_loaded_read(info, &object) != 0)
@@ -75,7 +76,12 @@ static int qmpi_survey_object(struct dl_phdr_info *info, size_t size, void *data
         survey->mpi_ahead |= !survey->core_found;
         return 0;
     }
-    if (qmpi_loaded_count(&object, qmpi_is_mpi_function) == 0)
+    mpi_functions = qmpi_loaded_count(&object, qmpi_is_mpi_function);
+    /* Another QMPI core (a program linked with libqmpi.a, run under qmpirun, which
+     * preloads libqmpi.so) defines every MPI function and no PMPI one: it is the core the
+     * application uses, and this one stays out of its way, as before it was re-pointed. */
+    if (mpi_functions == 0 ||
+        (mpi_functions >= NUM_MPI_FUNCS * 4 / 5 && qmpi_loaded_count(&object, qmpi_is_c_pmpi) == 0))
         return 0;
     if (!survey->core_found && survey->nouter < QMPI_MAX_OUTER)
         survey->outer[survey->nouter++] = object;
@@ -223,7 +229,8 @@ QMPI_HIDDEN void qmpi_rebind_library_downward(void *handle, const char *what)
     struct link_map *map;
     struct qmpi_object object;
 
-    if (qmpi_outer_defines_pmpi && dlinfo(handle, RTLD_DI_LINKMAP, &map) == 0 && qmpi_loaded_at(map->l_ld, &object) == 0)
+    if (qmpi_outer_defines_pmpi && dlinfo(handle, RTLD_DI_LINKMAP, &map) == 0 &&
+        qmpi_loaded_at(map->l_ld, &object) == 0)
         qmpi_rebind_downward(&object, what);
     qmpi_check_neighbours();
 }
