@@ -312,8 +312,8 @@ static int qmpi_load_tools(void)
 
     /* Load thesis-style and PMPI tools; find callback tools by name. */
     for (level = 1; level <= count; level++)
-        qmpi_load_level(&entries[level - 1], level, &instances[level], libraries, &distinct, &pmpi_slots,
-                        no_functions, registration);
+        qmpi_load_level(&entries[level - 1], level, &instances[level], libraries, &distinct, &pmpi_slots, no_functions,
+                        registration);
     if (from_conf)
         qmpi_conf_check_arguments(count);
     qmpi_link_levels(count, levels, registration, shared);

@@ -95,8 +95,9 @@ static void qmpi_report_chain(int rank)
     }
     qmpi_inner_names(neighbours, sizeof neighbours);
     if (qmpi_verbose && neighbours[0] != '\0')
-        fprintf(out, "qmpi: level %d: %s, preloaded after the core: its MPI_ functions end the chain, then PMPI "
-                     "(%s)%s\n",
+        fprintf(out,
+                "qmpi: level %d: %s, preloaded after the core: its MPI_ functions end the chain, then PMPI "
+                "(%s)%s\n",
                 levels + 1, qmpi_escaped(neighbours, &escaped), QMPI_MPI_LIBRARY,
                 qmpi_stack_count > 1 ? ", the end of every stack" : "");
     else if (qmpi_verbose)

@@ -137,8 +137,8 @@ QMPI_HIDDEN int qmpi_loaded_read(const struct dl_phdr_info *info, struct qmpi_ob
     object->strings_size = size;
     object->nsymbols = qmpi_loaded_symbol_count(object);
     if (!qmpi_loaded_tag(object, DT_SYMTAB, &value) || object->nsymbols > SIZE_MAX / sizeof(ElfW(Sym)) ||
-        (object->symbols = (const ElfW(Sym) *)qmpi_loaded_pointer(object, value,
-                                                                  object->nsymbols * sizeof(ElfW(Sym)))) == NULL)
+        (object->symbols =
+             (const ElfW(Sym) *)qmpi_loaded_pointer(object, value, object->nsymbols * sizeof(ElfW(Sym)))) == NULL)
         object->nsymbols = 0;
     /* Relocations with an addend: the only kind on the machines PMPI tools load on. */
     if (qmpi_loaded_tag(object, DT_RELA, &value) && qmpi_loaded_tag(object, DT_RELASZ, &size) &&

@@ -226,13 +226,13 @@ enum { QMPI_THESIS_LEVEL = 0, QMPI_CALLBACK_LEVEL = 1, QMPI_PMPI_LEVEL = 2 };
  * ABIs the loader accepts (x86-64, AArch64, ppc64le ELFv2: the caller pops them).
  * QMPI_PMPI_SLOTS is the MPI's (qmpi_internal.h). */
 struct qmpi_pmpi_copy {
-    void *handle;   /* dlopen handle of the private copy */
-    int memfd;      /* kept open for the life of the process: /proc/self/fd/N names the copy */
-    int slot;       /* 0 .. QMPI_PMPI_SLOTS-1 */
-    int symbolic;   /* -Bsymbolic or protected MPI_X: its own calls bypass the levels above */
-    double load_ms; /* time to check, copy, patch and load it */
+    void *handle;        /* dlopen handle of the private copy */
+    int memfd;           /* kept open for the life of the process: /proc/self/fd/N names the copy */
+    int slot;            /* 0 .. QMPI_PMPI_SLOTS-1 */
+    int symbolic;        /* -Bsymbolic or protected MPI_X: its own calls bypass the levels above */
+    double load_ms;      /* time to check, copy, patch and load it */
     uintptr_t low, high; /* where the copy is loaded: its dlsym calls come from there */
-    void **own;     /* per function: the copy's own MPI_X, or NULL */
+    void **own;          /* per function: the copy's own MPI_X, or NULL */
 };
 
 struct qmpi_level {

@@ -23,8 +23,8 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    MPI_File_open(MPI_COMM_WORLD, argc > 1 ? argv[1] : "coexist.dat", MPI_MODE_CREATE | MPI_MODE_RDWR,
-                  MPI_INFO_NULL, &fh);
+    MPI_File_open(MPI_COMM_WORLD, argc > 1 ? argv[1] : "coexist.dat", MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL,
+                  &fh);
     for (k = 0; k < COEXIST_WRITES; k++) {
         MPI_Offset at = ((MPI_Offset)rank * COEXIST_WRITES + k) * BLOCK;
         memset(block, 'a' + (rank + k) % 26, sizeof block);

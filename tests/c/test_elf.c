@@ -578,8 +578,9 @@ int main(void)
         /* An MPI library defines the PMPI_ function of every MPI function
          * (QMPI_MPI_LIBRARY_PMPI of them at least); a tool only what it wraps. */
         static char source[QMPI_MPI_LIBRARY_PMPI * 64 + 256];
-        size_t used = (size_t)snprintf(source, sizeof source, "int PMPI_Send(void) { return 0; }\n"
-                                                               "int MPI_Send(void) { return PMPI_Send(); }\n");
+        size_t used = (size_t)snprintf(source, sizeof source,
+                                       "int PMPI_Send(void) { return 0; }\n"
+                                       "int MPI_Send(void) { return PMPI_Send(); }\n");
         for (int k = 1; k < QMPI_MPI_LIBRARY_PMPI; k++)
             used += (size_t)snprintf(source + used, sizeof source - used, "int PMPI_Function_%d(void) { return %d; }\n",
                                      k, k);
@@ -596,8 +597,8 @@ int main(void)
     check_case("recognizes a PMPI tool", recognizes_a_pmpi_tool, NULL);
     check_case("a thesis-style tool is no PMPI tool", a_thesis_tool_is_no_pmpi_tool, NULL);
     check_case("refuses an MPI library", refuses_an_mpi_library, NULL);
-    check_case("a tool defining a few PMPI_ functions is a PMPI tool", a_tool_defining_a_few_pmpi_functions_is_a_pmpi_tool,
-               NULL);
+    check_case("a tool defining a few PMPI_ functions is a PMPI tool",
+               a_tool_defining_a_few_pmpi_functions_is_a_pmpi_tool, NULL);
     check_case("tells C PMPI_ names", tells_c_pmpi_names, NULL);
     check_case("refuses an object file", refuses_an_object_file, NULL);
     check_case("refuses an executable", refuses_an_executable, NULL);

@@ -57,10 +57,23 @@
 #error "define one STYLE_<NAME>"
 #endif
 
-enum { INIT, INIT_THREAD, FILE_OPEN, FILE_WRITE_AT, FILE_READ_AT, FILE_CLOSE, BCAST, ALLREDUCE, SEND, RECV, FINALIZE, N };
-static const char *const names[N] = {"MPI_Init",      "MPI_Init_thread", "MPI_File_open", "MPI_File_write_at",
+enum {
+    INIT,
+    INIT_THREAD,
+    FILE_OPEN,
+    FILE_WRITE_AT,
+    FILE_READ_AT,
+    FILE_CLOSE,
+    BCAST,
+    ALLREDUCE,
+    SEND,
+    RECV,
+    FINALIZE,
+    N
+};
+static const char *const names[N] = {"MPI_Init",         "MPI_Init_thread", "MPI_File_open", "MPI_File_write_at",
                                      "MPI_File_read_at", "MPI_File_close",  "MPI_Bcast",     "MPI_Allreduce",
-                                     "MPI_Send",      "MPI_Recv",        "MPI_Finalize"};
+                                     "MPI_Send",         "MPI_Recv",        "MPI_Finalize"};
 static long counts[N], written, read_bytes, dlvsym_answers __attribute__((unused));
 static int reported;
 
@@ -176,8 +189,8 @@ DECLARE_NEXT(int, MPI_Finalize, (void))
 /* Both names of the wrapper, as DARSHAN_WRAPPER_MAP makes them for MPI-IO, MPI_Init
  * and MPI_Finalize; the other functions are plain MPI_X (Darshan wraps only those). */
 #define WRAPPER(name) styletool_##name
-#define MAP(ret, name, args)                                                                                          \
-    ret name args __attribute__((alias("styletool_" #name)));                                                         \
+#define MAP(ret, name, args)                                                                                           \
+    ret name args __attribute__((alias("styletool_" #name)));                                                          \
     ret P##name args __attribute__((alias("styletool_" #name)));
 #define PLAIN(ret, name, args) ret name args __attribute__((alias("styletool_" #name)));
 #elif defined(STYLE_GOTCHA)
@@ -321,10 +334,14 @@ struct wrap {
     void *wrapper;
     void **original;
 };
-#define WRAP(name) {#name, (void *)styletool_##name, (void **)&original_##name}
-static struct wrap wraps[] = {WRAP(MPI_Init),      WRAP(MPI_Init_thread), WRAP(MPI_File_open), WRAP(MPI_File_write_at),
-                              WRAP(MPI_File_read_at), WRAP(MPI_File_close), WRAP(MPI_Bcast),     WRAP(MPI_Allreduce),
-                              WRAP(MPI_Send),      WRAP(MPI_Recv),        WRAP(MPI_Finalize)};
+#define WRAP(name)                                                                                                     \
+    {                                                                                                                  \
+#name, (void *)styletool_##name, (void **)&original_##name                                                     \
+    }
+static struct wrap wraps[] = {WRAP(MPI_Init),          WRAP(MPI_Init_thread),  WRAP(MPI_File_open),
+                              WRAP(MPI_File_write_at), WRAP(MPI_File_read_at), WRAP(MPI_File_close),
+                              WRAP(MPI_Bcast),         WRAP(MPI_Allreduce),    WRAP(MPI_Send),
+                              WRAP(MPI_Recv),          WRAP(MPI_Finalize)};
 
 static void patch_relocations(ElfW(Addr) base, const ElfW(Rela) * r, size_t n, const ElfW(Sym) * symbols,
                               const char *strings)

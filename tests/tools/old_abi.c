@@ -31,8 +31,11 @@ _EXTERN_C_ int O_Finalize(int i, vector *v)
 _EXTERN_C_ char *get_interceptions(int i)
 {
     switch (i) {
-    case _MPI_Comm_rank: return "O_Comm_rank";
-    case _MPI_Finalize: return "O_Finalize";
-    default: return NULL;
+    case _MPI_Comm_rank:
+        return "O_Comm_rank";
+    case _MPI_Finalize:
+        return "O_Finalize";
+    default:
+        return NULL;
     }
 }
