@@ -16,9 +16,9 @@ import re
 from typing import Dict, List
 
 import pytest
+from test_pmpi_tools import mpi_library
 
 from conftest import APPS, qmpi_errors
-from test_pmpi_tools import mpi_library
 
 pytestmark = pytest.mark.mpi
 

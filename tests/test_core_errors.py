@@ -79,7 +79,12 @@ def test_tools_of_the_earlier_tool_abi_run_and_an_unknown_one_is_refused(mpi, co
     old = test_tools / "libold_abi.so"
     proc = mpi.run(2, [demo_app], env={"TOOLS": f"{old}:{test_tools / 'libpassthrough.so'}:{old}"})
     assert proc.returncode == 0 and proc.stdout.count("app rank") == 2, proc.stderr
-    assert sorted(re.findall(r"old_abi@(\d) rank_calls (\d+)", proc.stderr)) == [("1", "1"), ("1", "1"), ("3", "1"), ("3", "1")]
+    assert sorted(re.findall(r"old_abi@(\d) rank_calls (\d+)", proc.stderr)) == [
+        ("1", "1"),
+        ("1", "1"),
+        ("3", "1"),
+        ("3", "1"),
+    ]
     future = mpi.build_tool(TEST_TOOLS / "old_abi.c", core, tmp_path / "libfuture.so", ['-DSTAMP_SUFFIX="+99"'])
     proc = mpi.run(2, [demo_app], env={"TOOLS": str(future)}, timeout=ERROR_TIMEOUT_S)
     assert_stopped_with(proc, str(future), "built for function enumeration", "+99", "rebuild the tool")

@@ -252,7 +252,9 @@ def mpi_library(app) -> str:
 
 def test_refuses_the_mpi_library_itself(mpi, demo_app):
     libmpi = mpi_library(demo_app)
-    assert_refused(run_refused(mpi, demo_app, str(libmpi)), "an MPI library (it defines", "PMPI_ functions), not a tool")
+    assert_refused(
+        run_refused(mpi, demo_app, str(libmpi)), "an MPI library (it defines", "PMPI_ functions), not a tool"
+    )
 
 
 def test_refuses_more_pmpi_instances_than_slots(mpi, demo_app, pmpi):
