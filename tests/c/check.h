@@ -100,4 +100,30 @@ static __attribute__((unused)) const char *check_file(const char *text)
     return path;
 }
 
+
+/* Compiles `source` with `flags` into dir/name with $CC (cc); returns the path (a
+ * static buffer, 8 in turn). Stops the test program if it cannot. */
+static __attribute__((unused)) const char *check_build(const char *dir, const char *name, const char *flags,
+                                                       const char *source)
+{
+    static char paths[8][512];
+    static int next;
+    char command[2048], *path = paths[next++ % 8];
+    const char *cc = getenv("CC") ? getenv("CC") : "cc";
+    FILE *out;
+
+    snprintf(path, 512, "%s/%s.c", dir, name);
+    out = fopen(path, "w");
+    fputs(source, out);
+    fclose(out);
+    snprintf(command, sizeof command, "%s %s -o %s/%s %s", cc, flags, dir, name, path);
+    if (system(command) != 0) {
+        fprintf(stderr, "cannot build: %s\n", command);
+        exit(2);
+    }
+    snprintf(path, 512, "%s/%s", dir, name);
+    return path;
+}
+
+
 #endif

@@ -9,26 +9,10 @@
 
 static char dir[] = "/tmp/qmpi-elf-XXXXXX";
 
-/* Compiles `source` with `flags` into dir/name; returns the path. */
+
 static const char *build(const char *name, const char *flags, const char *source)
 {
-    static char paths[8][512];
-    static int next;
-    char command[2048], *path = paths[next++ % 8];
-    const char *cc = getenv("CC") ? getenv("CC") : "cc";
-    FILE *out;
-
-    snprintf(path, 512, "%s/%s.c", dir, name);
-    out = fopen(path, "w");
-    fputs(source, out);
-    fclose(out);
-    snprintf(command, sizeof command, "%s %s -o %s/%s %s", cc, flags, dir, name, path);
-    if (system(command) != 0) {
-        fprintf(stderr, "cannot build: %s\n", command);
-        exit(2);
-    }
-    snprintf(path, 512, "%s/%s", dir, name);
-    return path;
+    return check_build(dir, name, flags, source);
 }
 
 static const char *pmpi_tool, *debug_tool, *verdef_tool, *thesis_tool, *mpi_library, *aliasing_tool, *object_file,

@@ -10,25 +10,10 @@
 
 static char dir[] = "/tmp/qmpi-loaded-XXXXXX";
 
+
 static const char *build(const char *name, const char *flags, const char *source)
 {
-    static char paths[4][512];
-    static int next;
-    char command[2048], *path = paths[next++ % 4];
-    const char *cc = getenv("CC") ? getenv("CC") : "cc";
-    FILE *out;
-
-    snprintf(path, 512, "%s/%s.c", dir, name);
-    out = fopen(path, "w");
-    fputs(source, out);
-    fclose(out);
-    snprintf(command, sizeof command, "%s %s -o %s/%s %s", cc, flags, dir, name, path);
-    if (system(command) != 0) {
-        fprintf(stderr, "cannot build: %s\n", command);
-        exit(2);
-    }
-    snprintf(path, 512, "%s/%s", dir, name);
-    return path;
+    return check_build(dir, name, flags, source);
 }
 
 /* A library that calls getpid, takes its address into data and a GOT slot. */
