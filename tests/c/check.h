@@ -100,7 +100,6 @@ static __attribute__((unused)) const char *check_file(const char *text)
     return path;
 }
 
-
 /* Compiles `source` with `flags` into dir/name with $CC (cc); returns the path (a
  * static buffer, 8 in turn). Stops the test program if it cannot. */
 static __attribute__((unused)) const char *check_build(const char *dir, const char *name, const char *flags,
@@ -124,6 +123,5 @@ static __attribute__((unused)) const char *check_build(const char *dir, const ch
     snprintf(path, 512, "%s/%s", dir, name);
     return path;
 }
-
 
 #endif

@@ -9,7 +9,6 @@
 
 static char dir[] = "/tmp/qmpi-elf-XXXXXX";
 
-
 static const char *build(const char *name, const char *flags, const char *source)
 {
     return check_build(dir, name, flags, source);

@@ -10,7 +10,6 @@
 
 static char dir[] = "/tmp/qmpi-loaded-XXXXXX";
 
-
 static const char *build(const char *name, const char *flags, const char *source)
 {
     return check_build(dir, name, flags, source);
