@@ -237,14 +237,17 @@ QMPI_HIDDEN int qmpi_loaded_rebind(const struct qmpi_object *object, qmpi_rebind
 
 QMPI_HIDDEN int qmpi_is_c_pmpi(const char *name)
 {
-    const char *rest = name + 5;
+    const char *rest = name + 5, *last;
+    int lower = 0;
 
     if (strncmp(name, "PMPI_", 5) != 0 || *rest < 'A' || *rest > 'Z')
         return 0;
     while (*++rest != '\0')
-        if (*rest >= 'a' && *rest <= 'z')
-            return 1;
-    return 0;
+        lower |= *rest >= 'a' && *rest <= 'z';
+    /* Open MPI's Fortran library (libmpi_mpifh) defines PMPI_Send_f and PMPI_Send_f08,
+     * 735 of them: Fortran entry points beside the MPI, not a second MPI. */
+    last = strrchr(name, '_');
+    return lower && strcmp(last, "_f") != 0 && strcmp(last, "_f08") != 0;
 }
 
 struct qmpi_loaded_search {

@@ -166,7 +166,8 @@ QMPI_HIDDEN int qmpi_function_index(const char *name);
  * it wraps (Darshan 3.5: 48). Counted by name (qmpi_is_c_pmpi), not by enumeration, so
  * that a core made for a few functions judges alike. */
 #define QMPI_MPI_LIBRARY_PMPI 200
-/* A C binding's PMPI_ name ("PMPI_Send"), not a Fortran one (PMPI_SEND, pmpi_send_). */
+/* A C binding's PMPI_ name ("PMPI_Send"), not a Fortran one (PMPI_SEND, pmpi_send_,
+ * Open MPI's PMPI_Send_f and PMPI_Send_f08). */
 QMPI_HIDDEN int qmpi_is_c_pmpi(const char *name);
 
 /* loaded.c: an object the dynamic linker has loaded, read in memory from its program

@@ -67,6 +67,8 @@ static void tells_c_pmpi_names(void)
     CHECK(qmpi_is_c_pmpi("PMPI_Send") && qmpi_is_c_pmpi("PMPI_File_write_at") && qmpi_is_c_pmpi("PMPI_T_init_thread"));
     CHECK(!qmpi_is_c_pmpi("PMPI_SEND") && !qmpi_is_c_pmpi("pmpi_send_") && !qmpi_is_c_pmpi("MPI_Send"));
     CHECK(!qmpi_is_c_pmpi("PMPI_") && !qmpi_is_c_pmpi("PMPI_X") && !qmpi_is_c_pmpi("__real_PMPI_Send"));
+    CHECK(!qmpi_is_c_pmpi("PMPI_Send_f") && !qmpi_is_c_pmpi("PMPI_Send_f08") && qmpi_is_c_pmpi("PMPI_Send_c"));
+    CHECK(qmpi_is_c_pmpi("PMPI_Status_f082f") && qmpi_is_c_pmpi("PMPI_Comm_c2f"));
 }
 
 static void refuses_an_object_file(void)
