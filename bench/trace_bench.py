@@ -1,7 +1,7 @@
 """`make bench`'s tracing rows, beside the core's rows:
 
   * cost per traced call: `MPI_Comm_rank` through the core with the trace tool
-    (sample_tools/trace.c as libqbtrace.so, QMPI_TRACE_FUNCTIONS=all so that Comm_rank is
+    (sample_tools/trace/ as libqbtrace.so, QMPI_TRACE_FUNCTIONS=all so that Comm_rank is
     traced, buffered mode, files on tmpfs when there is one: the tool's cost, not the
     disk's) against the same call through one empty typed tool, both configurations
     run in the same rounds as every other row;

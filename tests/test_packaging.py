@@ -12,7 +12,7 @@ import zipfile
 
 import pytest
 
-from conftest import FIXTURES, REPO, SAMPLE_TOOLS, build_wheel
+from conftest import FIXTURES, REPO, SAMPLE_TOOLS, build_wheel, shipped_samples
 
 pytestmark = pytest.mark.slow
 
@@ -26,8 +26,8 @@ def test_wheel_carries_templates_and_grammars_and_works_installed(tmp_path):
         assert f"qmpigen/grammars/{grammar.name}" in names
     for doc in (REPO / "docs").glob("*.md"):
         assert f"qmpigen/docs/{doc.name}" in names
-    samples = [p.name for p in SAMPLE_TOOLS.iterdir() if p.suffix in (".c", ".h", ".qmpi") or p.name == "Makefile"]
-    assert {"printer.c", "tbcast.c", "counter.qmpi", "demo_app.c", "Makefile"} <= set(samples)
+    samples = shipped_samples()
+    assert {"printer.c", "tbcast.c", "counter.qmpi", "demo_app.c", "Makefile", "trace/lifecycle.c"} <= set(samples)
     for sample in samples:
         assert f"qmpigen/sample_tools/{sample}" in names
     (license_name,) = [n for n in names if n.endswith(".dist-info/LICENSE") or "/licenses/LICENSE" in n]

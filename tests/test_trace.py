@@ -1,4 +1,4 @@
-"""The trace tool (sample_tools/trace.c) and `qmpigen trace`, on the real MPIs: a 4-rank
+"""The trace tool (sample_tools/trace/) and `qmpigen trace`, on the real MPIs: a 4-rank
 application traced above and below TBcast, merged; otf2-print (OTF2's own reader) must
 read the archive with one ENTER per call the application made, per rank and function,
 and every send must have its receive (rank, tag, bytes); QMPI_TRACE_FUNCTIONS=all must
@@ -374,7 +374,7 @@ def _run_all_app(mpi, core, tools: str, work: Path, **env: str):
 def test_all_functions_records_every_call(mpi, core, sample_tools, tmp_path, nested):
     """QMPI_TRACE_FUNCTIONS=all, two instances (trace:trace), 2 ranks of 4 threads, a
     4096-byte buffer (many flushes): each instance records every MPI call of the
-    application, the functions outside trace.c's table included (MPI_Wtime,
+    application, the functions outside the tool's own wrappers included (MPI_Wtime,
     MPI_Type_size, MPI_Comm_group, MPI_Sendrecv, MPI_Get_count, ...): one ENTER per call,
     per rank and function. MPI_Error_class, called by an error handler inside
     MPI_Comm_call_errhandler, is nested (depth 1; dropped with QMPI_TRACE_NESTED=0); the
@@ -432,11 +432,11 @@ def test_default_mode_records_the_operations(mpi, core, sample_tools, tmp_path, 
 
 
 def test_trace_without_generated_wrappers(mpi, core, tmp_path):
-    """The three C files alone, without the wrappers qmpigen generates (trace_roles.qmpi,
+    """The C files alone, without the wrappers qmpigen generates (trace_roles.qmpi,
     trace_all.qmpi): the weak references are NULL and only their own functions are
     traced, MPI_Init_thread and MPI_Finalize here, even with `all`."""
     _need_trace_tools()
-    sources = [SAMPLE_TOOLS / name for name in ("trace.c", "trace_requests.c", "trace_args.c")]
+    sources = sorted((SAMPLE_TOOLS / "trace").glob("*.c"))
     tool = mpi.build_tool(sources, core, tmp_path / "libtrace.so", ["-lpthread"])
     _run_all_app(mpi, core, str(tool), tmp_path, QMPI_TRACE_FUNCTIONS="all")
     enters = _otf2_enters_per_rank(_merge(tmp_path, 1) / "traces.otf2")

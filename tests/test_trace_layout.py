@@ -1,5 +1,5 @@
 """The trace layout's one home (qmpigen/trace/layout.py) and what derives from it:
-sample_tools/trace_format.h and docs/trace-format.md's tables are exactly what the layout
+sample_tools/trace/format.h and docs/trace-format.md's tables are exactly what the layout
 makes (byte for byte), the C structs compile with the layout's offsets and sizes, the
 reader's dtypes and struct formats agree with them, the kinds are the function model's,
 and the merger's collective operations cover every collective. Also: `qmpigen trace`
@@ -28,7 +28,7 @@ def test_generated_parts_are_up_to_date():
 
 
 def test_the_c_structs_compile_with_the_layouts_offsets(tmp_path):
-    """trace_format.h alone (its _Static_asserts hold the offsets and sizes), and its packer
+    """format.h alone (its _Static_asserts hold the offsets and sizes), and its packer
     read back by the reader: calls at their defaults, with every field, with a few."""
     from qmpigen.trace import read
 

@@ -14,7 +14,7 @@ from qmpigen.output.resources import docs_dir, samples_dir
 # What ships, by directory: (name in DIR, where it is installed, which files).
 SHIPPED = (
     ("docs", docs_dir, ("*.md",)),
-    ("sample_tools", samples_dir, ("*.c", "*.h", "*.qmpi", "Makefile")),
+    ("sample_tools", samples_dir, ("*.c", "*.h", "*.qmpi", "Makefile", "trace/*.c", "trace/*.h", "trace/*.qmpi")),
 )
 
 
@@ -25,5 +25,5 @@ def shipped_examples() -> Dict[str, str]:
         root: Path = where()
         for pattern in patterns:
             for path in sorted(root.glob(pattern)):
-                files[f"{name}/{path.name}"] = path.read_text(encoding="utf-8")
+                files[f"{name}/{path.relative_to(root).as_posix()}"] = path.read_text(encoding="utf-8")
     return dict(sorted(files.items()))

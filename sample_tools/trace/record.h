@@ -1,9 +1,9 @@
-/* trace_record.h: a call's record from the arguments a generated wrapper stored by role
- * (trace_roles.h, trace_roles.qmpi). Inline in every generated wrapper: each knows its
+/* record.h: a call's record from the arguments a generated wrapper stored by role
+ * (roles.h, trace_roles.qmpi). Inline in every generated wrapper: each knows its
  * function's kind and which roles it stored, so the compiler keeps only the code those
  * roles need (a File_write_at's record is a few stores and two handle lookups, not the
  * test of every role); what is rare or long (statuses, handles made, probes' messages,
- * count arrays) is in trace_args.c.
+ * count arrays) is in args.c.
  *
  * What each role becomes (docs/trace-format.md, CALL record):
  *   comm -> comm (its id); dest, root, source -> world ranks (peer, root, source);
@@ -17,18 +17,11 @@
  * says what arrived: source, tag and bytes of a receive. */
 #ifndef QMPI_TRACE_RECORD_H
 #define QMPI_TRACE_RECORD_H
-#include "trace_internal.h"
+#include "args.h"
+#include "calls.h"
+#include "handles.h"
 
 #define ALWAYS_INLINE __attribute__((always_inline))
-
-/* trace_args.c: the rare and long parts */
-HIDDEN int64_t trace_side_bytes(struct traced *t, const int *counts, const MPI_Count *counts_c, MPI_Datatype type,
-                                const MPI_Datatype *types, int peers, int *type_id);
-HIDDEN void trace_record_status(struct traced *t, const struct trace_args *a);
-HIDDEN void trace_take_message(struct traced *t, MPI_Message message);
-HIDDEN void trace_remember_message(struct traced *t, MPI_Message message);
-HIDDEN void trace_record_deleted(struct traced *t, const char *name);
-HIDDEN void trace_record_made(struct traced *t, const struct trace_args *a, int failed);
 
 /* 1 if the call is recorded (then trace_args_prepare must come before the call and
  * trace_args_finish after it); the wrapper stores arguments either way. */
@@ -102,23 +95,15 @@ static inline int is_collective(int kind)
            kind == TRACE_KIND_collective_init;
 }
 
-static inline ALWAYS_INLINE int type_size(struct traced *t, MPI_Datatype type, int *id)
-{
-    struct handle_entry *e = trace_lookup(t->in, t->tb, R_TYPE, &type, sizeof type, NULL);
-    if (id != NULL)
-        *id = e != NULL ? e->id : -1;
-    return e != NULL ? e->size : 0;
-}
-
 /* The bytes of one side of a call: a count and datatype, or a count for each peer; an
  * array of counts (and of datatypes: the w collectives), one per peer, is summed by
- * trace_side_bytes (trace_args.c). `peers`: how many processes the side exchanges with. */
+ * trace_side_bytes (args.c). `peers`: how many processes the side exchanges with. */
 static inline ALWAYS_INLINE int64_t side_bytes(struct traced *t, int64_t count, int per_peer, const int *counts,
                                                const MPI_Count *counts_c, MPI_Datatype type, const MPI_Datatype *types,
                                                int peers, int *type_id)
 {
     if (counts == NULL && counts_c == NULL)
-        return count * type_size(t, type, type_id) * (per_peer ? peers : 1);
+        return count * trace_type_size(t, type, type_id) * (per_peer ? peers : 1);
     return trace_side_bytes(t, counts, counts_c, type, types, peers, type_id);
 }
 
@@ -139,16 +124,16 @@ static inline ALWAYS_INLINE void record_data(struct traced *t, const struct trac
     int recv_peers = c == NULL ? 0 : neighbors ? c->in_degree : c->peers;
     if ((have & HAVE_count) && (have & HAVE_datatype)) {
         t->r.count = a->count;
-        t->r.bytes = a->count * type_size(t, a->datatype, &datatype);
+        t->r.bytes = a->count * trace_type_size(t, a->datatype, &datatype);
         t->r.datatype = datatype;
         if (is_collective(kind)) /* one buffer description for both sides: Bcast, Reduce, Scan */
             t->r.recv_bytes = t->r.bytes;
     } else if ((have & HAVE_datatype) && kind == TRACE_KIND_rma_atomic) { /* Fetch_and_op: one element */
         t->r.count = 1;
-        t->r.bytes = t->r.recv_bytes = type_size(t, a->datatype, &datatype);
+        t->r.bytes = t->r.recv_bytes = trace_type_size(t, a->datatype, &datatype);
         t->r.datatype = datatype;
     } else if (have & HAVE_datatype) { /* MPI_Type_commit, a datatype's constructor's old type */
-        type_size(t, a->datatype, &datatype);
+        trace_type_size(t, a->datatype, &datatype);
         t->r.datatype = datatype;
     }
     if ((have & (HAVE_send_count | HAVE_send_counts)) && (have & (HAVE_send_type | HAVE_send_types))) {
@@ -172,19 +157,12 @@ static inline ALWAYS_INLINE void record_data(struct traced *t, const struct trac
     }
 }
 
-static inline ALWAYS_INLINE int created(struct traced *t, int kind, const void *handle, size_t size,
-                                        const struct definition *d)
-{
-    struct handle_entry *e = trace_lookup(t->in, t->tb, kind, handle, size, d);
-    return e != NULL ? e->id : -1;
-}
-
 /* The files and windows a call names, and the handle it frees (read before the call,
  * TRACE_SET_FREED). */
 static inline ALWAYS_INLINE void record_objects(struct traced *t, const struct trace_args *a, uint32_t have)
 {
     if (have & HAVE_file)
-        t->r.file = created(t, R_FILE, &a->file, sizeof a->file, NULL);
+        t->r.file = trace_handle_id(t, R_FILE, &a->file, sizeof a->file, NULL);
     else if (a->file_name != NULL && !(have & HAVE_new_file)) /* MPI_File_delete: a name, no handle */
         trace_record_deleted(t, a->file_name);
     if (have & HAVE_window) {
@@ -211,7 +189,7 @@ static inline ALWAYS_INLINE void record_objects(struct traced *t, const struct t
 static inline ALWAYS_INLINE void trace_args_prepare(struct trace_args *a, int kind, uint32_t have)
 {
     struct traced *t = &a->t;
-    a->have = have; /* for trace_args.c's parts */
+    a->have = have; /* for args.c's parts */
     t->comm = NULL;
     t->r = (struct call_record){
         .kind = R_CALL, .size = sizeof t->r, .func = (uint16_t)a->index, .depth = a->depth, CALL_RECORD_DEFAULTS};

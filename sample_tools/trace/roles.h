@@ -1,5 +1,5 @@
-/* trace_roles.h: what the trace tool's generated wrappers (trace_roles.qmpi) hand to
- * trace_record.h. A wrapper knows its function's kind and which parameter plays which role
+/* roles.h: what the trace tool's generated wrappers (trace_roles.qmpi) hand to
+ * record.h. A wrapper knows its function's kind and which parameter plays which role
  * (qmpigen/mpi/roles.py, from the MPI's own mpi.h); it stores each argument, raw, in a
  * struct trace_args on its stack before the call. trace_args_prepare makes the call
  * record from them before the call (communicator and datatype ids, world ranks, bytes:
@@ -10,7 +10,7 @@
 #define QMPI_TRACE_ROLES_H
 #include <mpi.h>
 #include <stdint.h>
-#include "trace_format.h"
+#include "format.h"
 
 /* One bit per role a wrapper stored (have). */
 enum {
@@ -99,7 +99,7 @@ static inline int trace_reads_status(int kind)
 }
 
 /* A role's argument, stored; its bit goes into the wrapper's local <a>_have (a constant
- * the compiler folds into trace_record.h's inline code: only the roles there are tested). */
+ * the compiler folds into record.h's inline code: only the roles there are tested). */
 #define TRACE_SET(a, role, value) ((a).role = (value), a##_have |= HAVE_##role)
 /* A handle the call frees, read before the call (it comes back as the null handle). */
 #define TRACE_SET_FREED(a, on, kind, pointer)                                                                          \

@@ -1,0 +1,12 @@
+/* files.h: the trace directory and the rank files in it. */
+#ifndef QMPI_TRACE_FILES_H
+#define QMPI_TRACE_FILES_H
+#include "state.h"
+
+/* The trace directory, created if missing; 0 if it is usable (else a line, and the
+ * instance stays off). */
+HIDDEN int trace_open_dir(struct instance *in);
+/* A thread's rank file, created, its header written; -1 (and a line) if it cannot be. */
+HIDDEN int trace_create_file(struct instance *in, int thread);
+
+#endif

@@ -1,0 +1,234 @@
+/* trace: records MPI calls with their times and arguments into binary per-thread buffers,
+ * written per rank and thread to QMPI_TRACE_DIR (the PIOsim MPI wrapper's design, seed
+ * 004). `qmpigen trace DIR -o OUT` merges the files into OTF2, Perfetto JSON, pictures
+ * and a summary. Format: docs/trace-format.md (format.h, generated from
+ * qmpigen/trace/layout.py).
+ *
+ * The library, each file above the ones it uses (none uses a file above it):
+ *   lifecycle.c       MPI_Init and MPI_Finalize, clocks, which wrapper the core installs;
+ *   requests.c        the Wait/Test/Start/Request_free/Cancel family: what happened to
+ *                     each request (no parameter role says it);
+ *   record.h          a call record from a generated wrapper's arguments by role, inline
+ *                     in each wrapper; args.c its rare and long parts;
+ *   calls.c           a traced call's start and end (trace_open, inline in calls.h);
+ *   handles.c         communicators, datatypes, files and windows (the cache inline);
+ *   threads.c         each thread's buffer and file;
+ *   sink.c            a buffer and its rank file; files.c the directory and the files;
+ *   options.c, say.c  the options; the tool's lines on stderr;
+ *   state.h, roles.h, format.h  the types (format.h: the rank file layout, generated);
+ *   trace_roles.qmpi  (generated) a wrapper for every function of the `operations`
+ *                     group, recording its arguments by role; trace_all.qmpi (generated)
+ *                     a bare wrapper for every other function (QMPI_TRACE_FUNCTIONS=all).
+ * Build: make -C sample_tools CORE=<core> OUT=<dir>
+ * Run:   TOOLS=./libtrace.so:./libtbcast.so:./libtrace.so mpiexec -n 4 ./app
+ *
+ * Stackable: one library serves every instance in the chain; each instance keeps its
+ * state in slot `level` of `trace_instances` and writes its own files (the level is in
+ * their names). Options (environment; read once per process, options.c):
+ *   QMPI_TRACE_DIR=dir          where the files go (default qmpi-trace), created if missing
+ *   QMPI_TRACE_FLUSH=full|record write when a thread's buffer is full (default) or every record
+ *   QMPI_TRACE_NESTED=1|0       record calls made while a traced call of an instance above
+ *                               is open on this thread (e.g. TBcast's Send/Recv) (default 1)
+ *   QMPI_TRACE_FUNCTIONS=default|all  `all` adds every function of kind `other` (Comm_rank,
+ *                               Type_size, ...) as a call without arguments, seed 004 3.1.4
+ *   QMPI_TRACE_BUFFER=bytes     per-thread buffer, a decimal number from 4096 to 1 GiB (default
+ *                               1 MiB; any other value: one line from rank 0, and the default)
+ * The options are read with secure_getenv: a setuid or setgid program ignores them (no
+ * file it writes can be put somewhere by its caller's environment).
+ * No MPI communication happens for tracing's sake except the clock ping-pong with world
+ * rank 0 right after MPI_Init and right before MPI_Finalize, through PMPI.
+ * The hot path (calls.h's inline trace_open, handles.h's trace_lookup, record.h inline
+ * in each generated wrapper, then trace_end): one initial-exec TLS load per call,
+ * two reads of the tick counter, each handle from its home slot in a 16-entry per-thread
+ * cache (one probe), the record built once, before the call, and packed into the thread's
+ * buffer after it (32 to 112 bytes, 64 for most calls with arguments: most of a call's
+ * cost is the kernel's copy of them into the file); no lock, no atomic read-modify-write.
+ * `make bench` measures it per role mix (docs/performance.md). */
+#include "calls.h"
+#include "files.h"
+#include "options.h"
+#include "requests.h"
+#include "sink.h"
+#include "threads.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#define CLOCK_PINGS 8
+
+struct instance trace_instances[MAX_LEVELS];
+
+/* ---- clocks: offsets to world rank 0 at init and finalize, by PMPI ping-pong ---- */
+
+static void measure_clock(struct instance *in, uint32_t phase)
+{
+    struct clock_record c;
+    struct thread_buffer *tb = trace_thread_buffer(in);
+    MPI_Comm comm;
+    int peer, ping;
+    memset(&c, 0, sizeof c);
+    c.kind = R_CLOCK;
+    c.size = sizeof c;
+    c.phase = phase;
+    c.round_trip_ns = UINT64_MAX;
+    PMPI_Comm_dup(MPI_COMM_WORLD, &comm); /* our own context: the application's tags are safe */
+    for (peer = 1; peer < in->world_size; peer++) {
+        for (ping = 0; ping < CLOCK_PINGS; ping++) {
+            uint64_t sent, received, remote = 0;
+            if (in->rank == 0) {
+                PMPI_Recv(&remote, 1, MPI_UINT64_T, peer, ping, comm, MPI_STATUS_IGNORE);
+                remote = trace_now_ns();
+                PMPI_Send(&remote, 1, MPI_UINT64_T, peer, ping, comm);
+            } else if (in->rank == peer) {
+                sent = trace_now_ns();
+                PMPI_Send(&sent, 1, MPI_UINT64_T, 0, ping, comm);
+                PMPI_Recv(&remote, 1, MPI_UINT64_T, 0, ping, comm, MPI_STATUS_IGNORE);
+                received = trace_now_ns();
+                if (received - sent < c.round_trip_ns) {
+                    c.round_trip_ns = received - sent;
+                    c.local_ns = sent + (received - sent) / 2;
+                    c.offset_ns = (int64_t)(remote - c.local_ns);
+                }
+            }
+        }
+    }
+    PMPI_Comm_free(&comm);
+    if (in->rank == 0 || in->world_size == 1) {
+        c.local_ns = trace_now_ns();
+        c.round_trip_ns = 0;
+    }
+    if (tb != NULL)
+        trace_append(in, tb, &c, sizeof c);
+}
+
+/* The run's identity in every rank file's header: world rank 0 draws it, every rank gets
+ * it (a collective on MPI_COMM_WORLD right after MPI_Init, the same on every rank). */
+static uint64_t run_identity(int rank)
+{
+    uint64_t id = 0;
+    if (rank == 0) {
+        struct timespec now;
+        clock_gettime(CLOCK_REALTIME, &now);
+        if (getrandom(&id, sizeof id, GRND_NONBLOCK) != (ssize_t)sizeof id)
+            id = ((uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec) ^ ((uint64_t)getpid() << 32);
+        if (id == 0) /* 0: no identity (files before version 3) */
+            id = 1;
+    }
+    PMPI_Bcast(&id, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
+    return id;
+}
+
+static void start_instance(int level)
+{
+    struct instance *in = &trace_instances[level];
+    struct timespec real;
+    static int said_bad_buffer;
+    trace_options_once();
+    in->level = level;
+    pthread_mutex_init(&in->lock, NULL);
+    trace_threads_start(in);
+    PMPI_Comm_rank(MPI_COMM_WORLD, &in->rank);
+    PMPI_Comm_size(MPI_COMM_WORLD, &in->world_size);
+    in->run_id = run_identity(in->rank);
+    if (trace_options.bad_buffer != NULL && in->rank == 0 &&
+        !__atomic_exchange_n(&said_bad_buffer, 1, __ATOMIC_ACQ_REL))
+        fprintf(stderr, "qmpi trace: QMPI_TRACE_BUFFER=%.64s is not a number of bytes from %zu to %zu; using %zu\n",
+                trace_options.bad_buffer, BUFFER_MIN, BUFFER_MAX, BUFFER_DEFAULT);
+    in->origin_ns = trace_now_ns();
+    clock_gettime(CLOCK_REALTIME, &real);
+    in->realtime_origin_ns = (uint64_t)real.tv_sec * 1000000000u + (uint64_t)real.tv_nsec;
+    if (trace_open_dir(in) == 0)
+        __atomic_store_n(&in->active, 1, __ATOMIC_RELEASE);
+    measure_clock(in, 0);
+}
+
+static void stop_instance(struct instance *in)
+{
+    struct thread_buffer *tb;
+    __atomic_store_n(&in->active, 0, __ATOMIC_RELEASE);
+    pthread_mutex_lock(&in->lock);
+    for (tb = in->threads; tb != NULL; tb = tb->next_in_instance)
+        trace_sink_close(in, tb);
+    pthread_mutex_unlock(&in->lock);
+}
+
+/* ---- MPI_Init, MPI_Finalize ---- */
+
+static int traced_init(int index, uint64_t enter, int ret, int level)
+{
+    struct traced t;
+    if ((unsigned)level >= MAX_LEVELS || ret != MPI_SUCCESS)
+        return ret;
+    start_instance(level);
+    if (trace_begin(&t, level, index, TRACE_KIND_other)) {
+        t.r.enter = enter;
+        trace_end(&t, 0);
+    }
+    return ret;
+}
+
+_EXTERN_C_ int TR_Init(int *argc, char ***argv, int level, vector *v)
+{
+    uint64_t enter = trace_ticks();
+    return traced_init(_MPI_Init, enter, QMPI_Next_Init(argc, argv, level, v), level);
+}
+
+_EXTERN_C_ int TR_Init_thread(int *argc, char ***argv, int required, int *provided, int level, vector *v)
+{
+    uint64_t enter = trace_ticks();
+    return traced_init(_MPI_Init_thread, enter, QMPI_Next_Init_thread(argc, argv, required, provided, level, v), level);
+}
+
+_EXTERN_C_ int TR_Finalize(int level, vector *v)
+{
+    struct traced t;
+    int traced = 0, ret;
+    if ((unsigned)level < MAX_LEVELS && __atomic_load_n(&trace_instances[level].active, __ATOMIC_ACQUIRE)) {
+        measure_clock(&trace_instances[level], 1);
+        traced = trace_begin(&t, level, _MPI_Finalize, TRACE_KIND_other);
+    }
+    ret = QMPI_Next_Finalize(level, v);
+    if (traced) {
+        trace_end(&t, ret != MPI_SUCCESS);
+        stop_instance(&trace_instances[level]);
+    }
+    return ret;
+}
+
+/* ---- which wrapper the core installs ----
+ * trace_roles.qmpi and trace_all.qmpi generate the wrappers of every other function
+ * (sample_tools/Makefile links their C into this library, their get_interceptions
+ * renamed). MPI_Init, MPI_Init_thread and MPI_Finalize are recorded always (kind
+ * `other`, but they bound the trace). trace.c built without the generated parts has
+ * only its own wrappers: the weak references are NULL. */
+extern char *trace_roles_get_interceptions(int i) __attribute__((weak, visibility("hidden")));
+extern char *trace_all_get_interceptions(int i) __attribute__((weak, visibility("hidden")));
+
+static int wanted(const char *name)
+{
+    return name != NULL && strcmp(name, "NULL") != 0;
+}
+
+_EXTERN_C_ char *get_interceptions(int i)
+{
+    char *name;
+    trace_options_once();
+    switch (i) {
+    case _MPI_Init:
+        return "TR_Init";
+    case _MPI_Init_thread:
+        return "TR_Init_thread";
+    case _MPI_Finalize:
+        return "TR_Finalize";
+    default:
+        break;
+    }
+    if (trace_own_function(i))
+        return trace_requests_interception(i);
+    if (trace_roles_get_interceptions != NULL && wanted(name = trace_roles_get_interceptions(i)))
+        return name;
+    if (trace_options.all_functions && trace_all_get_interceptions != NULL)
+        return trace_all_get_interceptions(i);
+    return "NULL";
+}
