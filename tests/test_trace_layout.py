@@ -40,7 +40,7 @@ def test_the_c_structs_compile_with_the_layouts_offsets(tmp_path):
         f'#include "{layout_text.TRACE_H}"\n'
         "#include <stdio.h>\n"
         "static void show(struct call_record r, uint64_t leave) {\n"
-        "    unsigned char out[PACKED_CALL_MAX];\n"
+        "    unsigned char out[PACKED_CALL_MAX + 8];\n"
         "    size_t size = call_record_pack(&r, leave, out);\n"
         "    r.leave = leave;\n"
         "    fwrite(&r, sizeof r, 1, stdout); fwrite(&size, sizeof size, 1, stdout); fwrite(out, 1, size, stdout);\n"

@@ -15,6 +15,7 @@ from .layout import (
     CALL,
     COMBINERS,
     COMM_CHUNK,
+    END_REASONS,
     FILE_MODES,
     FLAGS,
     HEADER,
@@ -27,6 +28,10 @@ from .layout import (
     RECORD_ALIGNMENT,
     RECORDS,
     REQUEST_FLAGS,
+    TAIL_BUFFER_OFFSET,
+    TAIL_HEADER,
+    TAIL_MAGIC,
+    TAIL_SUFFIX,
     VERSION,
     Field,
     Struct,
@@ -69,6 +74,9 @@ def c_text() -> str:
         f'#define TRACE_MAGIC "{MAGIC.rstrip(bytes(1)).decode()}"',
         f"#define RECORD_ALIGNMENT {RECORD_ALIGNMENT}",
         f"#define COMM_CHUNK {COMM_CHUNK}",
+        f'#define TAIL_MAGIC "{TAIL_MAGIC.rstrip(bytes(1)).decode()}"',
+        f'#define TAIL_SUFFIX "{TAIL_SUFFIX}"',
+        f"#define TAIL_BUFFER_OFFSET {TAIL_BUFFER_OFFSET}",
         "",
         "/* What a function does (qmpigen/mpi/roles.py's KINDS, in order): a FUNCTION record's kind. */",
         "enum trace_kind {",
@@ -87,9 +95,11 @@ def c_text() -> str:
         "enum { " + ", ".join(f"{name} = {value}" for name, value in PEERS) + " };",
         "enum { " + ", ".join(f"{name} = {value}" for name, value, _ in REQUEST_FLAGS) + " };",
         "enum { " + ", ".join(f"{name} = {value:#x}" for name, value, _ in FILE_MODES) + " };",
+        "enum { " + ", ".join(f"{name} = {value}" for name, value, _ in END_REASONS) + " };",
         "",
     ]
     out += _c_struct(HEADER, f"{HEADER.size} bytes") + [""]
+    out += _c_struct(TAIL_HEADER, f"a tail file's first {TAIL_HEADER.size} bytes") + [""]
     for r in RECORDS:
         what = f"R_{r.name}: after kind and size, then {r.tail}" if r.variable else f"R_{r.name}, {r.size} bytes"
         out += _c_struct(r.layout, what) + [""]
@@ -114,8 +124,12 @@ def _c_pack() -> List[str]:
     out = [
         f"#define PACKED_CALL_MAX {PACKED_CALL_MAX} /* a PACKED_CALL's largest size */",
         "/* Writes call record `r`, left at `leave`, as a PACKED_CALL at `to` (PACKED_CALL_MAX",
-        " * bytes of room): its fields not at their defaults follow its head. Returns its size.",
-        " * A field's branch goes the same way call after call of a function. */",
+        " * bytes of room and 8 more): its fields not at their defaults follow its head, then a",
+        " * zero word (where the records end until the next one). Returns its size. The head",
+        " * is written with leave 0 and `leave` stored last (leave 0: a call entered, not",
+        " * returned), so what a process killed at any instruction leaves at `to` is nothing, a",
+        " * call entered, or the whole record (signal fences keep the compiler's order). A",
+        " * field's branch goes the same way call after call of a function. */",
         "static inline __attribute__((always_inline)) size_t call_record_pack(const struct call_record *r, "
         "uint64_t leave, void *to)",
         "{",
@@ -133,19 +147,39 @@ def _c_pack() -> List[str]:
     out += [
         "    while ((size_t)(p - out) % RECORD_ALIGNMENT)",
         "        *p++ = 0;",
+        "    memset(p, 0, 8);",
+        "    memset(out + 16, 0, 8); /* where no record was: leave 0 before the head is there */",
+        "    __atomic_signal_fence(__ATOMIC_SEQ_CST);",
         "    /* the head as four words made in registers (the format is little-endian): a head",
         "     * struct on the stack copied out would wait for its fields' narrow stores */",
         "    word = (uint64_t)R_PACKED_CALL | (uint64_t)(p - out) << 16 | (uint64_t)r->func << 32 |",
         "           (uint64_t)r->depth << 48 | (uint64_t)r->flags << 56;",
         "    memcpy(out, &word, sizeof word);",
         "    memcpy(out + 8, &r->enter, sizeof r->enter);",
-        "    memcpy(out + 16, &leave, sizeof leave);",
         "    word = (uint64_t)(uint32_t)r->comm | (uint64_t)present << 32;",
         "    memcpy(out + 24, &word, sizeof word);",
+        "    __atomic_signal_fence(__ATOMIC_SEQ_CST);",
+        "    memcpy(out + 16, &leave, sizeof leave);",
         "    return (size_t)(p - out);",
         "}",
         f"_Static_assert(offsetof(struct {PACKED_CALL.layout.c_name}, present) == 28 && "
         f'sizeof(struct {PACKED_CALL.layout.c_name}) == 32, "call_record_pack\'s words");',
+        "/* call_record_pack of a call without arguments entered (every field at its default,",
+        " * enter and leave 0), from its function and depth: 32 bytes, and the zero word. */",
+        "static inline __attribute__((always_inline)) size_t call_record_pack_bare(uint16_t func, uint8_t depth, "
+        "void *to)",
+        "{",
+        "    unsigned char *out = (unsigned char *)to;",
+        f"    uint64_t word = (uint64_t)R_PACKED_CALL | (uint64_t)sizeof(struct {PACKED_CALL.layout.c_name}) << 16 |",
+        "                    (uint64_t)func << 32 | (uint64_t)depth << 48;",
+        f"    memset(out + sizeof(struct {PACKED_CALL.layout.c_name}), 0, 8);",
+        "    memset(out + 8, 0, 16);",
+        "    __atomic_signal_fence(__ATOMIC_SEQ_CST);",
+        "    memcpy(out, &word, sizeof word);",
+        f"    word = (uint64_t)(uint32_t){PACKED_CALL.layout.fields[7].default}; /* comm's default, nothing present */",
+        "    memcpy(out + 24, &word, sizeof word);",
+        f"    return sizeof(struct {PACKED_CALL.layout.c_name});",
+        "}",
     ]
     return out
 
@@ -195,6 +229,22 @@ def doc_text() -> str:
         "File_open's tag: the access mode (0 read-only, 1 write-only, 2 read-write) with "
         + ", ".join(f"{value:#x} for {mpi}" for _, value, mpi in FILE_MODES)
         + ".",
+        "",
+        "END reasons: " + "; ".join(f"{value} {name}: {doc}" for name, value, doc in END_REASONS) + ".",
+        "",
+        f"### Tail file ({TAIL_HEADER.size}-byte header, version 6)",
+        "",
+        f"`NAME.qtr{TAIL_SUFFIX}` beside `NAME.qtr`; its buffer starts at byte {TAIL_BUFFER_OFFSET}.",
+        "",
+        "| offset | type | field |",
+        "|---|---|---|",
+    ]
+    for f, at in zip(TAIL_HEADER.fields, TAIL_HEADER.offsets()):
+        if not f.name.startswith("reserved"):
+            out.append(
+                f"| {at} | {_field_text(f).split(' ', 1)[0]} | {f.name}" + (f": {f.doc}" if f.doc else "") + " |"
+            )
+    out += [
         "",
         "### Function kinds",
         "",

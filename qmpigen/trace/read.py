@@ -22,8 +22,9 @@ from typing import Dict, Iterator, List, Optional, Tuple, Union
 import numpy as np
 
 from . import layout
+from .tail import Ending, join, read_tail
 
-Data = Union[bytes, mmap.mmap]  # a rank file's contents: mapped, or empty bytes
+Data = Union[bytes, bytearray, mmap.mmap]  # a rank file's contents: mapped, or bytes (joined with its tail)
 
 # the layout's facts (layout.py), as the reader uses them
 MAGIC = layout.MAGIC
@@ -111,6 +112,8 @@ class RankFile:
     run_id: int = 0  # the run's identity
     pid: int = 0
     end_calls: Optional[int] = None  # the END record's count of call records (None: no END record)
+    end_reason: int = 0  # the END record's reason (layout.END_REASONS)
+    ending: Ending = Ending()  # from its tail file: the call it was in, the signal it died of
     program: str = ""
     host: str = ""
     functions: Dict[int, str] = field(default_factory=dict)  # code -> name
@@ -158,7 +161,10 @@ def read_header(data: Data) -> Tuple[int, int, int, int, int, int, int, int]:
 
 
 def read_rank_file(path: Path) -> RankFile:
-    """The file's contents up to its first fault; TraceFileError if its header is bad."""
+    """The file's contents up to its first fault (with its tail file's, if it has one:
+    tail.py); TraceFileError if its header is bad."""
+    tail, tail_note = read_tail(path)  # first: the rank file only grows
+    data: Data
     try:
         with open(path, "rb") as stream:
             # mapped, not copied (a rank file is read twice per merge); an empty file
@@ -167,9 +173,13 @@ def read_rank_file(path: Path) -> RankFile:
             data = mmap.mmap(stream.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
     except OSError as exc:
         raise TraceFileError(f"cannot read: {exc.strerror}") from None
+    data, ending = join(path, tail, data)
     version, rank, thread, level, world_size, realtime, pid, run_id = read_header(data)
     rank_file = RankFile(path, rank, thread, level, world_size, version, realtime, run_id, pid)
+    rank_file.ending = Ending(ending.open_call, ending.signal, tail_note or ending.note)
     rank_file.problem = _read_records(data, HEADER.size, rank_file)
+    if ending.signal is not None:  # its ticks and ns: one more timer pair
+        rank_file.timers.append(ending.signal[3:5])
     return rank_file
 
 
@@ -256,7 +266,7 @@ def _other_record(data: Data, pos: int, kind: int, size: int, out: RankFile) -> 
         _, _, _, ticks, ns = TIMER.unpack_from(data, pos)
         out.timers.append((ticks, ns))
     elif kind == R_END and size == END.size:
-        out.end_calls = END.unpack_from(data, pos)[3]
+        _, _, out.end_reason, out.end_calls = END.unpack_from(data, pos)
     elif kind == R_WINDOW and size == WINDOW.size:
         _, _, window_id, comm_id, _ = WINDOW.unpack_from(data, pos)
         if window_id < 0:
@@ -295,6 +305,7 @@ def _read_records(data: Data, pos: int, out: RankFile, end: Optional[int] = None
         )
         _read_records(data, HEADER.size, fresh, at)
         fresh.problem = f"corrupt call record at byte {at}"
+        fresh.ending = out.ending
         out.__dict__.update(fresh.__dict__)
         return fresh.problem
     out.calls = calls

@@ -39,14 +39,14 @@ int64_t trace_side_bytes(struct traced *t, const int *counts, const MPI_Count *c
 /* What a status says about a receive: its source (a world rank), tag and bytes. Only a
  * request's status can say cancelled (the Wait/Test family, trace_requests.c): a probe's,
  * a blocking receive's or a Sendrecv's cannot. */
-void trace_record_status(struct traced *t, const struct trace_args *a)
+int trace_record_status(struct traced *t, const struct trace_args *a)
 {
     const MPI_Status *status = a->status;
     int bytes = 0, cancelled = 0;
     if (status->MPI_SOURCE == MPI_ANY_SOURCE) /* not filled (TRACE_SET_STATUS) */
-        return;
+        return 0;
     if (a->kind == TRACE_KIND_completion && PMPI_Test_cancelled(status, &cancelled) == MPI_SUCCESS && cancelled)
-        return;
+        return 0;
     if (status->MPI_SOURCE >= 0) {
         t->r.source = trace_world_rank(t->comm, status->MPI_SOURCE);
         if (a->kind == TRACE_KIND_sendrecv)
@@ -56,6 +56,7 @@ void trace_record_status(struct traced *t, const struct trace_args *a)
     }
     if (PMPI_Get_count(status, MPI_BYTE, &bytes) == MPI_SUCCESS && bytes != MPI_UNDEFINED)
         t->r.recv_bytes = bytes;
+    return 1;
 }
 
 void trace_remember_message(struct traced *t, MPI_Message message)

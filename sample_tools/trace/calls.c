@@ -1,19 +1,19 @@
 /* calls.c: a traced call's start and end (calls.h). */
 #include "calls.h"
-#include "sink.h"
 
-void trace_name_function(struct instance *in, struct thread_buffer *tb, int index, int kind)
+int trace_name_function(struct instance *in, struct thread_buffer *tb, int index, int kind)
 {
     struct function_fixed function = {index, kind};
     const char *name = QMPI_Function_name(index);
+    if (tb->stopped)
+        return 0;
     tb->named[index / 8] |= (unsigned char)(1u << index % 8);
     trace_append_variable(in, tb, R_FUNCTION, &function, sizeof function, name, strlen(name) + 1);
+    return !tb->stopped;
 }
 
-/* Starts recording core function `index` of `kind` at `level`; 0 if this call is not to
- * be recorded (tracing is off, or nested calls are not wanted). Which functions are
- * recorded at all is decided once, by get_interceptions. */
-int trace_begin(struct traced *t, int level, int index, int kind)
+/* Which functions are recorded at all is decided once, by get_interceptions. */
+int trace_start(struct traced *t, int level, int index, int kind)
 {
     uint8_t depth;
     if ((t->tb = trace_open(level, index, kind, &t->ts, &depth)) == NULL)
@@ -22,14 +22,22 @@ int trace_begin(struct traced *t, int level, int index, int kind)
     t->comm = NULL;
     t->r = (struct call_record){
         .kind = R_CALL, .size = sizeof t->r, .func = (uint16_t)index, .depth = depth, CALL_RECORD_DEFAULTS};
-    t->r.enter = trace_ticks();
     return 1;
 }
 
-/* The call's record, packed (its fields at their defaults left out: a PACKED_CALL), straight
- * into the buffer when there is room: a file's bytes cost the most of a traced call (0.5
- * ns each on tmpfs, written out), and a copy from a record on the stack would wait for
- * the stores just made to it (no store-to-load forwarding into a wider load). */
+int trace_begin(struct traced *t, int level, int index, int kind)
+{
+    if (!trace_start(t, level, index, kind))
+        return 0;
+    trace_enter(t);
+    return 1;
+}
+
+/* The call's record, packed (its fields at their defaults left out: a PACKED_CALL), over
+ * the one written before the call when it is still at the buffer's end, else after what
+ * was written since (a nested call's records, definitions). Straight into the buffer: a
+ * copy from a record on the stack would wait for the stores just made to it (no
+ * store-to-load forwarding into a wider load). */
 void trace_end(struct traced *t, int failed)
 {
     uint64_t leave = trace_ticks();
@@ -38,44 +46,45 @@ void trace_end(struct traced *t, int failed)
     if (failed)
         t->r.flags |= CALL_FAILED;
     tb->calls++;
-    if (__builtin_expect(tb->used + PACKED_CALL_MAX + RESERVED_BYTES <= trace_options.buffer_bytes &&
-                             !trace_options.flush_every_record,
-                         1)) {
-        tb->used += call_record_pack(&t->r, leave, tb->data + tb->used);
-    } else {
-        unsigned char packed[PACKED_CALL_MAX];
-        trace_append(t->in, tb, packed, call_record_pack(&t->r, leave, packed));
-    }
+    if (__builtin_expect(tb->used + PACKED_CALL_MAX + RESERVED_BYTES > tb->limit, 0))
+        trace_make_room(t->in, tb, PACKED_CALL_MAX);
+    if (__builtin_expect(tb->used + PACKED_CALL_MAX + RESERVED_BYTES > tb->capacity, 0))
+        return; /* a stopped thread without a scratch buffer */
+    tb->used += call_record_pack(&t->r, leave, tb->data + tb->used);
+    if (__builtin_expect(tb->limit == 0, 0)) /* QMPI_TRACE_FLUSH=record */
+        trace_make_room(t->in, tb, 0);
 }
 
 /* ---- every other MPI function (QMPI_TRACE_FUNCTIONS=all) ----
  * trace_all.qmpi makes a wrapper for every function outside `operations` that calls
  * trace_all_begin before the next link and trace_all_end after it: a PACKED_CALL record
- * without arguments (generic code cannot know them; no role says). */
-HIDDEN uint64_t trace_all_begin(int level, int index);
-HIDDEN void trace_all_end(int level, int index, uint64_t enter, int failed);
-
-/* trace_begin for a function of kind `other`: its enter ticks, or 0 if not recorded. */
-uint64_t trace_all_begin(int level, int index)
+ * without arguments (generic code cannot know them; no role says), entered before the
+ * call as every call's is. */
+HIDDEN int trace_all_begin(struct traced *t, int level, int index)
 {
-    struct thread_state *ts;
+    struct thread_buffer *tb;
     uint8_t depth;
-    uint64_t enter;
-    if (trace_open(level, index, TRACE_KIND_other, &ts, &depth) == NULL)
+    if ((t->tb = tb = trace_open(level, index, TRACE_KIND_other, &t->ts, &depth)) == NULL)
         return 0;
-    enter = trace_ticks();
-    return enter != 0 ? enter : 1;
+    t->in = &trace_instances[level];
+    if (__builtin_expect(tb->used + CALL_ROOM + RESERVED_BYTES > tb->limit, 0))
+        trace_make_room(t->in, tb, CALL_ROOM);
+    t->opened = t->ts->opened;
+    t->r.func = (uint16_t)index;
+    t->r.depth = depth;
+    t->size = (uint32_t)call_record_pack_bare((uint16_t)index, depth, tb->data + tb->used);
+    t->r.enter = trace_ticks();
+    memcpy(tb->data + tb->used + 8, &t->r.enter, sizeof t->r.enter);
+    return 1;
 }
 
-void trace_all_end(int level, int index, uint64_t enter, int failed)
+void trace_all_end(struct traced *t, int failed)
 {
-    uint64_t leave = trace_ticks();
-    struct thread_state *ts = trace_thread_self; /* set by trace_all_begin's trace_open */
-    struct packed_call_record s = {
-        R_PACKED_CALL, sizeof s, (uint16_t)index, 255, failed ? CALL_FAILED : 0, enter, leave, -1, 0};
-    if (ts->open_calls <= MAX_OPEN)
-        s.depth = ts->open_stack[ts->open_calls - 1].depth;
-    ts->open_calls--;
-    ts->buffers[level]->calls++;
-    trace_put(&trace_instances[level], ts->buffers[level], &s, sizeof s);
+    if (__builtin_expect(t->ts->opened != t->opened, 0)) { /* written again: the whole record */
+        struct call_record r = {
+            .kind = R_CALL, .size = sizeof r, .func = t->r.func, .depth = t->r.depth, CALL_RECORD_DEFAULTS};
+        r.enter = t->r.enter;
+        t->r = r;
+    }
+    trace_leave(t, failed);
 }

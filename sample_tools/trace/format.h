@@ -8,10 +8,13 @@
 #include <stdint.h>
 #include <string.h>
 
-#define TRACE_VERSION 5
+#define TRACE_VERSION 6
 #define TRACE_MAGIC "QMPITRC"
 #define RECORD_ALIGNMENT 8
 #define COMM_CHUNK 1000
+#define TAIL_MAGIC "QMPITAL"
+#define TAIL_SUFFIX ".tail"
+#define TAIL_BUFFER_OFFSET 4096
 
 /* What a function does (qmpigen/mpi/roles.py's KINDS, in order): a FUNCTION record's kind. */
 enum trace_kind {
@@ -72,11 +75,13 @@ enum {
     R_PACKED_CALL = 10,
     R_END = 11,
     R_WINDOW = 12,
+    R_SIGNAL = 13,
 };
 enum { CALL_HAS_REQUEST = 1, CALL_FAILED = 2 };
 enum { PEER_NONE = -1, PEER_ANY = -2 };
 enum { REQUEST_CANCELLED = 1, REQUEST_FREED = 2, REQUEST_STARTED = 4 };
 enum { FILE_MODE_CREATE = 0x100, FILE_MODE_EXCLUSIVE = 0x200, FILE_MODE_DELETE_ON_CLOSE = 0x400, FILE_MODE_APPEND = 0x800 };
+enum { END_FINALIZED = 0, END_STOPPED = 1 };
 
 struct file_header { /* 64 bytes */
     char magic[8]; /* `QMPITRC\0` */
@@ -107,6 +112,34 @@ _Static_assert(offsetof(struct file_header, clock_origin_ns) == 40, "layout.py")
 _Static_assert(offsetof(struct file_header, realtime_origin_ns) == 48, "layout.py");
 _Static_assert(offsetof(struct file_header, run_id) == 56, "layout.py");
 _Static_assert(sizeof(struct file_header) == 64, "layout.py");
+
+struct tail_header { /* a tail file's first 64 bytes */
+    char magic[8]; /* `QMPITAL\0` */
+    uint16_t version; /* the rank file's format version */
+    uint16_t header_size; /* 64 */
+    uint32_t buffer_offset; /* where the buffer starts (4096) */
+    uint32_t buffer_size; /* its bytes */
+    int32_t rank; /* the rank file's rank, thread and level */
+    int32_t thread;
+    int32_t level;
+    uint64_t run_id; /* the rank file's run */
+    uint64_t flushed; /* bytes of the rank file written */
+    uint64_t staged_from; /* the rank file offset of the buffer's first record */
+    uint64_t reserved;
+};
+_Static_assert(offsetof(struct tail_header, magic) == 0, "layout.py");
+_Static_assert(offsetof(struct tail_header, version) == 8, "layout.py");
+_Static_assert(offsetof(struct tail_header, header_size) == 10, "layout.py");
+_Static_assert(offsetof(struct tail_header, buffer_offset) == 12, "layout.py");
+_Static_assert(offsetof(struct tail_header, buffer_size) == 16, "layout.py");
+_Static_assert(offsetof(struct tail_header, rank) == 20, "layout.py");
+_Static_assert(offsetof(struct tail_header, thread) == 24, "layout.py");
+_Static_assert(offsetof(struct tail_header, level) == 28, "layout.py");
+_Static_assert(offsetof(struct tail_header, run_id) == 32, "layout.py");
+_Static_assert(offsetof(struct tail_header, flushed) == 40, "layout.py");
+_Static_assert(offsetof(struct tail_header, staged_from) == 48, "layout.py");
+_Static_assert(offsetof(struct tail_header, reserved) == 56, "layout.py");
+_Static_assert(sizeof(struct tail_header) == 64, "layout.py");
 
 struct function_fixed { /* R_FUNCTION: after kind and size, then NUL-terminated name (`MPI_Send`) */
     int32_t code; /* the code its calls carry */
@@ -289,12 +322,12 @@ _Static_assert(sizeof(struct packed_call_record) == 32, "layout.py");
 struct end_record { /* R_END, 16 bytes */
     uint16_t kind;
     uint16_t size; /* total bytes */
-    uint32_t reserved;
+    uint32_t reason; /* END_* reason (version 6; 0 before) */
     uint64_t calls; /* call records in the file */
 };
 _Static_assert(offsetof(struct end_record, kind) == 0, "layout.py");
 _Static_assert(offsetof(struct end_record, size) == 2, "layout.py");
-_Static_assert(offsetof(struct end_record, reserved) == 4, "layout.py");
+_Static_assert(offsetof(struct end_record, reason) == 4, "layout.py");
 _Static_assert(offsetof(struct end_record, calls) == 8, "layout.py");
 _Static_assert(sizeof(struct end_record) == 16, "layout.py");
 
@@ -312,11 +345,33 @@ _Static_assert(offsetof(struct window_record, comm) == 8, "layout.py");
 _Static_assert(offsetof(struct window_record, reserved) == 12, "layout.py");
 _Static_assert(sizeof(struct window_record) == 16, "layout.py");
 
+struct signal_record { /* R_SIGNAL, 32 bytes */
+    uint16_t kind;
+    uint16_t size; /* total bytes */
+    int32_t signal; /* the signal's number */
+    int32_t code; /* its `si_code` */
+    int32_t sender; /* the pid that sent it (`si_pid`), 0 if the kernel did */
+    uint64_t ticks; /* when it arrived */
+    uint64_t ns; /* `CLOCK_MONOTONIC` read at the same moment */
+};
+_Static_assert(offsetof(struct signal_record, kind) == 0, "layout.py");
+_Static_assert(offsetof(struct signal_record, size) == 2, "layout.py");
+_Static_assert(offsetof(struct signal_record, signal) == 4, "layout.py");
+_Static_assert(offsetof(struct signal_record, code) == 8, "layout.py");
+_Static_assert(offsetof(struct signal_record, sender) == 12, "layout.py");
+_Static_assert(offsetof(struct signal_record, ticks) == 16, "layout.py");
+_Static_assert(offsetof(struct signal_record, ns) == 24, "layout.py");
+_Static_assert(sizeof(struct signal_record) == 32, "layout.py");
+
 #define CALL_RECORD_DEFAULTS .flags = 0, .enter = 0, .leave = 0, .comm = -1, .peer = -1, .tag = 0, .root = -1, .datatype = -1, .file = -1, .count = 0, .bytes = 0, .offset = 0, .request = 0, .source = -1, .recv_tag = 0, .window = -1, .created = -1, .recv_bytes = 0
 #define PACKED_CALL_MAX 112 /* a PACKED_CALL's largest size */
 /* Writes call record `r`, left at `leave`, as a PACKED_CALL at `to` (PACKED_CALL_MAX
- * bytes of room): its fields not at their defaults follow its head. Returns its size.
- * A field's branch goes the same way call after call of a function. */
+ * bytes of room and 8 more): its fields not at their defaults follow its head, then a
+ * zero word (where the records end until the next one). Returns its size. The head
+ * is written with leave 0 and `leave` stored last (leave 0: a call entered, not
+ * returned), so what a process killed at any instruction leaves at `to` is nothing, a
+ * call entered, or the whole record (signal fences keep the compiler's order). A
+ * field's branch goes the same way call after call of a function. */
 static inline __attribute__((always_inline)) size_t call_record_pack(const struct call_record *r, uint64_t leave, void *to)
 {
     unsigned char *out = (unsigned char *)to;
@@ -339,17 +394,36 @@ static inline __attribute__((always_inline)) size_t call_record_pack(const struc
     if (r->recv_bytes != 0) { memcpy(p, &r->recv_bytes, sizeof r->recv_bytes); p += sizeof r->recv_bytes; present |= 1u << 13; }
     while ((size_t)(p - out) % RECORD_ALIGNMENT)
         *p++ = 0;
+    memset(p, 0, 8);
+    memset(out + 16, 0, 8); /* where no record was: leave 0 before the head is there */
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
     /* the head as four words made in registers (the format is little-endian): a head
      * struct on the stack copied out would wait for its fields' narrow stores */
     word = (uint64_t)R_PACKED_CALL | (uint64_t)(p - out) << 16 | (uint64_t)r->func << 32 |
            (uint64_t)r->depth << 48 | (uint64_t)r->flags << 56;
     memcpy(out, &word, sizeof word);
     memcpy(out + 8, &r->enter, sizeof r->enter);
-    memcpy(out + 16, &leave, sizeof leave);
     word = (uint64_t)(uint32_t)r->comm | (uint64_t)present << 32;
     memcpy(out + 24, &word, sizeof word);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    memcpy(out + 16, &leave, sizeof leave);
     return (size_t)(p - out);
 }
 _Static_assert(offsetof(struct packed_call_record, present) == 28 && sizeof(struct packed_call_record) == 32, "call_record_pack's words");
+/* call_record_pack of a call without arguments entered (every field at its default,
+ * enter and leave 0), from its function and depth: 32 bytes, and the zero word. */
+static inline __attribute__((always_inline)) size_t call_record_pack_bare(uint16_t func, uint8_t depth, void *to)
+{
+    unsigned char *out = (unsigned char *)to;
+    uint64_t word = (uint64_t)R_PACKED_CALL | (uint64_t)sizeof(struct packed_call_record) << 16 |
+                    (uint64_t)func << 32 | (uint64_t)depth << 48;
+    memset(out + sizeof(struct packed_call_record), 0, 8);
+    memset(out + 8, 0, 16);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    memcpy(out, &word, sizeof word);
+    word = (uint64_t)(uint32_t)-1; /* comm's default, nothing present */
+    memcpy(out + 24, &word, sizeof word);
+    return sizeof(struct packed_call_record);
+}
 #endif
 /* clang-format on */

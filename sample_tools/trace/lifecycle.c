@@ -46,8 +46,11 @@
  * `make bench` measures it per role mix (docs/performance.md). */
 #include "calls.h"
 #include "files.h"
+#include "handles.h"
 #include "options.h"
 #include "requests.h"
+#include "say.h"
+#include "signals.h"
 #include "sink.h"
 #include "threads.h"
 #include <stdio.h>
@@ -119,6 +122,27 @@ static uint64_t run_identity(int rank)
     return id;
 }
 
+/* A second timer record CALIBRATION_NS after the thread's first: the merge converts
+ * ticks to ns by the line through a rank's first and last timer records, and a rank that
+ * dies early may have no other. */
+#define CALIBRATION_NS 200000u
+static void calibrate(struct instance *in)
+{
+    struct thread_buffer *tb = trace_thread_buffer(in);
+    uint64_t since;
+    if (tb == NULL || tb->stopped)
+        return;
+    since = trace_now_ns() - tb->last_timer_ns;
+    if (since < CALIBRATION_NS) {
+        struct timespec pause = {0, (long)(CALIBRATION_NS - since)};
+        nanosleep(&pause, NULL);
+    }
+    trace_add_timer(tb);
+}
+
+/* Instances traced in this process: the signal handler is there while one is. */
+static int instances_on;
+
 static void start_instance(int level)
 {
     struct instance *in = &trace_instances[level];
@@ -133,14 +157,18 @@ static void start_instance(int level)
     in->run_id = run_identity(in->rank);
     if (trace_options.bad_buffer != NULL && in->rank == 0 &&
         !__atomic_exchange_n(&said_bad_buffer, 1, __ATOMIC_ACQ_REL))
-        fprintf(stderr, "qmpi trace: QMPI_TRACE_BUFFER=%.64s is not a number of bytes from %zu to %zu; using %zu\n",
-                trace_options.bad_buffer, BUFFER_MIN, BUFFER_MAX, BUFFER_DEFAULT);
+        trace_say("QMPI_TRACE_BUFFER=%.64s is not a number of bytes from %zu to %zu; using %zu",
+                  trace_options.bad_buffer, BUFFER_MIN, BUFFER_MAX, BUFFER_DEFAULT);
     in->origin_ns = trace_now_ns();
     clock_gettime(CLOCK_REALTIME, &real);
     in->realtime_origin_ns = (uint64_t)real.tv_sec * 1000000000u + (uint64_t)real.tv_nsec;
-    if (trace_open_dir(in) == 0)
-        __atomic_store_n(&in->active, 1, __ATOMIC_RELEASE);
+    if (trace_open_dir(in) != 0)
+        return;
+    __atomic_store_n(&in->active, 1, __ATOMIC_RELEASE);
+    if (__atomic_fetch_add(&instances_on, 1, __ATOMIC_ACQ_REL) == 0)
+        trace_signals_start();
     measure_clock(in, 0);
+    calibrate(in);
 }
 
 static void stop_instance(struct instance *in)
@@ -151,9 +179,11 @@ static void stop_instance(struct instance *in)
     for (tb = in->threads; tb != NULL; tb = tb->next_in_instance)
         trace_sink_close(in, tb);
     pthread_mutex_unlock(&in->lock);
+    if (__atomic_sub_fetch(&instances_on, 1, __ATOMIC_ACQ_REL) == 0)
+        trace_signals_stop();
 }
 
-/* ---- MPI_Init, MPI_Finalize ---- */
+/* ---- MPI_Init, MPI_Finalize, MPI_Abort ---- */
 
 static int traced_init(int index, uint64_t enter, int ret, int level)
 {
@@ -180,6 +210,8 @@ _EXTERN_C_ int TR_Init_thread(int *argc, char ***argv, int required, int *provid
     return traced_init(_MPI_Init_thread, enter, QMPI_Next_Init_thread(argc, argv, required, provided, level, v), level);
 }
 
+/* Entered before the MPI finalizes: a rank that never returns from it (IPM finalizing
+ * from an exit handler, above this instance) leaves every record and this one. */
 _EXTERN_C_ int TR_Finalize(int level, vector *v)
 {
     struct traced t;
@@ -196,12 +228,29 @@ _EXTERN_C_ int TR_Finalize(int level, vector *v)
     return ret;
 }
 
+/* Recorded always (it ends the job): entered, with its communicator and error code (the
+ * record's tag), before the MPI aborts; it does not return. */
+_EXTERN_C_ int TR_Abort(MPI_Comm comm, int errorcode, int level, vector *v)
+{
+    struct traced t;
+    int ret, traced = trace_start(&t, level, _MPI_Abort, TRACE_KIND_other);
+    if (traced) {
+        trace_set_comm(&t, comm);
+        t.r.tag = errorcode;
+        trace_enter(&t);
+    }
+    ret = QMPI_Next_Abort(comm, errorcode, level, v);
+    if (traced)
+        trace_end(&t, ret != MPI_SUCCESS);
+    return ret;
+}
+
 /* ---- which wrapper the core installs ----
  * trace_roles.qmpi and trace_all.qmpi generate the wrappers of every other function
  * (sample_tools/Makefile links their C into this library, their get_interceptions
- * renamed). MPI_Init, MPI_Init_thread and MPI_Finalize are recorded always (kind
- * `other`, but they bound the trace). trace.c built without the generated parts has
- * only its own wrappers: the weak references are NULL. */
+ * renamed). MPI_Init, MPI_Init_thread, MPI_Finalize and MPI_Abort are recorded always
+ * (kind `other`, but they bound the trace). The tool built without the generated parts
+ * has only its own wrappers: the weak references are NULL. */
 extern char *trace_roles_get_interceptions(int i) __attribute__((weak, visibility("hidden")));
 extern char *trace_all_get_interceptions(int i) __attribute__((weak, visibility("hidden")));
 
@@ -221,6 +270,8 @@ _EXTERN_C_ char *get_interceptions(int i)
         return "TR_Init_thread";
     case _MPI_Finalize:
         return "TR_Finalize";
+    case _MPI_Abort:
+        return "TR_Abort";
     default:
         break;
     }

@@ -25,7 +25,10 @@ static void read_options(void)
 {
     const char *value;
     trace_options.dir = (value = secure_getenv("QMPI_TRACE_DIR")) && *value ? value : "qmpi-trace";
-    trace_options.flush_every_record = (value = secure_getenv("QMPI_TRACE_FLUSH")) && strcmp(value, "record") == 0;
+    value = secure_getenv("QMPI_TRACE_FLUSH");
+    trace_options.flush_every_record = value != NULL && strcmp(value, "record") == 0;
+    trace_options.buffered = value != NULL && strcmp(value, "full") == 0;
+    trace_options.verbose = (value = secure_getenv("QMPI_VERBOSE")) != NULL && *value && strcmp(value, "0") != 0;
     trace_options.nested = !((value = secure_getenv("QMPI_TRACE_NESTED")) && strcmp(value, "0") == 0);
     trace_options.all_functions = (value = secure_getenv("QMPI_TRACE_FUNCTIONS")) && strcmp(value, "all") == 0;
     trace_options.buffer_bytes = BUFFER_DEFAULT;

@@ -21,8 +21,6 @@
 #include "calls.h"
 #include "handles.h"
 
-#define ALWAYS_INLINE __attribute__((always_inline))
-
 /* 1 if the call is recorded (then trace_args_prepare must come before the call and
  * trace_args_finish after it); the wrapper stores arguments either way. */
 static inline ALWAYS_INLINE int trace_args_begin(struct trace_args *a, int level, int index, int kind)
@@ -216,26 +214,47 @@ static inline ALWAYS_INLINE void trace_args_prepare(struct trace_args *a, int ki
     if (have & HAVE_offset)
         t->r.offset = a->offset;
     record_objects(t, a, have);
-    t->r.enter = trace_ticks(); /* last: the call's time starts here */
+    trace_enter(t); /* the record written, entered; the call's time starts here */
+}
+
+/* Whether a call's record changes in the call (a status read, a request or handle made):
+ * a constant in each wrapper. */
+static inline int changes_in_call(int kind, uint32_t have)
+{
+    return ((have & HAVE_status) && trace_reads_status(kind)) || (have & HAVE_request) ||
+           (have & (HAVE_new_file | HAVE_new_window | HAVE_new_type | HAVE_new_comm));
 }
 
 /* After the call: what it made or says (handles, statuses, requests), the leave time;
- * the record is written. */
+ * the record is completed, or written again. */
 static inline ALWAYS_INLINE void trace_args_finish(struct trace_args *a, int kind, uint32_t have, int failed)
 {
     struct traced *t = &a->t;
+    int changed = 0;
+    if (!changes_in_call(kind, have)) {
+        if (a->freed_kind != 0)
+            trace_record_made(t, a, failed); /* the freed handle forgotten */
+        trace_leave(t, failed);
+        return;
+    }
     if ((have & HAVE_status) && !failed && a->status != NULL && trace_reads_status(kind))
-        trace_record_status(t, a);
+        changed = trace_record_status(t, a);
     if ((have & HAVE_message) && !failed && kind == TRACE_KIND_probe && a->message_out != NULL &&
         *a->message_out != MPI_MESSAGE_NULL)
         trace_remember_message(t, *a->message_out);
     if ((have & HAVE_request) && !failed && a->request != NULL) {
         t->r.request = trace_handle_bits(a->request, sizeof *a->request);
         t->r.flags |= CALL_HAS_REQUEST;
+        changed = 1;
     }
-    if (have & (HAVE_new_file | HAVE_new_window | HAVE_new_type | HAVE_new_comm) || a->freed_kind != 0)
+    if (have & (HAVE_new_file | HAVE_new_window | HAVE_new_type | HAVE_new_comm) || a->freed_kind != 0) {
         trace_record_made(t, a, failed);
-    trace_end(t, failed);
+        changed = 1;
+    }
+    if (changed)
+        trace_end(t, failed);
+    else /* a probe that matched nothing, a call that failed */
+        trace_leave(t, failed);
 }
 
 #endif

@@ -59,6 +59,8 @@ struct traced {
     struct instance *in;
     struct thread_buffer *tb;
     struct handle_entry *comm;
+    uint32_t size;   /* its record's size in the buffer, written before the call (calls.h) */
+    unsigned opened; /* the thread's calls begun when it began */
     struct call_record r;
 };
 

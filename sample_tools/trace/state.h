@@ -37,26 +37,40 @@ struct handle_entry {
     int live;
 };
 
-/* The per-thread handle cache: CACHE_SLOTS entries, each handle's home slot by hash
- * (trace_cache_slot); an entry found elsewhere moves home. */
+/* A thread's records for one instance: its buffer, the per-thread handle cache
+ * (CACHE_SLOTS entries, each handle's home slot by hash, trace_cache_slot; an entry found
+ * elsewhere moves home) and its rank file. The buffer is the thread's tail file mapped
+ * (sink.c: what a crash leaves), or heap memory where that cannot be. At `used` is a zero
+ * word, or the record of the call the thread is in (leave 0). */
 struct thread_buffer {
-    pthread_mutex_t lock; /* flushes only: appends come from the owning thread alone */
-    int fd, thread;
-    size_t used;
+    /* the hot path's fields first */
+    char *data;
+    size_t used;    /* bytes of records in the buffer */
+    size_t limit;   /* room for records before a flush is due: the buffer's size (0: after
+                       each record, QMPI_TRACE_FLUSH=record) */
     uint64_t calls; /* call records appended: the END record's count */
-    uint64_t last_timer_ns;
     unsigned cache_generation;
     struct handle_entry *cache[CACHE_SLOTS];
     unsigned cache_next;
-    struct thread_buffer *next_in_instance;
     unsigned char named[(NUM_MPI_FUNCS + 7) / 8]; /* core indices whose FUNCTION record this file has */
-    char data[] __attribute__((aligned(8)));
+    /* the rest: flushes and files (sink.c) */
+    pthread_mutex_t lock; /* flushes only: appends come from the owning thread alone */
+    int fd, thread;
+    int busy;    /* in a flush or stop: the signal handler leaves the buffer alone */
+    int stopped; /* tracing stopped for this thread (the file could not be written) */
+    size_t capacity;
+    struct tail_header *tail; /* the mapped tail file (NULL: the buffer is on the heap) */
+    uint64_t flushed;         /* bytes written to the rank file */
+    uint64_t last_timer_ns;
+    char *name; /* the rank file's name in the trace directory */
+    struct thread_buffer *next_in_instance;
 };
 
 struct instance {
     int active; /* between MPI_Init and MPI_Finalize */
     int rank, world_size;
     int level;
+    int dirfd;            /* the trace directory, checked (files.c) */
     pthread_mutex_t lock; /* handles, thread list */
     pthread_key_t thread_key;
     unsigned generation; /* bumped when a handle dies, so thread caches forget it */
@@ -72,6 +86,7 @@ HIDDEN extern struct instance trace_instances[MAX_LEVELS];
 /* Everything a thread keeps, in one TLS object (reached through trace_thread_self). */
 struct thread_state {
     struct thread_buffer *buffers[MAX_LEVELS];
+    unsigned opened; /* traced calls begun on this thread: one begun inside another (nested) is seen by it */
     int open_calls;
     struct {
         uint16_t func;
@@ -86,7 +101,7 @@ HIDDEN extern __thread struct thread_state *trace_thread_self __attribute__((tls
 
 struct trace_options {
     const char *dir;
-    int flush_every_record, nested, all_functions;
+    int flush_every_record, buffered, nested, all_functions, verbose;
     size_t buffer_bytes;
     const char *bad_buffer; /* a QMPI_TRACE_BUFFER not taken, said once by rank 0 */
 };
@@ -136,7 +151,10 @@ static inline int trace_call_depth(const struct thread_state *ts, int func)
     return ts->open_stack[ts->open_calls - 1].depth + (ts->open_stack[ts->open_calls - 1].func != func);
 }
 
-/* The buffer keeps room for a timer and an END record after any record (sink.c). */
-#define RESERVED_BYTES (sizeof(struct timer_record) + sizeof(struct end_record))
+/* The buffer keeps room for a timer and an END record after any record, and the zero
+ * word that follows the last one (sink.c). A call's record needs at most CALL_ROOM: its
+ * packed record, and a signal's record after it. */
+#define RESERVED_BYTES (sizeof(struct timer_record) + sizeof(struct end_record) + 8)
+#define CALL_ROOM (PACKED_CALL_MAX + sizeof(struct signal_record) + 8)
 
 #endif
