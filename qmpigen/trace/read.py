@@ -75,7 +75,11 @@ FIXED = {
     layout.BY_NAME[name].kind: layout.BY_NAME[name].layout.format
     for name in ("FUNCTION", "PROCESS", "COMM", "TYPE", "FILE")
 }
-FILE_NAME = re.compile(r"^(?P<program>.+)_(?P<host>[^_]+)_(?P<rank>\d+)_(?P<thread>\d+)\.L(?P<level>\d+)\.qtr$")
+# a rank file's name: program_host_rank_thread.L<level>.qtr, and from version 6 its run
+# (the run id in hex, or p<pid> for a run without one) before .qtr
+FILE_NAME = re.compile(
+    r"^(?P<program>.+)_(?P<host>[^_]+)_(?P<rank>\d+)_(?P<thread>\d+)\.L(?P<level>\d+)(?:\.(?:[0-9a-f]{16}|p\d+))?\.qtr$"
+)
 
 CALL_DTYPE = layout.CALL.layout.dtype
 PACKED_HEAD = layout.PACKED_CALL.size
