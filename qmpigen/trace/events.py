@@ -56,7 +56,7 @@ from .otf2_out import (
     START_ISEND,
     CallColumns,
 )
-from .read import REQUEST_CANCELLED, REQUEST_FREED, RankFile
+from .read import CALL_STATUS_BYTES, REQUEST_CANCELLED, REQUEST_FREED, RankFile
 from .requests import lookup
 
 FILE_MODE_CREATE, FILE_MODE_EXCLUSIVE = (value for name, value, _ in FILE_MODES[:2])
@@ -336,7 +336,8 @@ def _io_columns(p: Pass2, rank_file, calls, kinds, comm_gid, started, is_io, io_
     collective = semantics.per_call(rank_file, calls["func"], lambda name, _: semantics.collective_io(name), bool)
     columns["recv_tag"][rows] = np.where(collective[rows], IO_FLAG_COLLECTIVE, 0)
     columns["request"][rows] = np.where(started[rows], columns["request"][rows], BLOCKING_IO | rows.astype(np.uint64))
-    reads = rows[~io_write[rows] & (calls["recv_bytes"][rows] > 0)]
+    counted = (calls["recv_bytes"][rows] > 0) | (calls["flags"][rows] & CALL_STATUS_BYTES != 0)  # a short read: 0 too
+    reads = rows[~io_write[rows] & counted]
     columns["bytes"][reads] = calls["recv_bytes"][reads]
     op[is_open], op[is_close] = OP_IO_CREATE, OP_IO_DESTROY
     mode = calls["tag"][is_open].astype(np.int64)

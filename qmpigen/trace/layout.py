@@ -348,6 +348,7 @@ COMBINERS: Tuple[str, ...] = tuple(
 FLAGS = (
     ("CALL_HAS_REQUEST", 1, "the call carries a request handle"),
     ("CALL_FAILED", 2, "the function returned an MPI error code"),
+    ("CALL_STATUS_BYTES", 4, "recv_bytes is what the call's status counts (a file read's bytes read; version 6)"),
 )
 PEERS = (("PEER_NONE", -1), ("PEER_ANY", -2))
 # MPI_File_open's access mode in a CALL's tag: OTF2's access mode (0 read-only, 1 write-only,

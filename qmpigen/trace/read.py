@@ -66,7 +66,7 @@ WINDOW = layout.WINDOW.layout.format
         "WINDOW",
     )
 )
-CALL_HAS_REQUEST, CALL_FAILED = (value for _, value, _ in layout.FLAGS)
+CALL_HAS_REQUEST, CALL_FAILED, CALL_STATUS_BYTES = (value for _, value, _ in layout.FLAGS)
 REQUEST_CANCELLED, REQUEST_FREED, REQUEST_STARTED = (value for _, value, _ in layout.REQUEST_FLAGS)
 MAX_FUNCTION_CODE = 0xFFFF  # call records hold u16 codes
 ALIGNMENT = layout.RECORD_ALIGNMENT

@@ -43,6 +43,13 @@ int trace_record_status(struct traced *t, const struct trace_args *a)
 {
     const MPI_Status *status = a->status;
     int bytes = 0, cancelled = 0;
+    if (a->kind == TRACE_KIND_file_read) { /* the bytes read, as the MPI counted them */
+        if (PMPI_Get_count(status, MPI_BYTE, &bytes) != MPI_SUCCESS || bytes == MPI_UNDEFINED)
+            return 0; /* more than an int: the bytes asked for stay */
+        t->r.recv_bytes = bytes;
+        t->r.flags |= CALL_STATUS_BYTES;
+        return 1;
+    }
     if (status->MPI_SOURCE == MPI_ANY_SOURCE) /* not filled (TRACE_SET_STATUS) */
         return 0;
     if (a->kind == TRACE_KIND_completion && PMPI_Test_cancelled(status, &cancelled) == MPI_SUCCESS && cancelled)

@@ -92,12 +92,12 @@ struct trace_args {
 __attribute__((visibility("hidden"))) void trace_args_freed(struct trace_args *a, int kind, const void *handle,
                                                             size_t size);
 
-/* Whether the record reads the call's status. A file read's or write's says nothing its
- * count and datatype do not (MPI_Get_count of a short read aside), and an ignored one
- * costs the MPI its filling in. */
+/* Whether the record reads the call's status. A file write's says nothing its count and
+ * datatype do not, and an ignored one costs the MPI its filling in; a file read's says how
+ * many bytes were read (a short read at the end of the file). */
 static inline int trace_reads_status(int kind)
 {
-    return kind != TRACE_KIND_file_read && kind != TRACE_KIND_file_write;
+    return kind != TRACE_KIND_file_write;
 }
 
 /* A role's argument, stored; its bit goes into the wrapper's local <a>_have (a constant
