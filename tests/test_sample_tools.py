@@ -74,7 +74,7 @@ def test_every_sample_tool_is_built_and_runs_alone(mpi, demo_app, sample_tools, 
         return
     assert app_lines(proc.stdout) == expected_app(2)
     if name == "trace":
-        assert sorted(p.name.split("_")[-2] for p in (tmp_path / "trace").glob("*.L1.qtr")) == ["0", "1"]
+        assert sorted(p.name.split("_")[-2] for p in (tmp_path / "trace").glob("*.L1.*qtr")) == ["0", "1"]
 
 
 def test_generated_counter_reports_like_the_hand_written_one(mpi, demo_app, sample_tools):

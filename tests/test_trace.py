@@ -201,16 +201,17 @@ def test_truncated_and_corrupt_rank_files(traced_run):
     work, _ = traced_run
     cut = work / "cut"
     shutil.copytree(work / "run", cut)
-    victim = sorted(cut.glob("*_2_0.L1.qtr"))[0]
+    victim = sorted(cut.glob("*_2_0.L1.*qtr"))[0]
     # cut in the middle of a record (records are 8-byte aligned: a cut on a boundary is
     # just a shorter, valid file)
     victim.write_bytes(victim.read_bytes()[: victim.stat().st_size // 16 * 8 + 12])
-    (sorted(cut.glob("*_1_0.L1.qtr"))[0]).write_bytes(b"garbage")
+    garbage = sorted(cut.glob("*_1_0.L1.*qtr"))[0]
+    garbage.write_bytes(b"garbage")
     proc = qmpigen("trace", str(cut), "--level", "1", "-o", str(work / "merged-cut"))
     assert proc.returncode == 0, proc.stderr
     lines = proc.stderr.splitlines()
     assert any(victim.name in line and "truncated" in line for line in lines), proc.stderr
-    assert any("_1_0.L1.qtr: skipped" in line for line in lines), proc.stderr
+    assert any(f"{garbage.name}: skipped" in line for line in lines), proc.stderr
     assert "Traceback" not in proc.stderr
     enters, _, _ = _otf2_enters(work / "merged-cut" / "traces.otf2")
     assert {rank for rank, _ in enters} == {0, 2, 3}
@@ -330,7 +331,7 @@ def _raw_calls(run: Path, level: int) -> tuple:
     from qmpigen.trace.layout import KINDS
 
     calls, codes = Counter(), []
-    for path in sorted(run.glob(f"*.L{level}.qtr")):
+    for path in sorted(run.glob(f"*.L{level}.*qtr")):
         data = path.read_bytes()
         assert data[:8] == b"QMPITRC\0", path
         rank = struct.unpack_from("<i", data, 16)[0]

@@ -2,8 +2,9 @@
  * it is told and nowhere else: the directory is opened once and checked (a directory,
  * owned by this user or root, not writable by others unless sticky, as /tmp is), and
  * every file is created in it, exclusively: an existing name (a file, a link, a FIFO, a
- * device) is never opened. A file's name carries its run (NAME.L<level>.<run id>.qtr):
- * two runs in one directory write distinct files. */
+ * device) is never opened. A file's name carries its run (NAME.L<level>.<run id>.qtr,
+ * or .p<pid> when the run has no identity: the Sessions model without a launcher's job
+ * name): two runs in one directory write distinct files. */
 #include "files.h"
 #include "options.h"
 #include "say.h"
@@ -68,8 +69,10 @@ int trace_create_file(struct instance *in, int thread, char **name)
     host[sizeof host - 1] = '\0';
     while ((slash = strchr(host, '/')) != NULL) /* a name, not a path */
         *slash = '_';
-    if (asprintf(name, "%s_%s_%d_%d.L%d.%016llx.qtr", program_invocation_short_name, host, in->rank, thread, in->level,
-                 (unsigned long long)in->run_id) < 0) {
+    if ((in->run_id != 0 ? asprintf(name, "%s_%s_%d_%d.L%d.%016llx.qtr", program_invocation_short_name, host, in->rank,
+                                    thread, in->level, (unsigned long long)in->run_id)
+                         : asprintf(name, "%s_%s_%d_%d.L%d.p%d.qtr", program_invocation_short_name, host, in->rank,
+                                    thread, in->level, (int)getpid())) < 0) {
         *name = NULL;
         errno = ENOMEM;
     } else {

@@ -43,7 +43,7 @@ static int combiner_index(int combiner)
  * record fits trace_append_variable's 4096 bytes). */
 static void define_comm(struct instance *in, struct thread_buffer *tb, struct handle_entry *e, MPI_Comm comm)
 {
-    MPI_Group group, world_group;
+    MPI_Group group;
     int i, *local = malloc(sizeof(int) * (size_t)e->size);
     struct comm_fixed fixed = {e->id, e->size, 0, 0};
     e->world = malloc(sizeof(int) * (size_t)e->size);
@@ -57,10 +57,8 @@ static void define_comm(struct instance *in, struct thread_buffer *tb, struct ha
     for (i = 0; i < e->size; i++)
         local[i] = i;
     PMPI_Comm_group(comm, &group);
-    PMPI_Comm_group(MPI_COMM_WORLD, &world_group);
-    PMPI_Group_translate_ranks(group, e->size, local, world_group, e->world);
+    PMPI_Group_translate_ranks(group, e->size, local, in->world_group, e->world);
     PMPI_Group_free(&group);
-    PMPI_Group_free(&world_group);
     free(local);
     comm_peers(comm, e);
     for (fixed.first = 0; fixed.first < e->size || fixed.first == 0; fixed.first += COMM_CHUNK) {

@@ -45,6 +45,7 @@
  * cost is the kernel's copy of them into the file); no lock, no atomic read-modify-write.
  * `make bench` measures it per role mix (docs/performance.md). */
 #include "calls.h"
+#include "clocks.h"
 #include "files.h"
 #include "handles.h"
 #include "options.h"
@@ -58,92 +59,16 @@
 #include <sys/random.h>
 #include <unistd.h>
 
-#define CLOCK_PINGS 8
-
 struct instance trace_instances[MAX_LEVELS];
-
-/* ---- clocks: offsets to world rank 0 at init and finalize, by PMPI ping-pong ---- */
-
-static void measure_clock(struct instance *in, uint32_t phase)
-{
-    struct clock_record c;
-    struct thread_buffer *tb = trace_thread_buffer(in);
-    MPI_Comm comm;
-    int peer, ping;
-    memset(&c, 0, sizeof c);
-    c.kind = R_CLOCK;
-    c.size = sizeof c;
-    c.phase = phase;
-    c.round_trip_ns = UINT64_MAX;
-    PMPI_Comm_dup(MPI_COMM_WORLD, &comm); /* our own context: the application's tags are safe */
-    for (peer = 1; peer < in->world_size; peer++) {
-        for (ping = 0; ping < CLOCK_PINGS; ping++) {
-            uint64_t sent, received, remote = 0;
-            if (in->rank == 0) {
-                PMPI_Recv(&remote, 1, MPI_UINT64_T, peer, ping, comm, MPI_STATUS_IGNORE);
-                remote = trace_now_ns();
-                PMPI_Send(&remote, 1, MPI_UINT64_T, peer, ping, comm);
-            } else if (in->rank == peer) {
-                sent = trace_now_ns();
-                PMPI_Send(&sent, 1, MPI_UINT64_T, 0, ping, comm);
-                PMPI_Recv(&remote, 1, MPI_UINT64_T, 0, ping, comm, MPI_STATUS_IGNORE);
-                received = trace_now_ns();
-                if (received - sent < c.round_trip_ns) {
-                    c.round_trip_ns = received - sent;
-                    c.local_ns = sent + (received - sent) / 2;
-                    c.offset_ns = (int64_t)(remote - c.local_ns);
-                }
-            }
-        }
-    }
-    PMPI_Comm_free(&comm);
-    if (in->rank == 0 || in->world_size == 1) {
-        c.local_ns = trace_now_ns();
-        c.round_trip_ns = 0;
-    }
-    if (tb != NULL)
-        trace_append(in, tb, &c, sizeof c);
-}
-
-/* The run's identity in every rank file's header: world rank 0 draws it, every rank gets
- * it (a collective on MPI_COMM_WORLD right after MPI_Init, the same on every rank). */
-static uint64_t run_identity(int rank)
-{
-    uint64_t id = 0;
-    if (rank == 0) {
-        struct timespec now;
-        clock_gettime(CLOCK_REALTIME, &now);
-        if (getrandom(&id, sizeof id, GRND_NONBLOCK) != (ssize_t)sizeof id)
-            id = ((uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec) ^ ((uint64_t)getpid() << 32);
-        if (id == 0) /* 0: no identity (files before version 3) */
-            id = 1;
-    }
-    PMPI_Bcast(&id, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
-    return id;
-}
-
-/* A second timer record CALIBRATION_NS after the thread's first: the merge converts
- * ticks to ns by the line through a rank's first and last timer records, and a rank that
- * dies early may have no other. */
-#define CALIBRATION_NS 200000u
-static void calibrate(struct instance *in)
-{
-    struct thread_buffer *tb = trace_thread_buffer(in);
-    uint64_t since;
-    if (tb == NULL || tb->stopped)
-        return;
-    since = trace_now_ns() - tb->last_timer_ns;
-    if (since < CALIBRATION_NS) {
-        struct timespec pause = {0, (long)(CALIBRATION_NS - since)};
-        nanosleep(&pause, NULL);
-    }
-    trace_add_timer(tb);
-}
 
 /* Instances traced in this process: the signal handler is there while one is. */
 static int instances_on;
+/* Starting and stopping an instance: MPI_Session_init may come from several threads. */
+static pthread_mutex_t lifecycle_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static void start_instance(int level)
+/* Instance `level` started, as world rank `rank` of `size` in run `run_id`: its state,
+ * its directory checked, the signal handler installed; 1 if it traces. */
+static int start_instance(int level, int rank, int size, uint64_t run_id, MPI_Group world)
 {
     struct instance *in = &trace_instances[level];
     struct timespec real;
@@ -152,9 +77,10 @@ static void start_instance(int level)
     in->level = level;
     pthread_mutex_init(&in->lock, NULL);
     trace_threads_start(in);
-    PMPI_Comm_rank(MPI_COMM_WORLD, &in->rank);
-    PMPI_Comm_size(MPI_COMM_WORLD, &in->world_size);
-    in->run_id = run_identity(in->rank);
+    in->rank = rank;
+    in->world_size = size;
+    in->run_id = run_id;
+    in->world_group = world;
     if (trace_options.bad_buffer != NULL && in->rank == 0 &&
         !__atomic_exchange_n(&said_bad_buffer, 1, __ATOMIC_ACQ_REL))
         trace_say("QMPI_TRACE_BUFFER=%.64s is not a number of bytes from %zu to %zu; using %zu",
@@ -163,12 +89,25 @@ static void start_instance(int level)
     clock_gettime(CLOCK_REALTIME, &real);
     in->realtime_origin_ns = (uint64_t)real.tv_sec * 1000000000u + (uint64_t)real.tv_nsec;
     if (trace_open_dir(in) != 0)
-        return;
+        return 0;
     __atomic_store_n(&in->active, 1, __ATOMIC_RELEASE);
     if (__atomic_fetch_add(&instances_on, 1, __ATOMIC_ACQ_REL) == 0)
         trace_signals_start();
-    measure_clock(in, 0);
-    calibrate(in);
+    return 1;
+}
+
+/* The world model (MPI_Init): MPI_COMM_WORLD's rank, the run id rank 0 draws, clocks. */
+static void start_world(int level)
+{
+    int rank = 0, size = 1;
+    MPI_Group world;
+    PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    PMPI_Comm_size(MPI_COMM_WORLD, &size);
+    PMPI_Comm_group(MPI_COMM_WORLD, &world);
+    if (start_instance(level, rank, size, trace_run_identity(rank), world)) {
+        trace_measure_clock(&trace_instances[level], 0);
+        trace_calibrate(&trace_instances[level]);
+    }
 }
 
 static void stop_instance(struct instance *in)
@@ -183,14 +122,55 @@ static void stop_instance(struct instance *in)
         trace_signals_stop();
 }
 
-/* ---- MPI_Init, MPI_Finalize, MPI_Abort ---- */
+/* One more user of instance `level` (an MPI_Init or MPI_Session_init that returned): the
+ * first starts it. */
+static void more_users(int level, void (*start)(int, void *), void *how)
+{
+    pthread_mutex_lock(&lifecycle_lock);
+    if (trace_instances[level].users++ == 0) {
+        trace_instances[level].world_group = MPI_GROUP_NULL;
+        start(level, how);
+    }
+    pthread_mutex_unlock(&lifecycle_lock);
+}
+
+/* Before a finalize: 1 if it is the last user's (the instance stops after it); its world
+ * group let go now, while MPI is there. */
+static int last_user(struct instance *in)
+{
+    int last;
+    pthread_mutex_lock(&lifecycle_lock);
+    last = in->users == 1;
+    if (last && in->world_group != MPI_GROUP_NULL)
+        PMPI_Group_free(&in->world_group);
+    pthread_mutex_unlock(&lifecycle_lock);
+    return last;
+}
+
+static void fewer_users(struct instance *in, int last)
+{
+    pthread_mutex_lock(&lifecycle_lock);
+    if (in->users > 0)
+        in->users--;
+    pthread_mutex_unlock(&lifecycle_lock);
+    if (last && __atomic_load_n(&in->active, __ATOMIC_ACQUIRE))
+        stop_instance(in);
+}
+
+/* ---- MPI_Init, MPI_Finalize, MPI_Session_init, MPI_Session_finalize, MPI_Abort ---- */
+
+static void start_world_model(int level, void *unused)
+{
+    (void)unused;
+    start_world(level);
+}
 
 static int traced_init(int index, uint64_t enter, int ret, int level)
 {
     struct traced t;
     if ((unsigned)level >= MAX_LEVELS || ret != MPI_SUCCESS)
         return ret;
-    start_instance(level);
+    more_users(level, start_world_model, NULL);
     if (trace_begin(&t, level, index, TRACE_KIND_other)) {
         t.r.enter = enter;
         trace_end(&t, 0);
@@ -214,19 +194,75 @@ _EXTERN_C_ int TR_Init_thread(int *argc, char ***argv, int required, int *provid
  * from an exit handler, above this instance) leaves every record and this one. */
 _EXTERN_C_ int TR_Finalize(int level, vector *v)
 {
+    struct instance *in = &trace_instances[level];
     struct traced t;
-    int traced = 0, ret;
-    if ((unsigned)level < MAX_LEVELS && __atomic_load_n(&trace_instances[level].active, __ATOMIC_ACQUIRE)) {
-        measure_clock(&trace_instances[level], 1);
+    int traced = 0, last = 0, ret;
+    if ((unsigned)level >= MAX_LEVELS)
+        return QMPI_Next_Finalize(level, v);
+    if (__atomic_load_n(&in->active, __ATOMIC_ACQUIRE)) {
+        trace_measure_clock(in, 1);
         traced = trace_begin(&t, level, _MPI_Finalize, TRACE_KIND_other);
     }
+    last = last_user(in);
     ret = QMPI_Next_Finalize(level, v);
-    if (traced) {
+    if (traced)
         trace_end(&t, ret != MPI_SUCCESS);
-        stop_instance(&trace_instances[level]);
+    fewer_users(in, last);
+    return ret;
+}
+
+#ifdef MPI_SESSION_NULL
+/* The Sessions model (MPI_Session_init without MPI_Init): the rank is the process's in
+ * the mpi://WORLD process set, and nothing is communicated for tracing's sake (a
+ * collective over the set could hang a process that never joins it): no clock offsets,
+ * and the run's identity the launcher's (else 0: the files carry the pid). */
+static void start_session_model(int level, void *session)
+{
+    int rank = 0, size = 1;
+    MPI_Group world = MPI_GROUP_NULL;
+    if (PMPI_Group_from_session_pset(*(MPI_Session *)session, "mpi://WORLD", &world) != MPI_SUCCESS ||
+        PMPI_Group_rank(world, &rank) != MPI_SUCCESS || PMPI_Group_size(world, &size) != MPI_SUCCESS ||
+        rank == MPI_UNDEFINED) {
+        trace_say("level %d: MPI_Session_init: this process has no rank in mpi://WORLD; not traced", level);
+        if (world != MPI_GROUP_NULL)
+            PMPI_Group_free(&world);
+        return;
+    }
+    if (start_instance(level, rank, size, trace_launcher_identity(), world))
+        trace_calibrate(&trace_instances[level]);
+}
+
+_EXTERN_C_ int TR_Session_init(MPI_Info info, MPI_Errhandler errhandler, MPI_Session *session, int level, vector *v)
+{
+    uint64_t enter = trace_ticks();
+    int ret = QMPI_Next_Session_init(info, errhandler, session, level, v);
+    struct traced t;
+    if ((unsigned)level >= MAX_LEVELS || ret != MPI_SUCCESS)
+        return ret;
+    more_users(level, start_session_model, session);
+    if (trace_begin(&t, level, _MPI_Session_init, TRACE_KIND_other)) {
+        t.r.enter = enter;
+        trace_end(&t, 0);
     }
     return ret;
 }
+
+_EXTERN_C_ int TR_Session_finalize(MPI_Session *session, int level, vector *v)
+{
+    struct instance *in = &trace_instances[level];
+    struct traced t;
+    int traced, last, ret;
+    if ((unsigned)level >= MAX_LEVELS)
+        return QMPI_Next_Session_finalize(session, level, v);
+    traced = trace_begin(&t, level, _MPI_Session_finalize, TRACE_KIND_other);
+    last = last_user(in);
+    ret = QMPI_Next_Session_finalize(session, level, v);
+    if (traced)
+        trace_end(&t, ret != MPI_SUCCESS);
+    fewer_users(in, last);
+    return ret;
+}
+#endif
 
 /* Recorded always (it ends the job): entered, with its communicator and error code (the
  * record's tag), before the MPI aborts; it does not return. */
@@ -248,8 +284,9 @@ _EXTERN_C_ int TR_Abort(MPI_Comm comm, int errorcode, int level, vector *v)
 /* ---- which wrapper the core installs ----
  * trace_roles.qmpi and trace_all.qmpi generate the wrappers of every other function
  * (sample_tools/Makefile links their C into this library, their get_interceptions
- * renamed). MPI_Init, MPI_Init_thread, MPI_Finalize and MPI_Abort are recorded always
- * (kind `other`, but they bound the trace). The tool built without the generated parts
+ * renamed). MPI_Init, MPI_Init_thread, MPI_Finalize, MPI_Session_init,
+ * MPI_Session_finalize and MPI_Abort are recorded always (kind `other`, but they bound
+ * the trace). The tool built without the generated parts
  * has only its own wrappers: the weak references are NULL. */
 extern char *trace_roles_get_interceptions(int i) __attribute__((weak, visibility("hidden")));
 extern char *trace_all_get_interceptions(int i) __attribute__((weak, visibility("hidden")));
@@ -272,6 +309,12 @@ _EXTERN_C_ char *get_interceptions(int i)
         return "TR_Finalize";
     case _MPI_Abort:
         return "TR_Abort";
+#ifdef MPI_SESSION_NULL
+    case _MPI_Session_init:
+        return "TR_Session_init";
+    case _MPI_Session_finalize:
+        return "TR_Session_finalize";
+#endif
     default:
         break;
     }

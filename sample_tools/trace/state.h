@@ -70,8 +70,10 @@ struct instance {
     int active; /* between MPI_Init and MPI_Finalize */
     int rank, world_size;
     int level;
-    int dirfd;            /* the trace directory, checked (files.c) */
-    pthread_mutex_t lock; /* handles, thread list */
+    int dirfd;             /* the trace directory, checked (files.c) */
+    int users;             /* MPI_Init and MPI_Session_init calls not yet finalized: the last stops the instance */
+    MPI_Group world_group; /* the processes of world ranks: MPI_COMM_WORLD's group, or mpi://WORLD's */
+    pthread_mutex_t lock;  /* handles, thread list */
     pthread_key_t thread_key;
     unsigned generation; /* bumped when a handle dies, so thread caches forget it */
     int next_thread, next_id[R_WINDOW + 1];
