@@ -124,18 +124,18 @@ def test_an_applications_handler_is_called_and_the_run_goes_on(mpi, death_app, s
 
 
 def test_mpi_abort_on_another_rank(mpi, death_app, sample_tools, tmp_path):
-    """Rank 1 calls MPI_Abort after 40 calls; rank 0 waits in MPI_Recv and is killed by the
-    launcher: its 40 calls and the MPI_Recv it was in are kept; rank 1's MPI_Abort, with
-    its error code, is in its file."""
+    """Rank 1 calls MPI_Abort after 40 calls, once rank 0 waits in MPI_Recv (it said so):
+    rank 0 is killed by the launcher; its 40 calls, its MPI_Send and the MPI_Recv it was
+    in are kept; rank 1's MPI_Abort, with its error code, is in its file."""
     proc, run = _run(mpi, death_app, tmp_path, f"{sample_tools}/libtrace.so", "abort-other", 40, ranks=2)
     assert proc.returncode != 0
     files = _files(run)
     waiting, aborting = files[(0, 1, 0)], files[(1, 1, 0)]
-    assert _names(waiting) == ["MPI_Init"] + _loop(40) and _open_call(waiting) == "MPI_Recv"
-    assert _names(aborting)[:41] == ["MPI_Init"] + _loop(40)
+    assert _names(waiting) == ["MPI_Init"] + _loop(40) + ["MPI_Send"] and _open_call(waiting) == "MPI_Recv"
+    assert _names(aborting)[:42] == ["MPI_Init"] + _loop(40) + ["MPI_Recv"]
     abort = [i for i, name in enumerate(_names(aborting)) if name == "MPI_Abort"]
     if abort:  # returned to the tool (MPICH's does, before the launcher ends the rank)
-        assert abort == [41] and aborting.calls["tag"][41] == 3
+        assert abort == [42] and aborting.calls["tag"][42] == 3
     else:
         assert _open_call(aborting) == "MPI_Abort"
 

@@ -5,9 +5,10 @@
  *   kill         raise(SIGKILL): between two calls, nothing can see it;
  *   segv         a store through a null pointer: SIGSEGV between two calls;
  *   abort        abort(): SIGABRT;
- *   abort-other  world rank 1 calls MPI_Abort(MPI_COMM_WORLD, 3); the others wait in
- *                MPI_Recv from it for a message that never comes, and are killed by the
- *                launcher;
+ *   abort-other  the others tell world rank 1 they are ready (MPI_Send) and wait in
+ *                MPI_Recv from it for a message that never comes; rank 1 takes their
+ *                word (MPI_Recv), waits 0.1 s and calls MPI_Abort(MPI_COMM_WORLD, 3): the
+ *                launcher kills the others inside their MPI_Recv;
  *   handled      a SIGTERM handler installed before MPI_Init: raise(SIGTERM), which it
  *                catches ("handled 1"), then argv[2] more calls and MPI_Finalize;
  *   threads      MPI_THREAD_MULTIPLE: 3 threads each make argv[2] calls of MPI_Allreduce
@@ -23,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static void known_call(long i)
 {
@@ -77,11 +79,26 @@ static void threads_then_kill(long n)
     raise(SIGKILL);
 }
 
+/* Rank 1 aborts once the others are waiting in MPI_Recv. */
+static void abort_other(int rank)
+{
+    int size = 1, value = 0, peer;
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (rank == 1) {
+        for (peer = 0; peer < size - 1; peer++)
+            MPI_Recv(&value, 1, MPI_INT, MPI_ANY_SOURCE, 8, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        usleep(100000);
+        MPI_Abort(MPI_COMM_WORLD, 3);
+    }
+    MPI_Send(&value, 1, MPI_INT, 1, 8, MPI_COMM_WORLD);
+    MPI_Recv(&value, 1, MPI_INT, 1, 9, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+}
+
 int main(int argc, char **argv)
 {
     const char *how = argc > 1 ? argv[1] : "finish";
     long i, n = argc > 2 ? atol(argv[2]) : 100;
-    int rank = 0, value = 0, provided = 0;
+    int rank = 0, provided = 0;
     if (strcmp(how, "handled") == 0)
         signal(SIGTERM, on_term);
     if (strcmp(how, "threads") == 0) {
@@ -111,12 +128,8 @@ int main(int argc, char **argv)
         for (i = 0; i < n; i++)
             known_call(i);
     }
-    if (strcmp(how, "abort-other") == 0) {
-        if (rank == 1)
-            MPI_Abort(MPI_COMM_WORLD, 3);
-        else
-            MPI_Recv(&value, 1, MPI_INT, 1, 9, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-    }
+    if (strcmp(how, "abort-other") == 0)
+        abort_other(rank);
     MPI_Finalize();
     return 0;
 }
