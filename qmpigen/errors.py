@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
+from qmpigen.escape import printable
+
 
 @dataclass(frozen=True)
 class Location:
@@ -15,7 +17,7 @@ class Location:
     column: int = 0
 
     def __str__(self) -> str:
-        text = self.file
+        text = printable(self.file)
         if self.line:
             text += f":{self.line}"
             if self.column:
@@ -32,7 +34,8 @@ class QmpigenError(Exception):
         self.location = location
 
     def one_line(self) -> str:
-        text = " ".join(self.message.split())
+        # Control characters (a newline in a path) shown as escapes, runs of spaces as one.
+        text = " ".join(printable(self.message.replace("\t", " ")).split())
         if self.location is not None:
             return f"{self.location}: {text}"
         return text

@@ -16,12 +16,14 @@ profile): the same examples every run, so a failure always reproduces.
 
 from __future__ import annotations
 
+import atexit
 import functools
 import os
 import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
@@ -58,6 +60,12 @@ TOOL_CFLAGS = ("-shared", "-fPIC", "-O2", "-Wall", "-Wextra", "-Werror")
 # one that fails fails again on the next run.
 hypothesis_settings.register_profile("qmpigen", derandomize=True, database=None, deadline=None)
 hypothesis_settings.load_profile("qmpigen")
+
+# The cache of parsed models and compiled templates (qmpigen/cache.py): one per session,
+# not the user's, shared by the in-process CLI and the qmpigen processes tests start.
+if not os.environ.get("QMPIGEN_CACHE"):
+    os.environ["QMPIGEN_CACHE"] = tempfile.mkdtemp(prefix="qmpigen-test-cache-")
+    atexit.register(shutil.rmtree, os.environ["QMPIGEN_CACHE"], True)
 
 SANITIZE = os.environ.get("QMPIGEN_SANITIZE") == "1"
 # UBSan without recovery: its first report ends the process like ASan's do. -O1 comes
@@ -295,13 +303,21 @@ def mpi_named(name: str) -> Optional[Mpi]:
     return next((m for m in MPIS if m.name == name), None)
 
 
+@pytest.fixture(scope="session")
+def wheel(tmp_path_factory) -> Path:
+    """The qmpigen wheel, built once per session (build_wheel)."""
+    return build_wheel(tmp_path_factory.mktemp("wheel"))
+
+
 def build_wheel(work: Path) -> Path:
     """The qmpigen wheel, built in `work` from a copy of the sources: setuptools writes
     build/ and qmpigen.egg-info into the source tree, which sessions running side by
     side (`make test`) would otherwise share."""
     source = work / "source"
     shutil.copytree(
-        REPO, source, ignore=shutil.ignore_patterns(".*", "build", "tests", "bench", "*.egg-info", "__pycache__")
+        REPO,
+        source,
+        ignore=shutil.ignore_patterns(".*", "build", "tests", "bench", "*.egg-info", "__pycache__", "*.so"),
     )
     proc = subprocess.run(
         [

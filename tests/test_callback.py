@@ -88,7 +88,7 @@ def test_mixed_chain_thesis_tools_above_a_callback_tool(mpi, core, cbcount, cb_a
     assert set(found) == {(3, r) for r in range(3)}
     assert found[(3, 0)]["bcast"] == "0" and found[(3, 0)]["send"] == "2"
     assert found[(3, 1)]["recv"] == "1" and found[(3, 2)]["recv"] == "1"
-    assert len(re.findall(r"^counter@1 rank \d+:.* MPI_Bcast=1", proc.stdout, re.M)) == 3
+    assert len(re.findall(r"counter@1 rank \d+:.* MPI_Bcast=1", proc.stderr, re.M)) == 3
 
 
 def test_mixed_chain_callback_tool_above_thesis_tools(mpi, core, cbcount, cb_apps, sample_tools):
@@ -98,7 +98,7 @@ def test_mixed_chain_callback_tool_above_thesis_tools(mpi, core, cbcount, cb_app
     assert proc.returncode == 0, proc.stderr
     found = reports(proc.stdout)
     assert all(found[(1, r)]["bcast"] == "1" and found[(1, r)]["site"] == "main" for r in range(3)), found
-    inner = {int(m.group(1)): m.group(2) for m in re.finditer(r"^counter@3 rank (\d+):(.*)$", proc.stdout, re.M)}
+    inner = {int(m.group(1)): m.group(2) for m in re.finditer(r"counter@3 rank (\d+):(.*)$", proc.stderr, re.M)}
     assert "MPI_Send=2" in inner[0] and all("MPI_Recv=1" in inner[r] for r in (1, 2))
     assert all("MPI_Bcast" not in line for line in inner.values())
 

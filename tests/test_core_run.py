@@ -60,7 +60,7 @@ def test_three_stacked_tools_nest_in_chain_order(mpi, demo_app, sample_tools):
 def counter_reports(stdout: str):
     """{(level, rank): {function: count}} from the counter's report lines."""
     reports = {}
-    for match in re.finditer(r"^counter@(\d+) rank (\d+):(.*)$", stdout, re.M):
+    for match in re.finditer(r"counter@(\d+) rank (\d+):(.*)$", stdout, re.M):
         counts = dict(item.split("=") for item in match.group(3).split())
         reports[(int(match.group(1)), int(match.group(2)))] = {k: int(v) for k, v in counts.items()}
     return reports
@@ -74,7 +74,7 @@ def test_tbcast_between_two_counters_gives_two_different_reports(mpi, demo_app, 
     proc = mpi.run(ranks, [demo_app], env={"TOOLS": f"{counter}:{tbcast}:{counter}"})
     assert proc.returncode == 0, proc.stderr
     assert app_lines(proc.stdout) == [f"app rank {r} of 3: data 11 22 33 3 wtime_ok 1" for r in range(ranks)]
-    reports = counter_reports(proc.stdout)
+    reports = counter_reports(proc.stderr)
     assert set(reports) == {(level, r) for level in (1, 3) for r in range(ranks)}
     for r in range(ranks):
         outer, inner = reports[(1, r)], reports[(3, r)]

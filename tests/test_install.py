@@ -144,7 +144,7 @@ def plain_app(installed: Installed, tmp_path_factory) -> Path:
 
 def counter_lines(stdout: str, level: int) -> Dict[int, str]:
     """rank -> the report line of the counter instance at `level`."""
-    found = re.findall(rf"^counter@{level} rank (\d+):(.*)$", stdout, re.M)
+    found = re.findall(rf"counter@{level} rank (\d+):(.*)$", stdout, re.M)
     return {int(rank): counts for rank, counts in found}
 
 
@@ -152,7 +152,7 @@ def assert_counter_tbcast_counter_ran(proc: subprocess.CompletedProcess, ranks: 
     """counter,tbcast,counter: the outer counter sees MPI_Bcast, the inner one the
     MPI_Send/MPI_Recv TBcast issues instead (thesis 4.5.3)."""
     assert proc.returncode == 0, proc.stderr
-    outer, inner = counter_lines(proc.stdout, 1), counter_lines(proc.stdout, 3)
+    outer, inner = counter_lines(proc.stderr, 1), counter_lines(proc.stderr, 3)
     assert sorted(outer) == sorted(inner) == list(range(ranks)), proc.stdout
     for rank in range(ranks):
         assert "MPI_Bcast=1" in outer[rank] and "MPI_Send" not in outer[rank], outer[rank]
@@ -351,7 +351,7 @@ def test_qmpirun_exports_the_variables_for_other_launchers(installed, cmake_proj
         f"qmpirun: LD_PRELOAD={installed.root / 'lib' / SONAME} QMPI_TOOLS={installed.tool_dir / 'libcounter.so'} "
         f"{plain_app}" in proc.stderr.splitlines()
     )
-    assert sorted(counter_lines(proc.stdout, 1)) == [0], proc.stdout
+    assert sorted(counter_lines(proc.stderr, 1)) == [0], proc.stdout
 
 
 def test_qmpirun_without_tools_runs_the_bare_core(installed, plain_app):
@@ -360,7 +360,7 @@ def test_qmpirun_without_tools_runs_the_bare_core(installed, plain_app):
         "--", *installed.launch(2, [plain_app]), TOOLS="/nonexistent/libx.so", QMPI_TOOLS="/nonexistent/liby.so"
     )
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.count("app rank") == 2 and "counter@" not in proc.stdout
+    assert proc.stdout.count("app rank") == 2 and "counter@" not in proc.stderr
 
 
 def test_qmpirun_runs_from_the_core_build_directory(installed, core, cmake_project, plain_app):
@@ -379,7 +379,7 @@ def test_qmpirun_runs_from_the_core_build_directory(installed, core, cmake_proje
         timeout=RUN_TIMEOUT_S,
     )
     assert proc.returncode == 0, proc.stderr
-    assert sorted(counter_lines(proc.stdout, 1)) == [0, 1], proc.stdout
+    assert sorted(counter_lines(proc.stderr, 1)) == [0, 1], proc.stdout
 
 
 def test_qmpirun_with_cdpath_exported_finds_relative_tools_and_files(installed, cmake_project, plain_app, tmp_path):
@@ -404,7 +404,7 @@ def test_qmpirun_with_cdpath_exported_finds_relative_tools_and_files(installed, 
             timeout=RUN_TIMEOUT_S,
         )
         assert proc.returncode == 0, (args, proc.stderr)
-        assert sorted(counter_lines(proc.stdout, 1)) == [0], (args, proc.stdout, proc.stderr)
+        assert sorted(counter_lines(proc.stderr, 1)) == [0], (args, proc.stdout, proc.stderr)
 
 
 # -- qmpirun's errors: one line, exit 2, nothing launched ---------------------------------

@@ -87,7 +87,7 @@ def test_mpi4py_suite_same_outcome_through_counter_tbcast_counter(mpi, mpi4py_py
     assert re.search(r"^qmpi: level 4: PMPI ", job.stderr, re.M), job.stderr[-5000:]
     for level in (1, 3):
         for rank in range(RANKS):
-            assert re.search(rf"^counter@{level} rank {rank}: .*MPI_Init_thread=1", job.stdout, re.M), job.stdout[
+            assert re.search(rf"counter@{level} rank {rank}: .*MPI_Init_thread=1", job.stderr, re.M), job.stderr[
                 -5000:
             ]
 

@@ -12,20 +12,21 @@ import zipfile
 
 import pytest
 
-from conftest import FIXTURES, REPO, SAMPLE_TOOLS, build_wheel, shipped_samples
+from conftest import FIXTURES, REPO, SAMPLE_TOOLS, shipped_samples
 
 pytestmark = pytest.mark.slow
 
 
-def test_wheel_carries_templates_and_grammars_and_works_installed(tmp_path):
-    wheel = build_wheel(tmp_path)
+def test_wheel_carries_templates_and_grammars_and_works_installed(wheel, tmp_path):
     names = zipfile.ZipFile(wheel).namelist()
     for template in (REPO / "templates").rglob("*.j2"):
         assert f"qmpigen/templates/{template.relative_to(REPO / 'templates').as_posix()}" in names
     for grammar in (REPO / "grammars").glob("*.lark"):
         assert f"qmpigen/grammars/{grammar.name}" in names
-    for doc in (REPO / "docs").glob("*.md"):
-        assert f"qmpigen/docs/{doc.name}" in names
+    docs = REPO / "docs"
+    manual = [*docs.rglob("*.md"), *docs.glob("*.png"), *docs.glob("design/pmpi-bench/*.[cp]*")]  # what pages link
+    for doc in manual:
+        assert f"qmpigen/docs/{doc.relative_to(docs).as_posix()}" in names
     samples = shipped_samples()
     assert {"printer.c", "tbcast.c", "counter.qmpi", "demo_app.c", "Makefile", "trace/lifecycle.c"} <= set(samples)
     for sample in samples:
@@ -92,5 +93,5 @@ def test_wheel_carries_templates_and_grammars_and_works_installed(tmp_path):
         assert (examples / "sample_tools" / sample).read_bytes() == (SAMPLE_TOOLS / sample).read_bytes()
     written = sorted(p.relative_to(examples).as_posix() for p in examples.rglob("*") if p.is_file())
     assert written == sorted(
-        [f"docs/{p.name}" for p in (REPO / "docs").glob("*.md")] + [f"sample_tools/{n}" for n in samples]
+        [f"docs/{p.relative_to(docs).as_posix()}" for p in manual] + [f"sample_tools/{n}" for n in samples]
     )

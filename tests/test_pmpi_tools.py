@@ -63,7 +63,7 @@ def pmpi_reports(stdout):
 def counter_reports(stdout):
     return {
         (int(m.group(1)), int(m.group(2))): {k: int(v) for k, v in (i.split("=") for i in m.group(3).split())}
-        for m in re.finditer(r"^counter@(\d+) rank (\d+):(.*)$", stdout, re.M)
+        for m in re.finditer(r"counter@(\d+) rank (\d+):(.*)$", stdout, re.M)
     }
 
 
@@ -97,7 +97,7 @@ def test_pmpi_tool_twice_around_a_thesis_tool(mpi, demo_app, sample_tools, pmpi)
     assert proc.returncode == 0, proc.stderr
     assert app_lines(proc.stdout) == expected_app(ranks)
     expected = demo_counts(2)
-    reports, counters = pmpi_reports(proc.stdout), counter_reports(proc.stdout)
+    reports, counters = pmpi_reports(proc.stdout), counter_reports(proc.stderr)
     for r in range(ranks):
         assert reports[r] == [expected, expected], proc.stdout
         assert counters[(2, r)] == counter_view(expected)
@@ -121,7 +121,7 @@ def test_pmpi_tool_between_a_thesis_and_a_callback_tool(mpi, core, demo_app, sam
     expected = demo_counts(1)
     for r in range(2):
         assert pmpi_reports(proc.stdout)[r] == [expected]
-        assert counter_reports(proc.stdout)[(1, r)] == counter_view(expected)
+        assert counter_reports(proc.stderr)[(1, r)] == counter_view(expected)
         assert re.search(rf"^cbcount@3 rank {r}: bcast=1 send=0 recv=0 .*pcontrol=2,", proc.stdout, re.M), proc.stdout
 
 
@@ -175,7 +175,7 @@ def test_pmpi_tools_under_thread_multiple_count_exactly(mpi, core, sample_tools,
     for r in (0, 1):
         assert f"app rank {r}: threads {THREADS} iterations {n} rank_calls {RANK_CALLS} errors 0" in proc.stdout
         assert pmpi_reports(proc.stdout)[r] == [expected, expected]
-        assert counter_reports(proc.stdout)[(2, r)] == counter_view(expected)
+        assert counter_reports(proc.stderr)[(2, r)] == counter_view(expected)
 
 
 def test_unmodified_application_with_the_core_preloaded(mpi, core, pmpi):
@@ -198,7 +198,7 @@ def test_symbolic_pmpi_tool_runs_with_a_warning(mpi, demo_app, sample_tools, pmp
     assert len(warnings) == 1 and f"level 2 ({pmpi['symbolic']}): a PMPI tool linked with -Bsymbolic" in warnings[0]
     for r in range(2):
         assert pmpi_reports(proc.stdout)[r] == [demo_counts(1)]
-        assert counter_reports(proc.stdout)[(1, r)]["MPI_Comm_rank"] == 1
+        assert counter_reports(proc.stderr)[(1, r)]["MPI_Comm_rank"] == 1
 
 
 # -- refusals: one line, the job stops ---------------------------------------------------------
@@ -252,7 +252,7 @@ def mpi_library(app) -> str:
 
 def test_refuses_the_mpi_library_itself(mpi, demo_app):
     libmpi = mpi_library(demo_app)
-    assert_refused(run_refused(mpi, demo_app, str(libmpi)), "an MPI library (it defines PMPI_ functions), not a tool")
+    assert_refused(run_refused(mpi, demo_app, str(libmpi)), "an MPI library (it defines", "PMPI_ functions), not a tool")
 
 
 def test_refuses_more_pmpi_instances_than_slots(mpi, demo_app, pmpi):

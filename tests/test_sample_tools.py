@@ -81,7 +81,7 @@ def test_generated_counter_reports_like_the_hand_written_one(mpi, demo_app, samp
     """Same line format, one line per instance and rank, counting what it intercepts."""
     proc = mpi.run(1, [demo_app], env={"TOOLS": chain(sample_tools, "counter")})
     assert proc.returncode == 0, proc.stderr
-    reports = [line for line in proc.stdout.splitlines() if line.startswith("counter@")]
+    reports = [line[line.index("counter@") :] for line in proc.stderr.splitlines() if "counter@" in line]
     assert reports == [
         "counter@1 rank 0: MPI_Barrier=1 MPI_Bcast=1 MPI_Comm_rank=1 MPI_Comm_size=1 MPI_Finalize=1 MPI_Init=1"
     ]
@@ -89,7 +89,7 @@ def test_generated_counter_reports_like_the_hand_written_one(mpi, demo_app, samp
 
 def counter_reports(stdout):
     reports = {}
-    for match in re.finditer(r"^counter@(\d+) rank (\d+):(.*)$", stdout, re.M):
+    for match in re.finditer(r"counter@(\d+) rank (\d+):(.*)$", stdout, re.M):
         reports[(int(match.group(1)), int(match.group(2)))] = dict(
             (k, int(v)) for k, v in (item.split("=") for item in match.group(3).split())
         )
@@ -99,7 +99,7 @@ def counter_reports(stdout):
 def test_counter_tbcast_counter(mpi, demo_app, sample_tools):
     proc = mpi.run(3, [demo_app], env={"TOOLS": chain(sample_tools, "counter", "tbcast", "counter")})
     assert proc.returncode == 0, proc.stderr
-    reports = counter_reports(proc.stdout)
+    reports = counter_reports(proc.stderr)
     for r in range(3):
         assert reports[(1, r)] == {
             "MPI_Barrier": 1,
@@ -132,7 +132,7 @@ def test_tbcast_replaces_only_the_broadcasts_it_implements_exactly(mpi, core, sa
     assert sorted(line for line in proc.stdout.splitlines() if line.startswith("bcast_cases")) == [
         f"bcast_cases {r}: ok" for r in range(4)
     ], proc.stdout
-    reports = counter_reports(proc.stdout)
+    reports = counter_reports(proc.stderr)
     for r in range(4):
         assert reports[(1, r)]["MPI_Bcast"] == 6 and reports[(3, r)]["MPI_Bcast"] == 3, reports
 
@@ -217,7 +217,7 @@ def test_sessions_only_program_reports_each_rank_once(mpi, core, sample_tools, t
         "app rank 0 of 2: data 42",
         "app rank 1 of 2: data 42",
     ]
-    assert sorted(counter_reports(proc.stdout)) == [(1, 0), (1, 1)]
+    assert sorted(counter_reports(proc.stderr)) == [(1, 0), (1, 1)]
     assert sorted(p.name for p in prefix.parent.iterdir()) == ["prof.2.0", "prof.2.1"]
     for rank in (0, 1):
         text = (prefix.parent / f"prof.2.{rank}").read_text()

@@ -219,7 +219,7 @@ def test_quick_form_writes_the_equivalent_spec(header, tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert sorted(p.name for p in out.iterdir()) == ["Makefile", "trace.c", "trace.qmpi"]
     spec = (out / "trace.qmpi").read_text()
-    assert "\ntool trace;\n" in spec and "\nintercept MPI_Send, MPI_Recv, MPI_File_*;\n" in spec
+    assert "\ntool trace;\n" in spec and "\nintercept MPI_Send, MPI_Recv, MPI_File_* {\n" in spec
     assert "#   qmpigen scaffold-tool trace.qmpi --mpi-header mpich_like_mpi.h --mpicc cc -o trace\n" in spec
     source = (out / "trace.c").read_text()
     for name in ("Send", "Recv", "File_open", "File_close", "File_c2f"):

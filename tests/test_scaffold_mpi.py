@@ -96,11 +96,18 @@ def expected_app(ranks):
 
 
 def test_quick_form_tool_runs_stacked_twice(mpi, demo_app, spec_tools):
+    """The quick form's starter counts and times what it intercepts: a table per rank and
+    instance on stderr at MPI_Finalize, the application's stdout as without it."""
     lib = spec_tools["quick"]
     assert (lib.parent / "quick.qmpi").exists()
     proc = mpi.run(2, [demo_app], env={"TOOLS": f"{lib}:{lib}"})
     assert proc.returncode == 0, proc.stderr
-    assert app_lines(proc.stdout) == expected_app(2)
+    assert app_lines(proc.stdout) == expected_app(2) and "quick@" not in proc.stdout
+    heads = re.findall(r"^quick@(\d) rank (\d): (\d+) functions, (\d+) calls, [\d.]+ ms in them$", proc.stderr, re.M)
+    assert sorted((int(level), int(rank)) for level, rank, _, _ in heads) == [(1, 0), (1, 1), (2, 0), (2, 1)]
+    assert all((functions, calls) == ("2", "2") for _, _, functions, calls in heads)  # MPI_Bcast, MPI_Barrier
+    rows = re.findall(r"^  (MPI_\w+) +(\d+) +[\d.]+ +[\d.]+$", proc.stderr, re.M)
+    assert sorted(rows) == sorted([("MPI_Barrier", "1"), ("MPI_Bcast", "1")] * 4), proc.stderr
 
 
 def msgstat_reports(stdout):

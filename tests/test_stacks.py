@@ -28,7 +28,7 @@ def stacks_app(mpi: Mpi, core, tmp_path_factory):
 def counter_reports(stdout: str):
     """{(level, rank): {function: count}} from counter's report lines."""
     reports = {}
-    for level, rank, items in re.findall(r"^counter@(\d+) rank (\d+):(.*)$", stdout, re.M):
+    for level, rank, items in re.findall(r"counter@(\d+) rank (\d+):(.*)$", stdout, re.M):
         reports[(int(level), int(rank))] = {k: int(v) for k, v in re.findall(r"(MPI_\w+)=(\d+)", items)}
     return reports
 
@@ -77,7 +77,7 @@ def test_the_heavy_stack_sees_only_the_small_communicator_calls(mpi, sample_tool
         ("2", "5"),
         ("3", "5"),
     ]
-    reports = counter_reports(proc.stdout)
+    reports = counter_reports(proc.stderr)
     # levels: 0 default's top, 1 switch, 2 plain, 3 heavy's top, 4 heavy; 5 PMPI
     assert reports == {**{(2, r): PLAIN for r in range(RANKS)}, **{(4, r): HEAVY for r in range(RANKS)}}, proc.stdout
     report = [line for line in proc.stderr.splitlines() if line.startswith("qmpi: ")]
@@ -103,7 +103,7 @@ def test_a_threshold_below_every_communicator_switches_nothing(mpi, sample_tools
     assert proc.returncode == 0, f"{proc.stdout}\n{proc.stderr}"
     every = {**PLAIN, "MPI_Barrier": 2, "MPI_Bcast": 3, "MPI_Allreduce": 5}
     lifecycle = {"MPI_Init": 1, "MPI_Finalize": 1}
-    assert counter_reports(proc.stdout) == {
+    assert counter_reports(proc.stderr) == {
         **{(2, r): every for r in range(RANKS)},
         **{(4, r): lifecycle for r in range(RANKS)},
     }, proc.stdout
@@ -114,7 +114,7 @@ def test_a_file_without_stack_sections_is_one_default_stack(mpi, sample_tools, s
     conf.write_text(f"[a]\ntool = {sample_tools / 'libcounter.so'}\n[b]\ntool = {sample_tools / 'libcounter.so'}\n")
     proc = mpi.run(2, [stacks_app], env={"QMPI_CONF": str(conf), "QMPI_VERBOSE": "1"})
     assert proc.returncode == 0, proc.stderr
-    assert {level for level, _ in counter_reports(proc.stdout)} == {1, 2}
+    assert {level for level, _ in counter_reports(proc.stderr)} == {1, 2}
     assert "qmpi: stack" not in proc.stderr
     assert re.search(r"^qmpi: level 3: PMPI \(", proc.stderr, re.M) and "every stack" not in proc.stderr, proc.stderr
 
@@ -235,7 +235,7 @@ def test_a_callback_tool_switches_small_communicator_calls_to_the_heavy_stack(
     assert proc.returncode == 0, f"{proc.stdout}\n{proc.stderr}"
     # the same levels and counts as with the spec switch: its three functions are the
     # ones stacks_app calls on the 2-rank sub-communicators
-    assert counter_reports(proc.stdout) == {
+    assert counter_reports(proc.stderr) == {
         **{(2, r): PLAIN for r in range(RANKS)},
         **{(4, r): HEAVY for r in range(RANKS)},
     }, proc.stdout

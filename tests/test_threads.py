@@ -115,7 +115,10 @@ def run_stack(mpi, stack, n, env=None):
     )
 
 
-def check_counts(stdout, n):
+def check_counts(proc, n):
+    """The tools' reports: the counter's on stderr, the others' on stdout."""
+    stdout, stderr = proc.stdout, proc.stderr
+    reports = [line[line.index("counter@") :] for line in stderr.splitlines() if "counter@" in line]
     calls, rank_calls = THREADS * n, THREADS * n * RANK_CALLS + 1  # + the main thread's last one
     for rank in (0, 1):
         assert f"app rank {rank}: threads {THREADS} iterations {n} rank_calls {RANK_CALLS} errors 0" in stdout, stdout
@@ -124,7 +127,7 @@ def check_counts(stdout, n):
             f"MPI_Recv={calls} MPI_Send={calls}"
         )
         for level in (1, 4, 5):  # thesis, thesis, callback
-            assert f"counter@{level} {counter}" in stdout.splitlines(), stdout
+            assert f"counter@{level} {counter}" in reports, stderr
         assert (
             f"tally@3 rank {rank}: initialized={THREADS} comm_rank={rank_calls} send={calls} recv={calls} "
             f"pcontrol={calls + 1}"
@@ -156,7 +159,7 @@ def test_every_kind_of_tool_counts_exactly_under_thread_multiple(mpi, stack, run
     n = iterations(mpi)
     proc = run_stack(mpi, stack, n)
     assert proc.returncode == 0, proc.stderr
-    check_counts(proc.stdout, n)
+    check_counts(proc, n)
 
 
 def our_reports(stderr):
@@ -186,6 +189,6 @@ def test_thread_sanitizer_reports_nothing_in_core_or_tools(mpi, tmp_path_factory
     logs.mkdir()
     proc = run_stack(mpi, stack, n, {**TSAN_ENV, "TSAN_OPTIONS": f"exitcode=0 log_path={logs}/tsan"})
     assert proc.returncode == 0, proc.stderr[-4000:]
-    check_counts(proc.stdout, n)
+    check_counts(proc, n)
     ours = [r for log in sorted(logs.iterdir()) for r in our_reports(log.read_text())]
     assert not ours, f"{len(ours)} ThreadSanitizer reports in core or tool code; the first:\n{ours[0]}"

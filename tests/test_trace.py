@@ -84,6 +84,9 @@ def otf2_events(archive: Path) -> tuple:
     return proc.stdout.splitlines(), rank_of
 
 
+PEER = r'{}: (?:\d+ \("rank (\d+) thread \d+" <\d+>\)|UNDEFINED).*Tag: (\d+), Length: (\d+)'
+
+
 def _otf2_enters(archive: Path) -> tuple:
     lines, rank_of = otf2_events(archive)
     enters, sends, receives = Counter(), Counter(), Counter()
@@ -94,12 +97,12 @@ def _otf2_enters(archive: Path) -> tuple:
         if fields[0] == "ENTER":
             region = re.search(r'Region: "([^"]+)"', line).group(1)
             enters[(int(fields[1]), region)] += 1
-        elif fields[0] in ("MPI_SEND", "MPI_ISEND"):
-            m = re.search(r'Receiver: \d+ \("rank (\d+) thread \d+" <\d+>\).*Tag: (\d+), Length: (\d+)', line)
-            sends[(rank_of[int(fields[1])], int(m[1]), int(m[2]), int(m[3]))] += 1
+        elif fields[0] in ("MPI_SEND", "MPI_ISEND"):  # a peer without a rank file (no location): -1
+            m = re.search(PEER.format("Receiver"), line)
+            sends[(rank_of[int(fields[1])], int(m[1] or -1), int(m[2]), int(m[3]))] += 1
         elif fields[0] in ("MPI_RECV", "MPI_IRECV"):
-            m = re.search(r'Sender: \d+ \("rank (\d+) thread \d+" <\d+>\).*Tag: (\d+), Length: (\d+)', line)
-            receives[(int(m[1]), rank_of[int(fields[1])], int(m[2]), int(m[3]))] += 1
+            m = re.search(PEER.format("Sender"), line)
+            receives[(int(m[1] or -1), rank_of[int(fields[1])], int(m[2]), int(m[3]))] += 1
     return enters, sends, receives
 
 
@@ -214,7 +217,10 @@ def test_truncated_and_corrupt_rank_files(traced_run):
     assert any(f"{garbage.name}: skipped" in line for line in lines), proc.stderr
     assert "Traceback" not in proc.stderr
     enters, _, _ = _otf2_enters(work / "merged-cut" / "traces.otf2")
-    assert {rank for rank, _ in enters} == {0, 2, 3}
+    _, rank_of = otf2_events(work / "merged-cut" / "traces.otf2")
+    assert (
+        {rank_of[location] for location, _ in enters} == {0, 2, 3} == set(rank_of.values())
+    )  # rank 1: no file, no location
     empty = work / "nothing"
     empty.mkdir()
     (empty / "a_h_0_0.L1.qtr").write_bytes(b"QMPITRC")

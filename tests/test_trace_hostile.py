@@ -2,7 +2,8 @@
 from tests/trace_writer.py, the documented format): each bad file gives one line and
 the rest is merged, no traceback, costs that follow the files (not a header's world
 size or an id's value), runs never mixed; the fuzz target (tests/trace_fuzz.py) in a
-subprocess under an address-space limit; 8,192 rank files in the slow tier."""
+subprocess under an address-space limit, 1,100 members and 8,192 rank files in the slow
+tier (`make test-trace` runs them)."""
 
 from __future__ import annotations
 
@@ -186,6 +187,7 @@ def test_rank_killed_before_finalize(tmp_path):
     _one_line_for(lines, "synth_node_1_0.L1.qtr", "missing finalize record")
 
 
+@pytest.mark.slow  # seconds of merging: `make test-trace`, not `make test-fast`
 def test_communicator_of_1100_members(tmp_path):
     """More than 1,021 members overflowed the trace tool's 4,096-byte record (its tail cut); the
     members now span COMM records of COMM_CHUNK each, read back whole."""
@@ -200,6 +202,7 @@ def test_communicator_of_1100_members(tmp_path):
     assert "busiest by bytes" in summary and len(summary) < 1_000_000  # a 1100 x 1100 matrix: 17 MB
 
 
+@pytest.mark.slow  # half a minute: `make test-trace`, not `make test-fast`
 def test_fuzz_reader_and_merge():
     """tests/trace_fuzz.py: mutated rank files merged; no crash, one line per bad file,
     under a 4 GiB address space and a time bound."""

@@ -61,7 +61,7 @@ def test_verbose_prints_the_stack_once(mpi, core, sample_tools, stack_app):
         (3, f"{counter}, thesis-style, instance 2, intercepts {n_counter} functions"),
         (4, f"PMPI ({library})"),
     ]
-    assert len(re.findall(r"^counter@1 rank", proc.stdout, re.M)) == 3  # the stack ran on every rank
+    assert len(re.findall(r"counter@1 rank", proc.stderr, re.M)) == 3  # the stack ran on every rank
 
 
 def test_verbose_names_both_lists_and_an_empty_chain(mpi, core, sample_tools, stack_app):
@@ -89,7 +89,7 @@ def test_quiet_unless_asked(mpi, sample_tools, stack_app, verbose):
     proc = mpi.run(2, [stack_app], env=env)
     assert proc.returncode == 0, proc.stderr
     assert "qmpi: chain" not in proc.stderr and "qmpi: level" not in proc.stderr
-    assert len(re.findall(r"^counter@1 rank", proc.stdout, re.M)) == 2
+    assert len(re.findall(r"counter@1 rank", proc.stderr, re.M)) == 2
 
 
 def test_verbose_in_the_sessions_model(mpi, core, sample_tools, tmp_path):
@@ -111,10 +111,10 @@ def test_qmpi_tools_wins_over_tools(mpi, sample_tools, stack_app):
     stray = "/nonexistent/libnot-a-tool.so"
     proc = mpi.run(2, [stack_app], env={"TOOLS": stray, "QMPI_TOOLS": str(counter)})
     assert proc.returncode == 0, proc.stderr
-    assert len(re.findall(r"^counter@1 rank", proc.stdout, re.M)) == 2
+    assert len(re.findall(r"counter@1 rank", proc.stderr, re.M)) == 2
     proc = mpi.run(2, [stack_app], env={"TOOLS": stray, "QMPI_TOOLS": ""})
     assert proc.returncode == 0, proc.stderr
-    assert "counter@" not in proc.stdout
+    assert "counter@" not in proc.stderr
     proc = mpi.run(2, [stack_app], env={"TOOLS": str(counter), "QMPI_TOOLS": stray})
     assert proc.returncode != 0
     errors = set(qmpi_errors(proc.stderr))

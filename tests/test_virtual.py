@@ -62,7 +62,7 @@ def test_tools_above_see_the_world_and_tools_below_the_virtual_one(mpi, virtual_
     chain = ":".join(str(sample_tools / f"lib{n}.so") for n in ("counter", "virtual", "counter"))
     proc = mpi.run(RANKS, [virtual_app, str(RANKS - 1)], env={"TOOLS": chain})
     assert proc.returncode == 0 and "FAIL" not in proc.stdout, f"{proc.stdout}\n{proc.stderr}"
-    reports = {(int(level), int(r)) for level, r in re.findall(r"^counter@(\d+) rank (\d+):", proc.stdout, re.M)}
+    reports = {(int(level), int(r)) for level, r in re.findall(r"counter@(\d+) rank (\d+):", proc.stderr, re.M)}
     assert reports == {(1, r) for r in range(RANKS - 1)} | {(3, r) for r in range(RANKS)}, proc.stdout
 
 

@@ -139,7 +139,7 @@ def test_wheel_to_installed_core_to_a_stacked_job(mpi: Mpi, wheel_venv: Path, tm
         )
         reports = {
             (int(m.group(1)), int(m.group(2))): m.group(3)
-            for m in re.finditer(r"^counter@(\d+) rank (\d+):(.*)$", job.stdout, re.M)
+            for m in re.finditer(r"counter@(\d+) rank (\d+):(.*)$", job.stderr, re.M)
         }
         assert set(reports) == {(1, 0), (3, 0), (1, 1), (3, 1)}, job.stdout
         assert all("MPI_Bcast=1" in reports[(1, r)] and "MPI_Bcast" not in reports[(3, r)] for r in (0, 1)), job.stdout

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import struct
 from pathlib import Path
-from typing import Iterable, Optional, Sequence
+from typing import Iterable, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -73,15 +73,19 @@ def header(
     )
 
 
-def preamble(program: str = "synth", host: str = "node") -> bytes:
-    out = [
+def function_records(functions: Sequence[Tuple[str, str]] = FUNCTIONS) -> bytes:
+    """A FUNCTION record per (name, kind), its code its place."""
+    return b"".join(
         record("FUNCTION", (code, layout.KINDS.index(kind)), layout.BY_NAME["FUNCTION"].layout, name.encode() + b"\0")
-        for code, (name, kind) in enumerate(FUNCTIONS)
-    ]
-    out.append(
-        record("PROCESS", (0,), layout.BY_NAME["PROCESS"].layout, program.encode() + b"\0" + host.encode() + b"\0")
+        for code, (name, kind) in enumerate(functions)
     )
-    return b"".join(out)
+
+
+def preamble(program: str = "synth", host: str = "node", functions: Sequence[Tuple[str, str]] = FUNCTIONS) -> bytes:
+    process = record(
+        "PROCESS", (0,), layout.BY_NAME["PROCESS"].layout, program.encode() + b"\0" + host.encode() + b"\0"
+    )
+    return function_records(functions) + process
 
 
 def comm(comm_id: int, members: Sequence[int]) -> bytes:
@@ -172,3 +176,94 @@ def write_run(
     directory.mkdir(parents=True, exist_ok=True)
     for rank in range(world_size) if ranks is None else ranks:
         (directory / f"synth_node_{rank}_0.L1.qtr").write_bytes(rank_file(rank, world_size, n_calls, **kwargs))
+
+
+# ---- crafted files: few bytes that cost a merge far more than their size did (issue 32,
+# item 7); tests/test_trace_crafted.py, the fuzzer (trace_fuzz.py) and bench/trace_crafted.py
+
+
+def synthetic(
+    rank: int,
+    world_size: int,
+    functions: Sequence[Tuple[str, str]],
+    definitions: bytes,
+    body: bytes,
+    n_calls: int,
+    program: str = "synth",
+) -> bytes:
+    """A rank file: header, a FUNCTION record per (name, kind), PROCESS, `definitions`, a
+    TIMER, `body` (its n_calls call records), END."""
+    return b"".join(
+        [
+            header(rank, world_size),
+            preamble(program, functions=functions),
+            definitions,
+            fixed_record("TIMER", 0, 1_000_000, 1_000_000),
+            body,
+            fixed_record("END", 0, n_calls),
+        ]
+    )
+
+
+def _file(world_size: int, names: Sequence[str], definitions: bytes, rows: np.ndarray, program: str = "synth") -> bytes:
+    """Rank 0's file: functions of kind other, a call of function rows[i] per row (1 us apart)."""
+    enter = 1_000_000 + 1000 * np.arange(len(rows), dtype=np.uint64)
+    body = calls(rows.astype(np.uint16), enter, enter + 500, 0)
+    return synthetic(0, world_size, [(name, "other") for name in names], definitions, body, len(rows), program)
+
+
+def comm_records(n: int) -> bytes:
+    """One communicator of n members listed one member per COMM record (quadratic before:
+    every record sorted all the parts so far)."""
+    tail = layout.BY_NAME["COMM"].layout
+    parts = b"".join(record("COMM", (0, n, i, 1), tail, struct.pack("<i", i)) for i in range(n))
+    return _file(n, ["MPI_Init", "MPI_Barrier", "MPI_Finalize"], parts, np.array([0, 1, 2]))
+
+
+def world_claim(members: int) -> bytes:
+    """One file claiming a world of 2^31-1 ranks, its communicator naming `members` of them
+    (a location and two OTF2 files each before)."""
+    ranks = [0] + [1 + i * 1000 for i in range(members - 1)]
+    return _file(2**31 - 1, ["MPI_Init", "MPI_Barrier", "MPI_Finalize"], comm(0, ranks), np.array([0, 1, 2]))
+
+
+def many_functions(n: int, name: str = "MPI_F{}") -> bytes:
+    """n functions, each called once (a legend entry each before: 8,192 made a picture
+    76,694 pixels tall)."""
+    return _file(1, [name.format(i) for i in range(n)], comm(0, [0]), np.arange(n))
+
+
+def dollar_names() -> bytes:
+    """A program and functions whose names matplotlib would read as mathtext (it aborted
+    the merge)."""
+    names = ["MPI_Init", "MPI_$x^$", r"$\frac{$", "MPI_Finalize"]
+    return _file(1, names, comm(0, [0]), np.arange(4), program=r"app$\alpha_{$")
+
+
+# a crafted shape -> its file at a scale (records, ranks or functions)
+CRAFTED = {
+    "comm_records": comm_records,
+    "world_claim": world_claim,
+    "many_functions": many_functions,
+}
+
+
+def valid_of_size(size: int) -> bytes:
+    """A valid rank file (rank_file's ring, one rank) of about `size` bytes."""
+    per_call, rest = layout.CALL.size, len(rank_file(0, 1, 2))
+    return rank_file(0, 1, max(2, 2 + (size - rest) // per_call))
+
+
+def call_rows(func: Sequence[int], **fields: Sequence[int]) -> bytes:
+    """CALL records, one per function code, 1 us apart from t = 2 ms (each 500 ns long),
+    every other field at its default unless given (a column per field)."""
+    rows = np.zeros(len(func), layout.CALL.layout.dtype)
+    for f in layout.CALL.layout.fields:
+        if f.default:
+            rows[f.name] = f.default
+    rows["kind"], rows["size"], rows["func"] = layout.CALL.kind, layout.CALL.size, func
+    rows["enter"] = 2_000_000 + 1000 * np.arange(len(func), dtype=np.uint64)
+    rows["leave"] = rows["enter"] + 500
+    for name, values in fields.items():
+        rows[name] = values
+    return rows.tobytes()

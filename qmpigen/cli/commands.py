@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
 import sys
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, Optional, Sequence, Union
 
 import click
 
@@ -24,111 +23,29 @@ from qmpigen.cli.listing import (
     roles_listing,
     source_line,
 )
+from qmpigen.cli.options import (
+    complete_group,
+    fortran_option,
+    header_options,
+    inform,
+    mpi_source,
+    regeneration_command,
+    report_writes,
+    selection_options,
+)
+from qmpigen.cli.scaffold import scaffold_tool
 from qmpigen.errors import QmpigenError
-from qmpigen.mpi.groups import GROUPS
-from qmpigen.mpi.select import Selection
-from qmpigen.output.write import WriteReport
-from qmpigen.spec.tool import Interface
+from qmpigen.escape import EscapeError, printable
 
 EXIT_USAGE = 2
 
 
-def mpi_source(
-    mpi_header: str, mpicc: Optional[str], cflags: Sequence[str], include=(), exclude=(), mpix=False
-) -> api.MpiSource:
-    return api.MpiSource(mpi_header, mpicc, tuple(cflags), Selection(tuple(include), tuple(exclude), mpix))
-
-
-def header_options(func):
-    """Options shared by every command that reads mpi.h."""
-    options = [
-        click.option(
-            "--mpi-header",
-            default="auto",
-            show_default=True,
-            metavar="auto|PATH",
-            help="mpi.h to read; 'auto' asks the compiler driver for its own.",
-        ),
-        click.option("--mpicc", default=None, metavar="DRIVER", help="MPI compiler driver (default: mpicc on PATH)."),
-        click.option(
-            "--cflag", "cflags", multiple=True, metavar="FLAG", help="Extra preprocessor flag (-I, -D); repeatable."
-        ),
-    ]
-    for option in reversed(options):
-        func = option(func)
-    return func
-
-
-def fortran_option(func):
-    return click.option(
-        "--fortran",
-        "fortran_mode",
-        default="auto",
-        show_default=True,
-        metavar="auto|none|DRIVER",
-        help="Fortran entry points: 'auto' reads the Fortran driver beside mpicc (mpif90), "
-        "'none' generates none, or name the driver (mpif90.mpich).",
-    )(func)
-
-
-def selection_options(func):
-    options = [
-        click.option("--include", multiple=True, metavar="GLOB", help="Only functions matching GLOB; repeatable."),
-        click.option("--exclude", multiple=True, metavar="GLOB", help="Leave out functions matching GLOB; repeatable."),
-        click.option("--mpix", is_flag=True, help="Also intercept MPIX_ extensions."),
-    ]
-    for option in reversed(options):
-        func = option(func)
-    return func
-
-
-def complete_group(ctx, param, incomplete):
-    """Shell completion of group names (they are data, the same for every MPI)."""
-    return [g.name for g in GROUPS if g.name.startswith(incomplete)]
-
-
-# Options that say how to run, not what to generate: left out of banners.
-NOT_IN_BANNER = frozenset({"check", "quiet"})
-# Defaults that the banner still spells out, because they say where the model came from.
-SHOWN_WHEN_DEFAULT = frozenset({"mpi_header"})
-# Compiler drivers are recorded as given: `--mpicc /opt/mpich/bin/mpicc` names another MPI
-# than `--mpicc mpicc` on a machine whose PATH finds a system MPI first.
-AS_GIVEN = frozenset({"mpicc", "fortran_mode"})
-
-
-def regeneration_command(ctx: click.Context) -> str:
-    """The command that regenerates an output, for its banner: canonical (same options,
-    same text, whatever their order) and free of absolute paths, but for compiler
-    drivers, which are recorded as given (AS_GIVEN)."""
-    words: List[str] = ["qmpigen", ctx.info_name or ""]
-
-    def text(value, as_given: bool = False) -> str:
-        value = str(value)
-        return shlex.quote(os.path.basename(value) if os.path.isabs(value) and not as_given else value)
-
-    for param in ctx.command.params:
-        value = ctx.params.get(param.name)
-        if param.name in NOT_IN_BANNER or value is None or value == () or value is False:
-            continue
-        if isinstance(param, click.Option) and value == param.default and param.name not in SHOWN_WHEN_DEFAULT:
-            continue
-        if isinstance(param, click.Argument):
-            words.extend(text(v) for v in (value if isinstance(value, tuple) else (value,)))
-            continue
-        flag = max(param.opts, key=len) if param.name != "output" else "-o"
-        if getattr(param, "is_flag", False):
-            words.append(flag)
-        elif isinstance(value, tuple):
-            for item in value:
-                words += [flag, text(item)]
-        else:
-            words += [flag, text(value, param.name in AS_GIVEN)]
-    return " ".join(words)
-
-
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="qmpigen")
-def cli() -> None:
+@click.option(
+    "-q", "--quiet", is_flag=True, help="Print results and errors only: not which MPI was read, nor what was written."
+)
+def cli(quiet: bool) -> None:
     """Generate QMPI, the multi-tool MPI interception layer, for the installed MPI.
 
     \b
@@ -244,9 +161,9 @@ def build_core(ctx, mpi_header, mpicc, cflags, include, exclude, mpix, output, c
     """
     mpi = api.read_mpi(mpi_source(mpi_header, mpicc, cflags, include, exclude, mpix))
     core = api.build_core(mpi, regeneration_command(ctx), fortran_mode)
-    click.echo(source_line(mpi.source, mpi.enumeration), err=True)
+    inform(source_line(mpi.source, mpi.enumeration), err=True)
     if core.fortran is not None or fortran_mode != "auto":
-        click.echo(fortran_line(core.fortran, fortran_mode), err=True)
+        inform(fortran_line(core.fortran, fortran_mode), err=True)
     report_writes(output, api.write(output, core.files, check=check), check)
 
 
@@ -277,7 +194,13 @@ def examples(directory, force) -> None:
 
 @cli.command()
 @click.argument("directory", metavar="DIR")
-@click.option("-o", "--output", required=True, metavar="OUT", help="Directory for the merged trace (replaced).")
+@click.option(
+    "-o",
+    "--output",
+    required=True,
+    metavar="OUT",
+    help="Directory for the merged trace: made, or an earlier merge's output replaced (nothing else is).",
+)
 @click.option("--level", type=int, default=None, metavar="N", help="The trace tool instance at chain level N.")
 def trace(directory, output, level) -> None:
     """Merge the rank files of the trace tool (sample_tools/trace/) in DIR into OUT: an OTF2 archive
@@ -300,125 +223,18 @@ def trace(directory, output, level) -> None:
     sys.exit(run(Path(directory), Path(output), level, lambda line: click.echo(line, err=True)))
 
 
-@cli.command("scaffold-tool")
-@click.argument("spec", required=False, metavar="[SPEC]")
-@click.option("--name", default=None, metavar="NAME", help="Quick form: the tool's name (writes DIR/NAME.qmpi too).")
-@click.option(
-    "--intercept",
-    default=None,
-    metavar="LIST",
-    help="Quick form: functions, globs and groups, e.g. 'MPI_Send,MPI_File_*'.",
-)
-@click.option("--prefix", default=None, metavar="PREFIX", help="Quick form: wrapper symbol prefix (default: NAME).")
-@header_options
-@selection_options
-@click.option("-o", "--output", required=True, metavar="DIR", help="Directory for NAME.c and its Makefile.")
-@click.option(
-    "--interface",
-    type=click.Choice([i.value for i in Interface]),
-    default=Interface.THESIS.value,
-    show_default=True,
-    help="thesis: wrappers found through get_interceptions (TOOLS=); callback: the MPI Forum / MPICH "
-    "interface, registered from a constructor (QMPI_TOOL_LIST=).",
-)
-@click.option("--force", is_flag=True, help="Overwrite files that were edited or not written by qmpigen.")
-@click.option("--check", is_flag=True, help="Write nothing; exit 1 naming the files that would change.")
-@click.pass_context
-def scaffold_tool(
-    ctx,
-    spec,
-    name,
-    intercept,
-    prefix,
-    mpi_header,
-    mpicc,
-    cflags,
-    include,
-    exclude,
-    mpix,
-    output,
-    interface,
-    force,
-    check,
-) -> None:
-    """Generate a QMPI tool (NAME.c, Makefile) from a spec, or from --name/--intercept.
-
-    The outputs are generated from the spec alone: edit the spec and rerun. A file that
-    was edited since qmpigen wrote it is never overwritten without --force. The
-    --include/--exclude/--mpix options must match those the core was built with.
-
-    \b
-    Examples:
-      qmpigen scaffold-tool --name sendcount --intercept 'MPI_Send,MPI_Isend' -o sendcount
-      qmpigen scaffold-tool sendcount/sendcount.qmpi -o sendcount   # after editing the spec
-      qmpigen scaffold-tool counter.qmpi --interface callback -o cbcounter
-      make -C sendcount QMPI_CORE=../core && TOOLS=./sendcount/libsendcount.so mpiexec -n 2 ./app
-    The spec language: docs/spec-language.md ('qmpigen examples DIR' writes it out).
-    """
-    from qmpigen.output.scaffold import guard, quick_error, quick_spec
-    from qmpigen.spec.parse import load_spec
-    from qmpigen.spec.values import SPEC_SUFFIX
-
-    quick = name is not None or intercept is not None or prefix is not None
-    if spec is not None and quick:
-        raise click.UsageError("give a SPEC file or --name/--intercept, not both")
-    if spec is None and not (name and intercept):
-        raise click.UsageError("give a SPEC file, or --name NAME and --intercept LIST (quick form)")
-
-    user_files = []
-    files = {}
-    if quick:
-        spec_name = name + SPEC_SUFFIX
-        # The banner's regeneration command is the spec form: the user carries on from the spec.
-        saved = dict(ctx.params)
-        ctx.params.update(spec=os.path.join(output, spec_name), name=None, intercept=None, prefix=None, force=False)
-        command = regeneration_command(ctx)
-        ctx.params.clear()
-        ctx.params.update(saved)
-        text, tool_spec = quick_spec(name, prefix, intercept, command)
-        files[spec_name] = text
-        user_files.append(spec_name)
-    else:
-        tool_spec = load_spec(spec)
-        saved = dict(ctx.params)
-        ctx.params["force"] = False
-        command = regeneration_command(ctx)
-        ctx.params.clear()
-        ctx.params.update(saved)
-
-    mpi = api.read_mpi(mpi_source(mpi_header, mpicc, cflags, include, exclude, mpix))
-    try:
-        tool = api.resolve_tool(mpi, tool_spec, interface)
-    except QmpigenError as exc:
-        raise (quick_error(exc) if quick else exc) from None
-    files.update(api.scaffold_tool(mpi, tool, command))
-    if not check:
-        guard(output, files, force, user_files)
-    report = api.write(output, files, check=check)
-    # Which MPI the tool was generated for: a tool builds only against a core of the same MPI.
-    click.echo(source_line(mpi.source, mpi.enumeration), err=True)
-    report_writes(output, report, check)
+cli.add_command(scaffold_tool)
 
 
-def refuse_overwrite(directory: str, files: Dict[str, str]) -> None:
+def refuse_overwrite(directory: str, files: Dict[str, Union[str, bytes]]) -> None:
     """Examples are the user's to edit once written: never overwrite an edit silently."""
     for name in sorted(files):
         path = os.path.join(directory, name)
         if os.path.isfile(path):
-            with open(path, encoding="utf-8", errors="replace", newline="") as handle:
-                if handle.read() != files[name]:
+            shipped = files[name]
+            with open(path, "rb") as handle:
+                if handle.read() != (shipped if isinstance(shipped, bytes) else shipped.encode("utf-8")):
                     raise QmpigenError(f"{path} exists and differs from the shipped file (use --force to overwrite)")
-
-
-def report_writes(output: str, report: WriteReport, check: bool) -> None:
-    if check:
-        if report.changed:
-            for name in report.changed:
-                click.echo(f"{os.path.join(output, name)}: would change")
-            sys.exit(1)
-        click.echo(f"{output}: up to date ({len(report.unchanged)} files)")
-        return
-    click.echo(f"{output}: {len(report.changed)} written, {len(report.unchanged)} unchanged")
 
 
 def main(argv: Optional[Sequence[str]] = None) -> None:
@@ -431,15 +247,20 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except click.ClickException as exc:
-        click.echo(f"qmpigen: error: {' '.join(exc.format_message().split())}", err=True)
+        click.echo(
+            f"qmpigen: error: {' '.join(printable(exc.format_message().replace(chr(10), ' ')).split())}", err=True
+        )
         sys.exit(exc.exit_code)
     except click.exceptions.Abort:
         click.echo("qmpigen: error: interrupted", err=True)
         sys.exit(130)
     except BrokenPipeError:
         sys.exit(1)
+    except EscapeError as exc:  # a value a generated file cannot hold (a line break in a Makefile value)
+        click.echo(f"qmpigen: error: {exc}", err=True)
+        sys.exit(EXIT_USAGE)
     except OSError as exc:
-        where = f": {exc.filename}" if exc.filename else ""
+        where = f": {printable(exc.filename)}" if exc.filename else ""
         click.echo(f"qmpigen: error: {exc.strerror or exc}{where}", err=True)
         sys.exit(EXIT_USAGE)
     except Exception as exc:  # a bug in qmpigen: still one line, traceback on request

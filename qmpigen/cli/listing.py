@@ -3,24 +3,25 @@ that was read, and the built-in function groups. Text only: no I/O here."""
 
 from __future__ import annotations
 
-import os
-import shutil
-from typing import Any, Dict, List, Optional, Sequence, Set
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Set
 
 from qmpigen.errors import QmpigenError
-from qmpigen.mpi.fortran import FortranEntry, FortranPlan
+from qmpigen.escape import printable
 from qmpigen.mpi.groups import BY_NAME, GROUPS, Group
 from qmpigen.mpi.header import PreprocessedHeader
 from qmpigen.mpi.model import Enumeration, MpiApi
 from qmpigen.mpi.roles import roles_of
 
+if TYPE_CHECKING:
+    from qmpigen.mpi.fortran import FortranEntry, FortranPlan
+
 
 def source_line(source: PreprocessedHeader, enumeration: Enumeration) -> str:
     """Which MPI was read, and from where: with several MPIs installed (environment
-    modules), the first mpicc on PATH is not always the one meant."""
-    driver = shutil.which(source.driver[0]) or source.driver[0]
-    command = " ".join([os.path.abspath(driver), *source.driver[1:]])
-    return (
+    modules), the first mpicc on PATH is not always the one meant. One line for a terminal
+    (the version text comes from mpi.h, the paths from the file system)."""
+    command = " ".join(source.driver_found)
+    return printable(
         f"qmpigen: read {enumeration.facts.title} from {source.header_path} (driver {command}): "
         f"{len(enumeration)} functions, enumeration {enumeration.hash}"
     )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import subprocess
 import tempfile
 from dataclasses import dataclass, field
@@ -18,6 +19,7 @@ from qmpigen.errors import QmpigenError
 from qmpigen.mpi.quirks import NEUTRALISING_DEFINES
 
 PREPROCESS_TIMEOUT_S = 120
+PROBE = "qmpigen_probe.c"  # the one-line file preprocessed: #include <mpi.h>
 
 
 @dataclass(frozen=True)
@@ -36,6 +38,12 @@ class PreprocessedHeader:
     driver: Tuple[str, ...]  # the command used, e.g. ("mpicc",)
     object_macros: Dict[str, str] = field(default_factory=dict)  # NAME -> replacement text
     function_macros: FrozenSet[str] = frozenset()  # names of function-like macros
+
+    @property
+    def driver_found(self) -> Tuple[str, ...]:
+        """The driver with its program as PATH finds it (absolute), for messages."""
+        found = shutil.which(self.driver[0]) or self.driver[0]
+        return (os.path.abspath(found),) + self.driver[1:]
 
     @property
     def macro_names(self) -> FrozenSet[str]:
@@ -61,12 +69,37 @@ def resolve_driver(request: HeaderRequest) -> Tuple[str, ...]:
     )
 
 
+# What a header given by path is when it is not a regular file, by stat's file type.
+NOT_A_FILE = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def _check_header_file(given: str, path: str) -> None:
+    """A header given by path is a regular file (a FIFO or /dev/zero would hang or fill
+    the preprocessor): say what it is otherwise."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise QmpigenError(f"MPI header not found: {given}") from None
+    except OSError as exc:
+        raise QmpigenError(f"MPI header {given}: {exc.strerror}") from None
+    for test, what in NOT_A_FILE:
+        if test(mode):
+            raise QmpigenError(f"MPI header {given} is {what}, not a file")
+    if not stat.S_ISREG(mode):
+        raise QmpigenError(f"MPI header {given} is not a regular file")
+
+
 def read_header(request: HeaderRequest) -> PreprocessedHeader:
     """Preprocess `#include <mpi.h>` (or the given header) and collect its macros."""
     if request.mpi_header != "auto":
         path = os.path.abspath(request.mpi_header)
-        if not os.path.isfile(path):
-            raise QmpigenError(f"MPI header not found: {request.mpi_header}")
+        _check_header_file(request.mpi_header, path)
         include = f'#include "{path}"\n'
         # Its siblings come from its own directory (MPICH's mpi.h has #include <mpi_proto.h>),
         # not from some other MPI's include directory or nowhere (plain cc).
@@ -78,12 +111,15 @@ def read_header(request: HeaderRequest) -> PreprocessedHeader:
     driver = resolve_driver(request)
 
     with tempfile.TemporaryDirectory(prefix="qmpigen-") as tmp:
-        probe = os.path.join(tmp, "qmpigen_probe.c")
+        probe = os.path.join(tmp, PROBE)
         with open(probe, "w") as handle:
             handle.write(include)
         base = list(driver) + list(header_dir) + list(request.cflags)
         text = _run(base + ["-E"] + list(NEUTRALISING_DEFINES) + [probe], driver, request)
         macros = _run(base + ["-E", "-dM", probe], driver, request)
+    # The probe's linemarkers by its name, not its temporary directory: the same MPI gives
+    # the same text (the model cache's key, qmpigen.mpi.model_cache).
+    text = text.replace(f'"{probe}"', f'"{PROBE}"')
 
     if not path:
         path = _included_header(text, "mpi.h")

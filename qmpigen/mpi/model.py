@@ -12,7 +12,7 @@ from enum import Enum
 from typing import Dict, Iterator, Optional, Tuple
 
 from qmpigen.errors import Location, QmpigenError
-from qmpigen.mpi.quirks import IMPLEMENTATION_MARKERS, LIBRARY_VERSION_MARKERS, PMPI_SLOT_RESERVED, Dispatch
+from qmpigen.mpi.quirks import ABI_SYMBOLS, IMPLEMENTATION_MARKERS, PMPI_SLOT_RESERVED, Dispatch
 from qmpigen.output.cnames import PMPI_SLOT_CANDIDATES, PMPI_SLOTS
 
 # What the chain report after MPI_Session_init calls (rank in mpi://WORLD).
@@ -225,9 +225,17 @@ class HeaderFacts:
         return name in self.tool_names
 
     @property
-    def library_marker(self) -> Optional[str]:
-        """What this implementation's MPI_Get_library_version contains (None: no check)."""
-        return LIBRARY_VERSION_MARKERS.get(self.implementation)
+    def abi_symbol(self) -> Optional[str]:
+        """A symbol every library of this MPI's ABI defines (quirks.ABI_SYMBOLS), or None."""
+        return ABI_SYMBOLS.get(self.implementation)
+
+    @property
+    def foreign_abi_symbols(self) -> Tuple[Tuple[str, str], ...]:
+        """(symbol, implementation) of the other ABIs qmpigen knows: an MPI library that
+        defines one is not of this MPI's ABI. None for an implementation it cannot name."""
+        if self.implementation == "unknown":
+            return ()
+        return tuple((symbol, name) for name, symbol in ABI_SYMBOLS.items() if name != self.implementation)
 
     @property
     def pmpi_slot_letters(self) -> Tuple[str, ...]:
@@ -309,12 +317,6 @@ class Enumeration(FunctionSet):
     @property
     def names(self) -> Tuple[str, ...]:
         return tuple(f.name for f in self.functions)
-
-    @property
-    def library_marker(self) -> Optional[str]:
-        """What MPI_Get_library_version says for this implementation, where the core can
-        ask it (the MPI has the function and it is enumerated): None means no check."""
-        return self.facts.library_marker if self.get("MPI_Get_library_version") else None
 
     @property
     def reports_sessions(self) -> bool:

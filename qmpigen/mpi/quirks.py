@@ -141,14 +141,16 @@ IMPLEMENTATION_MARKERS: Tuple[Tuple[str, Tuple[str, ...]], ...] = (
     ("Open MPI", ("OMPI_MAJOR_VERSION", "OMPI_MINOR_VERSION", "OMPI_RELEASE_VERSION")),
 )
 
-# What each implementation's MPI_Get_library_version says, to recognise it at run time:
-# the core checks that its PMPI calls reach a library of the implementation it was
-# generated for (an application linked against another MPI otherwise crashes in its
-# first call). The standard ABI has no marker: any implementation of it is right.
-LIBRARY_VERSION_MARKERS: Dict[str, str] = {
-    "MPICH": "MPICH",  # "MPICH Version:      5.0.2 ..."
-    "Open MPI": "Open MPI",  # "Open MPI v5.0.11, package: ..."
-    "Intel MPI": "Intel(R) MPI",  # "Intel(R) MPI Library 2021.18 for Linux* OS"
+# How the core tells at run time an MPI library of another ABI from one it can call
+# (identity.c): by a symbol only that family's libraries define, never by the wording of
+# MPI_Get_library_version, which derivatives change (MVAPICH2 says "MVAPICH2 Version",
+# Intel MPI "Intel(R) MPI Library", Cray "CRAY MPICH": all of MPICH's ABI, all right for a
+# core made from MPICH's mpi.h). Open MPI's predefined handles are addresses of its
+# objects (its libraries define ompi_mpi_comm_world); MPICH's, its derivatives' and the
+# standard ABI's are integer constants. An implementation qmpigen cannot name is checked
+# for nothing: a check that stops jobs must not guess.
+ABI_SYMBOLS: Dict[str, str] = {
+    "Open MPI": "ompi_mpi_comm_world",
 }
 
 # Integer macros that pin down the MPI a core is generated for. qmpi.h compares those

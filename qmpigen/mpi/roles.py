@@ -17,6 +17,7 @@ which functions carry which attributes is generated from the same tables.
 from __future__ import annotations
 
 import fnmatch
+import functools
 from dataclasses import dataclass
 from typing import Dict, Optional, Tuple
 
@@ -278,6 +279,7 @@ def _kind(function: MpiFunction, present: Tuple[str, ...]) -> str:
     return "other"
 
 
+@functools.lru_cache(maxsize=4096)  # asked several times per function by resolve, render and trace
 def roles_of(function: MpiFunction) -> Roles:
     params = tuple(param_role(function, p) for p in function.params)
     return Roles(function, params, _kind(function, tuple(r for r in params if r is not None)))

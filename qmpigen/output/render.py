@@ -11,18 +11,22 @@ from __future__ import annotations
 import functools
 import shlex
 from dataclasses import dataclass
-from typing import Callable, Dict, Optional, Sequence, Tuple
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable, Dict, Optional, Sequence, Tuple
 
 import jinja2
 
-from qmpigen import __version__
-from qmpigen.mpi.fortran import FortranPlan
+from qmpigen import __version__, escape
+from qmpigen.cache import cache_dir, read_entry, write_entry
 from qmpigen.mpi.model import Enumeration, MpiFunction
 from qmpigen.output.checksum import checksum_line, stamp
 from qmpigen.output.cnames import C_NAMES
 from qmpigen.output.resources import runtime_dir, templates_dir
 from qmpigen.spec.tool import CBlock, Interface, Tool
 from qmpigen.spec.values import SPEC_SUFFIX
+
+if TYPE_CHECKING:
+    from qmpigen.mpi.fortran import FortranPlan
 
 # What build-core writes: (template, output file). The one place to see the outputs.
 CORE_PLAN: Tuple[Tuple[str, str], ...] = (
@@ -49,17 +53,22 @@ QMPIRUN_BODY = "qmpirun.sh"
 @dataclass(frozen=True)
 class GeneratorInfo:
     """What every banner names: generator, MPI, enumeration, how to regenerate; and the
-    compiler driver the MPI was read with, as given, which the build files default to."""
+    compiler driver the MPI was read with, as given, which the build files default to,
+    and as found then (its path), which messages name: a bare `mpicc` says nothing
+    where another MPI's comes first on PATH."""
 
     version: str
     mpi: str
     enum_hash: str
     command: str
     mpicc: str = "mpicc"
+    driver_path: str = ""  # "" when it is the driver as given
 
     @classmethod
-    def for_enumeration(cls, enumeration: Enumeration, command: str, mpicc: str = "mpicc") -> "GeneratorInfo":
-        return cls(__version__, enumeration.facts.title, enumeration.hash, command, mpicc)
+    def for_enumeration(
+        cls, enumeration: Enumeration, command: str, mpicc: str = "mpicc", driver_path: str = ""
+    ) -> "GeneratorInfo":
+        return cls(__version__, enumeration.facts.title, enumeration.hash, command, mpicc, driver_path or mpicc)
 
     @property
     def major(self) -> str:
@@ -104,21 +113,48 @@ def callback_args(function: MpiFunction, context: str, tool_id: str) -> str:
     return ", ".join([context, tool_id] + [p.name for p in function.params])
 
 
+# Text from outside (spec strings, names, the MPI's version text) goes through the
+# filter of the context it lands in (qmpigen.escape).
 FILTERS = {
-    "c_string": lambda text: _c_string(str(text)),  # the inside of a C string literal
+    "c_string": escape.c_string,  # the inside of a C string literal
+    "include_name": escape.include_name,  # the inside of #include "..."
+    "c_comment": escape.c_comment,  # inside /* */
+    "line_comment": escape.line_comment,  # inside a # comment line
+    "make_value": escape.make_value,  # a Makefile variable's value
+    "pc_value": escape.pc_value,  # a pkg-config field
+    "cmake_string": escape.cmake_string,  # inside a quoted CMake argument
+    "shell_quote": lambda text: shlex.quote(escape.printable(text)),  # a POSIX sh word, one line
     "callback_params": callback_params,
     "callback_args": callback_args,
-    "shell_quote": shlex.quote,
     "wrapper_type": wrapper_type,
     "wrapper_params": wrapper_params,
     "wrapper_args": wrapper_args,
 }
 
 
+class TemplateCache(jinja2.BytecodeCache):
+    """Compiled templates in the user's cache (qmpigen.cache): compiling them is a third
+    of what rendering a core costs. Jinja checks each entry against its template's text."""
+
+    SUFFIX = ".jinja"
+    KEEP = 64  # every template of a few qmpigen versions
+
+    def __init__(self, directory: Path):
+        self.directory = directory
+
+    def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+        read_entry(self.directory / (bucket.key + self.SUFFIX), bucket.load_bytecode)
+
+    def dump_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+        write_entry(self.directory / (bucket.key + self.SUFFIX), bucket.write_bytecode, self.KEEP)
+
+
 @functools.lru_cache(maxsize=None)
 def environment() -> jinja2.Environment:
+    compiled = cache_dir("templates")
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(templates_dir())),
+        bytecode_cache=TemplateCache(compiled) if compiled else None,
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=True,
@@ -241,16 +277,12 @@ def render_starter_spec(name: str, tool_statement: str, selection: str, regenera
 RESTORE = "#line QMPIGEN_RESTORE"
 
 
-def _c_string(text: str) -> str:
-    return text.replace("\\", "\\\\").replace('"', '\\"')
-
-
 def _user_code(spec_file: str) -> Callable[[CBlock, int], str]:
     def user_code(block: CBlock, indent: int) -> str:
         """Spec code between #line directives, so compiler messages point into the spec."""
         pad = " " * indent
         body = "\n".join(pad + line if line.strip() else "" for line in block.text.split("\n"))
-        return f'#line {block.line} "{_c_string(spec_file)}"\n{body}\n{RESTORE}'
+        return f'#line {block.line} "{escape.c_string(spec_file)}"\n{body}\n{RESTORE}'
 
     return user_code
 
@@ -266,5 +298,5 @@ def _restore_lines(text: str, output: str) -> str:
     ]
     for number, line in enumerate(lines, start=1):
         if line == RESTORE:
-            lines[number - 1] = f'#line {number + 1} "{_c_string(output)}"'
+            lines[number - 1] = f'#line {number + 1} "{escape.c_string(output)}"'
     return "\n".join(lines)

@@ -97,6 +97,10 @@ def quick_spec(name: str, prefix: Optional[str], intercept: str, regenerate: str
         parsed = parse_spec(probe, QUICK_FILE)
     except QmpigenError as exc:
         raise quick_error(exc, "--prefix" if prefix else "--name") from None
-    # Banners and #line name the spec that is written, DIR/NAME.qmpi.
+    # The tool is made from the spec that is written (DIR/NAME.qmpi, which banners and
+    # #line name), with its selection as parsed from --intercept, so that a function this
+    # MPI lacks is reported at its column there.
     spec_file, text = render_starter_spec(name, tool_statement, str(parsed.rules[0].selection), regenerate)
-    return text, dataclasses.replace(parsed, file=spec_file)
+    starter = parse_spec(text, spec_file)
+    (rule,) = starter.rules
+    return text, dataclasses.replace(starter, rules=(dataclasses.replace(rule, selection=parsed.rules[0].selection),))

@@ -19,12 +19,13 @@ import shutil
 import stat
 import tempfile
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Tuple
+from typing import List, Mapping, Optional, Tuple, Union
 
 from qmpigen.errors import QmpigenError
 
+Content = Union[str, bytes]
 STAGING_PREFIX = ".qmpigen-"
-RENAME_EXCHANGE = 2  # linux/fs.h
+RENAME_NOREPLACE, RENAME_EXCHANGE = 1, 2  # linux/fs.h
 
 
 @dataclass(frozen=True)
@@ -33,22 +34,27 @@ class WriteReport:
     unchanged: Tuple[str, ...]
 
 
-def _differs(path: str, text: str) -> bool:
+def _differs(path: str, content: Content) -> bool:
     try:
-        with open(path, "r", encoding="utf-8", newline="") as handle:
-            return handle.read() != text
-    except (FileNotFoundError, NotADirectoryError, UnicodeDecodeError):
+        with open(path, "rb") as handle:
+            return handle.read() != _bytes(content)
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
         return True
 
 
-def _umask() -> int:
+def _bytes(content: Content) -> bytes:
+    """Text is written as UTF-8, as it is (no newline translation); bytes as they are (pictures)."""
+    return content if isinstance(content, bytes) else content.encode("utf-8")
+
+
+def current_umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
 
 
-def write_outputs(directory: str, files: Dict[str, str], check: bool = False) -> WriteReport:
-    """Write `files` (relative path -> text) into `directory`, as a whole (module docstring).
+def write_outputs(directory: str, files: Mapping[str, Content], check: bool = False) -> WriteReport:
+    """Write `files` (relative path -> text or bytes) into `directory`, as a whole (module docstring).
 
     Everything is rendered before this is called; unchanged files are not touched
     (make stays quiet).
@@ -68,15 +74,15 @@ def write_outputs(directory: str, files: Dict[str, str], check: bool = False) ->
         with _locked(parent):
             _remove_stale_staging(target)
             staging = tempfile.mkdtemp(prefix=_staging_prefix(target), dir=parent)
-            mode = stat.S_IMODE(os.stat(target).st_mode) if os.path.isdir(target) else 0o777 & ~_umask()
+            mode = stat.S_IMODE(os.stat(target).st_mode) if os.path.isdir(target) else 0o777 & ~current_umask()
             os.chmod(staging, mode)  # mkdtemp makes it private; the output keeps its mode
             if os.path.isdir(target):
                 _link_tree(target, staging, skip=frozenset(changed))
             for name in changed:
                 path = os.path.join(staging, name)
                 os.makedirs(os.path.dirname(path), exist_ok=True)
-                with open(path, "w", encoding="utf-8", newline="") as handle:
-                    handle.write(files[name])
+                with open(path, "wb") as handle:
+                    handle.write(_bytes(files[name]))
             if os.path.isdir(target):
                 _exchange(staging, target)  # staging now holds the old version
             else:
@@ -160,18 +166,27 @@ def _link_tree(source: str, dest: str, skip: frozenset) -> None:
                 shutil.copy2(full, copy)
 
 
+def renameat2(a: str, b: str, flags: int) -> bool:
+    """rename(a, b) with renameat2's flags (RENAME_EXCHANGE, RENAME_NOREPLACE); False
+    where the C library or the file system cannot (the caller falls back), OSError
+    for any other failure."""
+    function = getattr(ctypes.CDLL(None, use_errno=True), "renameat2", None)
+    if function is None:
+        return False
+    at_fdcwd = -100
+    if function(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), flags) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+        return False
+    raise OSError(err, os.strerror(err), b)
+
+
 def _exchange(a: str, b: str) -> None:
     """Swap two directories in one step (renameat2 RENAME_EXCHANGE); where the file
     system cannot, two renames with the old one kept until the new one is in place."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    renameat2 = getattr(libc, "renameat2", None)
-    if renameat2 is not None:
-        at_fdcwd = -100
-        if renameat2(at_fdcwd, a.encode(), at_fdcwd, b.encode(), RENAME_EXCHANGE) == 0:
-            return
-        err = ctypes.get_errno()
-        if err not in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
-            raise OSError(err, os.strerror(err), b)
+    if renameat2(a, b, RENAME_EXCHANGE):
+        return
     old = a + ".old"
     os.rename(b, old)
     os.rename(a, b)

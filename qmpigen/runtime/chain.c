@@ -112,6 +112,95 @@ static const char **qmpi_pmpi_names(void **wrappers)
     return names;
 }
 
+/* Loads the tool of one TOOLS / list / QMPI_CONF entry at `level`. */
+static void qmpi_load_level(struct qmpi_entry *entry, int level, struct dynamic_lib *tool,
+                            struct qmpi_library *libraries, int *distinct, int *pmpi_slots, void **no_functions,
+                            const struct qmpi_registration **registration)
+{
+    const int *declared_thread_level;
+    int d;
+
+    tool->path = entry->text;
+    if (entry->stack_top) { /* a named stack's top: a core level, like level 0 */
+        qmpi_levels[level].kind = QMPI_THESIS_LEVEL;
+        qmpi_levels[level].native = no_functions;
+        return;
+    }
+    if (entry->callback) {
+        registration[level] = qmpi_registered_tool(entry);
+        if (registration[level] == NULL)
+            qmpi_unknown_tool(entry);
+        qmpi_levels[level].kind = QMPI_CALLBACK_LEVEL;
+        return;
+    }
+    if (entry->text[0] == '%') {
+        qmpi_load_static_tool(entry, level, libraries, distinct);
+        return;
+    }
+    qmpi_check_tool_file(entry); /* before anything opens it */
+    if (qmpi_load_pmpi_tool(entry, level, pmpi_slots)) {
+        tool->mpi_interceptions = qmpi_pmpi_names(qmpi_levels[level].native);
+        return;
+    }
+    qmpi_refused_name[0] = '\0';
+    qmpi_opening_tool = 1;
+    tool->handle = dlopen(tool->path, RTLD_NOW | RTLD_LOCAL);
+    qmpi_opening_tool = 0;
+    if (tool->handle == NULL)
+        qmpi_fatalf("%s entry %d (%s): cannot load: %s", entry->where, entry->position, tool->path, dlerror());
+    /* A repeated path is one library (dlopen returns the same handle) but a new
+     * instance: resolve its wrappers once, give the instance its own table. */
+    for (d = 0; d < *distinct && libraries[d].handle != tool->handle; d++)
+        ;
+    if (d == *distinct) {
+        libraries[d].handle = tool->handle;
+        qmpi_resolve(&libraries[d], entry);
+        qmpi_rebind_library_downward(tool->handle, tool->path);
+        ++*distinct;
+    }
+    tool->mpi_interceptions = libraries[d].names;
+    qmpi_levels[level].kind = QMPI_THESIS_LEVEL;
+    qmpi_levels[level].native = libraries[d].wrappers;
+    declared_thread_level = (const int *)dlsym(tool->handle, "qmpi_thread_level");
+    if (declared_thread_level != NULL)
+        QMPI_Set_thread_level(level, *declared_thread_level);
+}
+
+/* Bottom-up: the table of each level from the levels below it, then (callback tools)
+ * its init function, then it becomes the next link of the levels above. Each stack
+ * ends in PMPI (`end`), but the functions of qmpi_every_stack, which pass through every
+ * stack. */
+static void qmpi_link_levels(int count, int end, const struct qmpi_registration **registration, void ***shared)
+{
+    int *next = (int *)qmpi_alloc(NUM_MPI_FUNCS, sizeof *next);
+    int level, i, s;
+
+    for (i = 0; i < NUM_MPI_FUNCS; i++)
+        next[i] = end;
+    for (s = qmpi_stack_count - 1; s >= 0; s--) {
+        const struct qmpi_stack *stack = &qmpi_stacks[s];
+        for (i = 0; i < NUM_MPI_FUNCS; i++)
+            if (!qmpi_every_stack[i])
+                next[i] = end;
+        for (level = stack->top + stack->count; level >= stack->top; level--) {
+            qmpi_fill_table(level, next, end);
+            if (level == stack->top)
+                break;
+            if (qmpi_levels[level].kind == QMPI_CALLBACK_LEVEL) {
+                int r = (int)(registration[level] - qmpi_registry);
+                qmpi_init_callback_level(level, registration[level], &shared[r]);
+            }
+            for (i = 0; i < NUM_MPI_FUNCS; i++)
+                if (qmpi_levels[level].native[i] != NULL)
+                    next[i] = level;
+        }
+    }
+    for (level = 1; level <= count; level++) /* PMPI tools' calls now continue below them */
+        if (qmpi_levels[level].kind == QMPI_PMPI_LEVEL)
+            qmpi_pmpi_tables[qmpi_levels[level].pmpi->slot] = qmpi_chain.items[level]->table;
+    free(next);
+}
+
 static int qmpi_load_tools(void)
 {
     const char *tools_where = NULL;
@@ -123,9 +212,8 @@ static int qmpi_load_tools(void)
     struct qmpi_library *libraries;
     const struct qmpi_registration **registration;
     void ***shared;
-    int *next;
     cell *cells;
-    int from_tools = 0, from_list = 0, from_conf = 0, count, distinct = 0, pmpi_slots = 0, level, i, s;
+    int from_tools = 0, from_list = 0, from_conf = 0, count, levels, distinct = 0, pmpi_slots = 0, level;
     void **no_functions;
 
     if (qmpi_conf_variable() != NULL) /* QMPI_CONF wins: the others are not read */
@@ -148,7 +236,7 @@ static int qmpi_load_tools(void)
                  from_tools && from_list ? " and " : "", from_list ? list_where : "");
 
     /* TOOLS first (closest to the application), then the callback tool list. */
-    entries = (struct qmpi_entry *)qmpi_alloc((size_t)count, sizeof *entries);
+    entries = (struct qmpi_entry *)qmpi_alloc((size_t)count + 1, sizeof *entries);
     if (from_tools)
         qmpi_split(tools, tools_where, 0, entries);
     if (from_list)
@@ -156,118 +244,44 @@ static int qmpi_load_tools(void)
     if (from_conf)
         qmpi_conf_entries(entries);
 
-    instances = (struct dynamic_lib *)qmpi_alloc((size_t)count + 1, sizeof *instances);
-    qmpi_chain.items = (struct dynamic_lib **)qmpi_alloc((size_t)count + 1, sizeof *qmpi_chain.items);
-    qmpi_levels = (struct qmpi_level *)qmpi_alloc((size_t)count + 1, sizeof *qmpi_levels);
-    qmpi_storage = (void **)qmpi_alloc((size_t)count + 1, sizeof *qmpi_storage);
-    if ((size_t)count + 1 > SIZE_MAX / NUM_MPI_FUNCS)
+    levels = count + 1; /* the core and the tools */
+    instances = (struct dynamic_lib *)qmpi_alloc((size_t)levels, sizeof *instances);
+    qmpi_chain.items = (struct dynamic_lib **)qmpi_alloc((size_t)levels, sizeof *qmpi_chain.items);
+    qmpi_levels = (struct qmpi_level *)qmpi_alloc((size_t)levels, sizeof *qmpi_levels);
+    qmpi_storage = (void **)qmpi_alloc((size_t)levels, sizeof *qmpi_storage);
+    if ((size_t)levels > SIZE_MAX / NUM_MPI_FUNCS)
         qmpi_fatalf("QMPI: the chain is too long to allocate (%d tools)", count);
-    cells = qmpi_alloc_cells(((size_t)count + 1) * NUM_MPI_FUNCS);
-    libraries = (struct qmpi_library *)qmpi_alloc((size_t)count, sizeof *libraries);
-    registration = (const struct qmpi_registration **)qmpi_alloc((size_t)count + 1, sizeof *registration);
+    cells = qmpi_alloc_cells((size_t)levels * NUM_MPI_FUNCS);
+    libraries = (struct qmpi_library *)qmpi_alloc((size_t)count + 1, sizeof *libraries);
+    registration = (const struct qmpi_registration **)qmpi_alloc((size_t)levels, sizeof *registration);
     shared = (void ***)qmpi_alloc((size_t)qmpi_registered + 1, sizeof *shared);
-    next = (int *)qmpi_alloc(NUM_MPI_FUNCS, sizeof *next);
     no_functions = (void **)qmpi_alloc(NUM_MPI_FUNCS, sizeof *no_functions);
     qmpi_levels[0].native = no_functions;
 
     instances[0].path = (char *)"libqmpi";
-    for (level = 0; level <= count; level++) {
+    for (level = 0; level < levels; level++) {
         instances[level].table = cells + (size_t)level * NUM_MPI_FUNCS;
         qmpi_chain.items[level] = &instances[level];
     }
-    qmpi_chain.capacity = count + 1;
-    qmpi_chain.total = count + 1;
+    qmpi_chain.capacity = levels;
+    qmpi_chain.total = levels;
     qmpi_chain.qmpi = &qmpi_services;
     qmpi_chain.cells = cells;
     qmpi_chain.exec = qmpi_exec_entries;
 
-    /* Load thesis-style tools; find callback tools by name. */
-    for (level = 1; level <= count; level++) {
-        struct qmpi_entry *entry = &entries[level - 1];
-        struct dynamic_lib *tool = &instances[level];
-        const int *declared_thread_level;
-        int d;
-
-        tool->path = entry->text;
-        if (entry->stack_top) { /* a named stack's top: a core level, like level 0 */
-            qmpi_levels[level].kind = QMPI_THESIS_LEVEL;
-            qmpi_levels[level].native = no_functions;
-            continue;
-        }
-        if (entry->callback) {
-            registration[level] = qmpi_registered_tool(entry);
-            if (registration[level] == NULL)
-                qmpi_unknown_tool(entry);
-            qmpi_levels[level].kind = QMPI_CALLBACK_LEVEL;
-            continue;
-        }
-        if (entry->text[0] == '%') {
-            qmpi_load_static_tool(entry, level, libraries, &distinct);
-            continue;
-        }
-        qmpi_check_tool_file(entry); /* before anything opens it */
-        if (qmpi_load_pmpi_tool(entry, level, &pmpi_slots)) {
-            tool->mpi_interceptions = qmpi_pmpi_names(qmpi_levels[level].native);
-            continue;
-        }
-        qmpi_refused_name[0] = '\0';
-        qmpi_opening_tool = 1;
-        tool->handle = dlopen(tool->path, RTLD_NOW | RTLD_LOCAL);
-        qmpi_opening_tool = 0;
-        if (tool->handle == NULL)
-            qmpi_fatalf("%s entry %d (%s): cannot load: %s", entry->where, entry->position, tool->path, dlerror());
-        /* A repeated path is one library (dlopen returns the same handle) but a new
-         * instance: resolve its wrappers once, give the instance its own table. */
-        for (d = 0; d < distinct && libraries[d].handle != tool->handle; d++)
-            ;
-        if (d == distinct) {
-            libraries[d].handle = tool->handle;
-            qmpi_resolve(&libraries[d], entry);
-            distinct++;
-        }
-        tool->mpi_interceptions = libraries[d].names;
-        qmpi_levels[level].kind = QMPI_THESIS_LEVEL;
-        qmpi_levels[level].native = libraries[d].wrappers;
-        declared_thread_level = (const int *)dlsym(tool->handle, "qmpi_thread_level");
-        if (declared_thread_level != NULL)
-            QMPI_Set_thread_level(level, *declared_thread_level);
-    }
-
+    /* Load thesis-style and PMPI tools; find callback tools by name. */
+    for (level = 1; level <= count; level++)
+        qmpi_load_level(&entries[level - 1], level, &instances[level], libraries, &distinct, &pmpi_slots,
+                        no_functions, registration);
     if (from_conf)
         qmpi_conf_check_arguments(count);
-
-    /* Bottom-up: the table of each level from the levels below it, then (callback
-     * tools) its init function, then it becomes the next link of the levels above. */
-    for (i = 0; i < NUM_MPI_FUNCS; i++)
-        next[i] = count + 1;
-    for (s = qmpi_stack_count - 1; s >= 0; s--) { /* each stack ends in PMPI, but qmpi_every_stack's functions */
-        const struct qmpi_stack *stack = &qmpi_stacks[s];
-        for (i = 0; i < NUM_MPI_FUNCS; i++)
-            if (!qmpi_every_stack[i])
-                next[i] = count + 1;
-        for (level = stack->top + stack->count; level >= stack->top; level--) {
-            qmpi_fill_table(level, next, count + 1);
-            if (level == stack->top)
-                break;
-            if (qmpi_levels[level].kind == QMPI_CALLBACK_LEVEL) {
-                int r = (int)(registration[level] - qmpi_registry);
-                qmpi_init_callback_level(level, registration[level], &shared[r]);
-            }
-            for (i = 0; i < NUM_MPI_FUNCS; i++)
-                if (qmpi_levels[level].native[i] != NULL)
-                    next[i] = level;
-        }
-    }
+    qmpi_link_levels(count, levels, registration, shared);
     qmpi_top = instances[0].table;
-    for (level = 1; level <= count; level++) /* PMPI tools' calls now continue below them */
-        if (qmpi_levels[level].kind == QMPI_PMPI_LEVEL)
-            qmpi_pmpi_tables[qmpi_levels[level].pmpi->slot] = instances[level].table;
 
     free(entries);
     free(libraries);
     free(registration);
     free(shared);
-    free(next);
     return QMPI_CHAINED;
 }
 
@@ -282,7 +296,12 @@ QMPI_HIDDEN int qmpi_build_chain(void)
     pthread_mutex_lock(&qmpi_build_lock);
     state = qmpi_current_state();
     if (state == QMPI_UNBUILT) {
-        qmpi_check_mpi_library();
+        struct qmpi_survey survey;
+        qmpi_survey(&survey, 0);
+        qmpi_check_mpi_library(&survey);
+        qmpi_check_neighbours();
+        qmpi_say_load_notes();
+        qmpi_follow_inner(&survey); /* the chain ends in a PMPI tool preloaded after the core */
         qmpi_building = 1;
         qmpi_secure_notice(); /* tool variables ignored in a set-user-ID program: said once */
         state = qmpi_load_tools();

@@ -54,7 +54,7 @@ static const char *qmpi_escaped(const char *text, char **buffer)
 static void qmpi_report_chain(int rank)
 {
     int tools = qmpi_chain.total - qmpi_stack_count, levels = qmpi_chain.total - 1, level, s = 0;
-    char *text = NULL, *escaped = NULL;
+    char *text = NULL, *escaped = NULL, neighbours[1024];
     size_t size = 0;
     FILE *out;
 
@@ -69,6 +69,10 @@ static void qmpi_report_chain(int rank)
     else if (qmpi_verbose)
         fprintf(out, "qmpi: chain: %d tool%s from %s; %s, enumeration %s\n", tools, tools == 1 ? "" : "s",
                 qmpi_escaped(qmpi_chain_sources, &escaped), QMPI_MPI_LIBRARY, QMPI_ENUM_HASH);
+    qmpi_outer_names(neighbours, sizeof neighbours);
+    if (qmpi_verbose && neighbours[0] != '\0')
+        fprintf(out, "qmpi: ahead of the chain: %s, preloaded ahead of the core: their PMPI_ calls enter it\n",
+                qmpi_escaped(neighbours, &escaped));
     for (level = 1; level <= levels && qmpi_verbose; level++) {
         const char *path = qmpi_chain.items[level]->path;
         int kind = qmpi_levels[level].kind, instance = 1, below;
@@ -89,7 +93,13 @@ static void qmpi_report_chain(int rank)
         int functions = qmpi_level_functions(level);
         fprintf(out, ", instance %d, intercepts %d function%s\n", instance, functions, functions == 1 ? "" : "s");
     }
-    if (qmpi_verbose)
+    qmpi_inner_names(neighbours, sizeof neighbours);
+    if (qmpi_verbose && neighbours[0] != '\0')
+        fprintf(out, "qmpi: level %d: %s, preloaded after the core: its MPI_ functions end the chain, then PMPI "
+                     "(%s)%s\n",
+                levels + 1, qmpi_escaped(neighbours, &escaped), QMPI_MPI_LIBRARY,
+                qmpi_stack_count > 1 ? ", the end of every stack" : "");
+    else if (qmpi_verbose)
         fprintf(out, "qmpi: level %d: PMPI (%s)%s\n", levels + 1, QMPI_MPI_LIBRARY,
                 qmpi_stack_count > 1 ? ", the end of every stack" : "");
     /* Said whether or not QMPI_VERBOSE is set: the tool works, but not as it would alone. */
@@ -109,7 +119,10 @@ static void qmpi_report_chain(int rank)
 QMPI_HIDDEN int qmpi_world_rank(void)
 {
     int rank = -1;
-    PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (qmpi_own_comm_rank != NULL) /* not the tool's after the core (neighbours.c) */
+        qmpi_own_comm_rank(MPI_COMM_WORLD, &rank);
+    else
+        PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
     return rank;
 }
 

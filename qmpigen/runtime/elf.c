@@ -657,12 +657,13 @@ QMPI_HIDDEN int qmpi_elf_open(const char *file, struct qmpi_elf *elf, char *why)
     return QMPI_NOT_PMPI;
 }
 
-/* A PMPI tool: it defines an MPI_X of the enumeration, no get_interceptions, no PMPI_X
- * (an MPI library) and is not this core. Anything else goes the thesis-style way. */
+/* A PMPI tool: it defines an MPI_X of the enumeration, no get_interceptions, is not an
+ * MPI library (QMPI_MPI_LIBRARY_PMPI: a tool may define a few PMPI_X, as Darshan and
+ * Recorder do) and is not this core. Anything else goes the thesis-style way. */
 QMPI_HIDDEN int qmpi_elf_kind(const struct qmpi_elf *elf, char *why)
 {
-    int mpi = 0, pmpi = 0, core = 0;
-    size_t i;
+    int mpi = 0, core = 0;
+    size_t i, pmpi = 0;
 
     for (i = 1; i < elf->nsymbols; i++) {
         const char *name = qmpi_elf_string(elf, elf->symbols[i].st_name);
@@ -671,11 +672,11 @@ QMPI_HIDDEN int qmpi_elf_kind(const struct qmpi_elf *elf, char *why)
         if (strcmp(name, "get_interceptions") == 0)
             return QMPI_NOT_PMPI;
         mpi |= strncmp(name, "MPI_", 4) == 0 && qmpi_function_index(name) >= 0;
-        pmpi |= name[0] == 'P' && qmpi_function_index(name + 1) >= 0;
+        pmpi += qmpi_is_c_pmpi(name);
         core |= strcmp(name, "QMPI_Get_calling_address") == 0;
     }
-    if (mpi && pmpi)
-        return qmpi_why(why, "cannot load: an MPI library (it defines PMPI_ functions), not a tool");
+    if (mpi && pmpi >= QMPI_MPI_LIBRARY_PMPI)
+        return qmpi_why(why, "cannot load: an MPI library (it defines %zu PMPI_ functions), not a tool", pmpi);
     if (mpi && core)
         return qmpi_why(why, "cannot load: the QMPI core itself, not a tool");
     if (mpi && elf->symbols != NULL && elf->dynamic != NULL) {

@@ -114,6 +114,11 @@ QMPI_HIDDEN void qmpi_write_error(const char *format, va_list args)
     qmpi_write_line("qmpi: error: ", format, args);
 }
 
+QMPI_HIDDEN void qmpi_write_warning(const char *format, va_list args)
+{
+    qmpi_write_line("qmpi: warning: ", format, args);
+}
+
 /* A line that does not stop the job: "qmpi: warning: ...". */
 QMPI_HIDDEN void qmpi_warnf(const char *format, ...)
 {

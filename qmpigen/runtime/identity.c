@@ -1,67 +1,43 @@
-/* identity.c: the core stops, with one line, when the MPI library its PMPI calls reach
- * is not of the implementation it was generated for, or when a second MPI library is
+/* identity.c: the core stops, with one line, when the MPI library its PMPI calls reach is
+ * of another ABI than the MPI it was generated for, or when a second MPI library is
  * loaded beside it. Both happen to an application built with another MPI's compiler
  * driver (the linker only warns); without this check it crashes in its first call,
- * inside MPI, with the other MPI's handles. */
+ * inside MPI, with the other MPI's handles.
+ *
+ * A check that stops jobs must never stop a good one. So an MPI library is what a tool
+ * cannot look like (neighbours.c: it defines the PMPI_ function of nearly every MPI
+ * function; Darshan and Recorder, preloaded at many sites, define a few), and another
+ * ABI is recognised by a symbol only that ABI's libraries define (quirks.ABI_SYMBOLS),
+ * not by the wording of MPI_Get_library_version, which MPICH's derivatives change. */
 #define _GNU_SOURCE
 #include "qmpi_internal.h"
 
 #include <dlfcn.h>
-#include <link.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
-struct qmpi_other_mpi {
-    const char *bound; /* the file PMPI_Init resolves to (NULL: the first that defines it) */
-    char other[512];   /* the first other loaded file that defines PMPI_Init */
-};
-
-/* Does the object loaded as `name` itself define PMPI_Init? dlsym on a handle also
- * searches the object's dependencies, so the definition's own file must be `name`. */
-static int qmpi_defines_pmpi_init(const char *name)
+static const char *qmpi_object_name(const struct qmpi_object *object)
 {
-    Dl_info where;
-    void *handle = dlopen(name, RTLD_LAZY | RTLD_NOLOAD);
-    void *symbol = handle ? dlsym(handle, "PMPI_Init") : NULL;
-    int defines = symbol && dladdr(symbol, &where) && where.dli_fname && strcmp(where.dli_fname, name) == 0;
-
-    if (handle)
-        dlclose(handle);
-    return defines;
+    return object->name[0] ? object->name : "the program";
 }
 
-static int qmpi_find_other_mpi(struct dl_phdr_info *info, size_t size, void *data)
-{
-    struct qmpi_other_mpi *found = (struct qmpi_other_mpi *)data;
-
-    (void)size;
-    if (!info->dlpi_name || !info->dlpi_name[0] || (found->bound && strcmp(info->dlpi_name, found->bound) == 0))
-        return 0;
-    if (!qmpi_defines_pmpi_init(info->dlpi_name))
-        return 0;
-    if (!found->bound) { /* objects come in load order, which is the order of lookup */
-        found->bound = info->dlpi_name;
-        return 0;
-    }
-    snprintf(found->other, sizeof found->other, "%s", info->dlpi_name);
-    return 1;
-}
-
-#ifdef QMPI_LIBRARY_MARKER
 /* The first line of MPI_Get_library_version (callable before MPI_Init), or "". */
 static void qmpi_library_version(char *out, size_t size)
 {
+    out[0] = '\0';
+#ifdef QMPI_HAS_LIBRARY_VERSION
     char version[MPI_MAX_LIBRARY_VERSION_STRING];
     int length = 0;
 
-    out[0] = '\0';
     if (PMPI_Get_library_version(version, &length) != MPI_SUCCESS)
         return;
     version[length > 0 && length < (int)sizeof version ? length : (int)sizeof version - 1] = '\0';
     snprintf(out, size, "%.*s", (int)strcspn(version, "\r\n"), version);
-}
+#else
+    (void)size;
 #endif
+}
 
 static void qmpi_identity_error(const char *format, ...) __attribute__((format(printf, 1, 2), noreturn));
 static void qmpi_identity_error(const char *format, ...)
@@ -76,29 +52,62 @@ static void qmpi_identity_error(const char *format, ...)
     _exit(1);
 }
 
-QMPI_HIDDEN void qmpi_check_mpi_library(void)
+/* Is the MPI library `mpi` of this core's ABI? 0, or the ABI it is of. */
+static const char *qmpi_other_abi(const struct qmpi_object *mpi)
 {
-    struct qmpi_other_mpi found;
-    struct link_map *object = NULL;
-    Dl_info bound;
+#ifdef QMPI_FOREIGN_ABI_SYMBOLS
+    static const char *const foreign[][2] = QMPI_FOREIGN_ABI_SYMBOLS;
+    size_t k;
 
-    if (!dladdr1((void *)PMPI_Init, &bound, (void **)&object, RTLD_DL_LINKMAP) || !object)
-        return;
-    /* The main program's own name is "": an MPI linked into it statically, or its PLT
-     * entry standing for PMPI_Init; then the first loaded file defining it is the one. */
-    found.bound = object->l_name[0] ? object->l_name : NULL;
-    found.other[0] = '\0';
-#ifdef QMPI_LIBRARY_MARKER
-    char version[256];
-    qmpi_library_version(version, sizeof version);
-    if (version[0] && !strstr(version, QMPI_LIBRARY_MARKER))
-        qmpi_identity_error("this QMPI core was generated for %s, but its MPI calls reach %s (%s): build the "
-                            "application with the MPI the core was generated for, or generate a core for this one",
-                            QMPI_MPI_LIBRARY, found.bound ? found.bound : "the program", version);
+    for (k = 0; k < sizeof foreign / sizeof *foreign; k++)
+        if (qmpi_loaded_lookup(mpi, foreign[k][0]) != NULL)
+            return foreign[k][1];
 #endif
-    dl_iterate_phdr(qmpi_find_other_mpi, &found);
-    if (found.other[0])
-        qmpi_identity_error("this QMPI core was generated for %s and calls it in %s, but another MPI library, "
-                            "%s, is loaded too: build the application with the MPI the core was generated for",
-                            QMPI_MPI_LIBRARY, found.bound, found.other);
+#ifdef QMPI_ABI_SYMBOL
+    if (qmpi_loaded_lookup(mpi, QMPI_ABI_SYMBOL) == NULL)
+        return "another MPI";
+#endif
+    (void)mpi;
+    return NULL;
+}
+
+QMPI_HIDDEN void qmpi_check_mpi_library(const struct qmpi_survey *survey)
+{
+    const struct qmpi_object *mpi = &survey->mpi[0];
+    const char *other;
+    char version[256];
+
+    /* None: the MPI is linked into the program or the core statically, with nothing
+     * beside it to mistake it for. */
+    if (survey->nmpi == 0)
+        return;
+    other = qmpi_other_abi(mpi);
+    if (other != NULL) {
+        qmpi_library_version(version, sizeof version);
+        qmpi_identity_error("this QMPI core was generated for %s, but its MPI calls reach %s (%s%s%s): build the "
+                            "application with %s, the driver the core was generated with, or generate a core for "
+                            "this MPI",
+                            QMPI_MPI_LIBRARY, qmpi_object_name(mpi), other, version[0] ? ": " : "", version,
+                            QMPI_DRIVER_PATH);
+    }
+    if (survey->nmpi > 1)
+        qmpi_identity_error("this QMPI core was generated for %s and calls it in %s, but another MPI library, %s, "
+                            "is loaded too: build the application with %s, the driver the core was generated with",
+                            QMPI_MPI_LIBRARY, qmpi_object_name(mpi), qmpi_object_name(&survey->mpi[1]),
+                            QMPI_DRIVER_PATH);
+}
+
+/* At load: an MPI library of another ABI ahead of the core takes the application's calls,
+ * which the core then never sees: the job would crash in its first call. A process the
+ * launcher made a rank stops here with the same line; any other process loading the core
+ * (a launcher started with the variable exported) goes on. */
+QMPI_HIDDEN void qmpi_check_mpi_ahead(const struct qmpi_object *mpi)
+{
+    const char *other = qmpi_other_abi(mpi);
+
+    if (other != NULL && qmpi_launched())
+        qmpi_identity_error("this QMPI core was generated for %s, but %s (%s) is loaded ahead of it and takes the "
+                            "application's MPI calls: build the application with %s, the driver the core was "
+                            "generated with, and do not preload another MPI",
+                            QMPI_MPI_LIBRARY, qmpi_object_name(mpi), other, QMPI_DRIVER_PATH);
 }

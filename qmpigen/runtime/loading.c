@@ -4,6 +4,7 @@
 #include "qmpi_internal.h"
 
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +12,7 @@
 #include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* The tables of all levels, one block. A call walks one cell per level, each in
  * another level's table: with hundreds of tools that is a new 4 KiB page per level
@@ -167,8 +169,55 @@ QMPI_HIDDEN const char *qmpi_conf_variable(void)
     return file != NULL && *file != '\0' ? file : NULL;
 }
 
+/* Does a TOOLS entry name a tool at all: '@name', '%name', a library name (a file name
+ * ending in ".so" or with ".so." in it), or an existing ELF file? A directory, a
+ * program or a word does not. stat() and a 4-byte read of a regular file: no blocking. */
+static int qmpi_names_a_tool(const char *entry, size_t length)
+{
+    char text[4096], file[4096];
+    unsigned char magic[SELFMAG];
+    const char *base, *so;
+    struct stat status;
+    int fd, elf = 0;
+
+    if (length == 0)
+        return 0;
+    if (entry[0] == '@' || entry[0] == '%' || length >= sizeof text)
+        return 1; /* too long to be a path: the loader says what it is */
+    memcpy(text, entry, length);
+    text[length] = '\0';
+    base = strrchr(text, '/') != NULL ? strrchr(text, '/') + 1 : text;
+    for (so = strstr(base, ".so"); so != NULL; so = strstr(so + 1, ".so"))
+        if (so[3] == '\0' || so[3] == '.')
+            return 1;
+    if (!qmpi_tool_file(text, file, sizeof file) || stat(file, &status) != 0 || !S_ISREG(status.st_mode))
+        return 0;
+    fd = open(file, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd >= 0) {
+        elf = read(fd, magic, sizeof magic) == (ssize_t)sizeof magic && memcmp(magic, ELFMAG, SELFMAG) == 0;
+        close(fd);
+    }
+    return elf;
+}
+
+/* TOOLS is a generic name: another program's TOOLS (TOOLS=/usr/local/bin:/opt/tools)
+ * must not stop a job. It is read as a tool list when at least one entry names a tool;
+ * then every entry must be one, and a typo stops the job as in QMPI_TOOLS. */
+static int qmpi_tools_list_names_a_tool(const char *list)
+{
+    const char *cursor = list, *end;
+
+    for (;; cursor = end + 1) {
+        end = strchrnul(cursor, ':');
+        if (qmpi_names_a_tool(cursor, (size_t)(end - cursor)))
+            return 1;
+        if (*end == '\0')
+            return 0;
+    }
+}
+
 /* The thesis-style tool list: QMPI_TOOLS, else the thesis's TOOLS. QMPI_TOOLS set at
- * all, even empty, wins: TOOLS is a generic name other software sets for its own use. */
+ * all, even empty, wins, and is always a tool list; TOOLS is one when it names a tool. */
 QMPI_HIDDEN const char *qmpi_tools_variable(const char **where)
 {
     const char *list = qmpi_tool_getenv("QMPI_TOOLS");
@@ -176,6 +225,12 @@ QMPI_HIDDEN const char *qmpi_tools_variable(const char **where)
     if (list == NULL) {
         list = qmpi_tool_getenv("TOOLS");
         *where = "TOOLS";
+        if (list != NULL && *list != '\0' && !qmpi_tools_list_names_a_tool(list)) {
+            qmpi_warn_once_per_job("TOOLS=%.300s names no tool (no shared library, @name or %%name): ignored as "
+                                   "another program's variable; QMPI_TOOLS is always read as a tool list",
+                                   list);
+            list = NULL;
+        }
     }
     return list != NULL && *list != '\0' ? list : NULL;
 }

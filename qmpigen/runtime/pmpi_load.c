@@ -114,6 +114,103 @@ static int qmpi_pmpi_check_imports(const struct qmpi_elf *elf, int slot, size_t 
     return 0;
 }
 
+/* Imports whose renaming would change another name too (linkers store PMPI_Send as the
+ * tail of __real_PMPI_Send, a pointer some tools export) are not renamed: the dynamic
+ * linker binds them to the MPI, and qmpi_pmpi_rebind re-points them once the copy is
+ * loaded. Drops them from `patch` until the renaming left touches no other name. */
+static void qmpi_keep_shared_names(const struct qmpi_elf *elf, size_t *patch, size_t *npatch, unsigned char *renamed)
+{
+    size_t k, i;
+
+    while (qmpi_elf_shared_string(elf, patch, *npatch, renamed) != NULL) {
+        for (k = 0; k < *npatch && qmpi_elf_shared_string(elf, &patch[k], 1, renamed) == NULL; k++)
+            ;
+        if (k == *npatch)
+            k = *npatch - 1; /* shared only in combination: drop one at a time */
+        for (i = 1; i < elf->nsymbols; i++)
+            if (elf->symbols[i].st_name == patch[k])
+                renamed[i] = 0;
+        patch[k] = patch[--*npatch];
+    }
+}
+
+/* The private copies by slot, once loaded and re-pointed: dlsym calls come from them. */
+static const struct qmpi_pmpi_copy *qmpi_copies[QMPI_PMPI_SLOTS];
+
+QMPI_HIDDEN const struct qmpi_pmpi_copy *qmpi_pmpi_copy_at(const void *address)
+{
+    int k;
+
+    for (k = 0; k < QMPI_PMPI_SLOTS; k++)
+        if (qmpi_copies[k] != NULL && (uintptr_t)address >= qmpi_copies[k]->low &&
+            (uintptr_t)address < qmpi_copies[k]->high)
+            return qmpi_copies[k];
+    return NULL;
+}
+
+QMPI_HIDDEN void *qmpi_pmpi_continuation(int slot, const char *name)
+{
+    struct qmpi_range core = {(uintptr_t)qmpi_function_index, 0, 0};
+    int index = qmpi_function_index(strncmp(name, "PMPI_", 5) == 0 ? name + 1 : name);
+    char entry[256];
+    void *address;
+
+    if (index < 0 || qmpi_pmpi_continued[index] == 0 || dl_iterate_phdr(qmpi_find_range, &core) == 0)
+        return NULL;
+    snprintf(entry, sizeof entry, "%c%s", qmpi_pmpi_letters[slot], QMPI_Function_name(index));
+    address = dlsym(RTLD_DEFAULT, entry);
+    return (uintptr_t)address >= core.low && (uintptr_t)address < core.high ? address : NULL;
+}
+
+/* What the loaded copy's references are to reach that renaming could not arrange:
+ * PMPI_X imports left with their name (qmpi_keep_shared_names); its calls of PMPI_X it
+ * defines itself (Darshan aliases its wrappers as PMPI_X and writes its log with them),
+ * which the dynamic linker bound to the MPI, past every level below; and dlsym/dlvsym,
+ * so that a tool finding its next function by name (Darshan, Recorder: dlsym(RTLD_NEXT,
+ * "PMPI_X")) gets the continuation below its level too. */
+struct qmpi_copy_binding {
+    const struct qmpi_pmpi_copy *copy;
+    uintptr_t base; /* the copy's load bias */
+};
+
+/* ...and its references to everything else it defines: the dynamic linker binds a
+ * default-visibility symbol to the first definition in the process, which is another
+ * instance's when the same library is also preloaded (its __real_PMPI_X pointers, its
+ * counters, its helper functions), or another tool's of the same name. A copy is its
+ * own: bound to its own definitions, but for its MPI_X, which its own calls reach at the
+ * top of the chain as under PMPI. */
+static void *qmpi_copy_target(const char *name, const ElfW(Sym) * symbol, void *data)
+{
+    const struct qmpi_copy_binding *binding = (const struct qmpi_copy_binding *)data;
+    int type = ELF64_ST_TYPE(symbol->st_info);
+
+    if (strncmp(name, "PMPI_", 5) == 0)
+        return qmpi_pmpi_continuation(binding->copy->slot, name);
+    if (symbol->st_shndx == SHN_UNDEF)
+        return qmpi_dl_lookup_for(name);
+    if (strncmp(name, "MPI_", 4) == 0 || symbol->st_shndx == SHN_ABS || type == STT_TLS || type == STT_GNU_IFUNC ||
+        !qmpi_elf_defines(symbol))
+        return NULL;
+    return (void *)(binding->base + symbol->st_value);
+}
+
+static int qmpi_pmpi_rebind(struct qmpi_pmpi_copy *copy, const struct link_map *map, char *why)
+{
+    struct qmpi_copy_binding binding;
+    struct qmpi_object object;
+
+    if (qmpi_loaded_at(map->l_ld, &object) != 0)
+        return qmpi_why(why, "cannot find its private copy among the loaded objects");
+    copy->low = object.low;
+    copy->high = object.high;
+    binding.copy = copy;
+    binding.base = object.base;
+    if (qmpi_loaded_rebind(&object, qmpi_copy_target, &binding, why) != 0)
+        return QMPI_REFUSED;
+    qmpi_copies[copy->slot] = copy;
+    return 0;
+}
+
 /* A private file holding the library: a memfd, else an unlinked temporary file. It
  * holds what the loader reads (qmpi_elf_copy): its loadable bytes, not the whole file. */
 static int qmpi_private_copy(const struct qmpi_elf *elf, char *name, size_t size)
@@ -153,7 +250,6 @@ static int qmpi_pmpi_load(const struct qmpi_elf *elf, int slot, struct qmpi_pmpi
     struct link_map *map;
     size_t *patch = (size_t *)qmpi_alloc(elf->nsymbols, sizeof *patch), npatch = 0, i;
     unsigned char *renamed = (unsigned char *)qmpi_alloc(elf->nsymbols, 1);
-    const char *shared;
     char name[4096];
     int rc = QMPI_REFUSED;
 
@@ -162,11 +258,7 @@ static int qmpi_pmpi_load(const struct qmpi_elf *elf, int slot, struct qmpi_pmpi
     copy->memfd = -1;
     if (qmpi_pmpi_check_imports(elf, slot, patch, &npatch, renamed, why) != 0)
         goto out;
-    shared = qmpi_elf_shared_string(elf, patch, npatch, renamed);
-    if (shared != NULL) {
-        qmpi_why(why, "cannot rename its PMPI_ imports: their names share bytes with %s", shared);
-        goto out;
-    }
+    qmpi_keep_shared_names(elf, patch, &npatch, renamed);
     copy->memfd = qmpi_private_copy(elf, name, sizeof name);
     if (copy->memfd < 0) {
         qmpi_why(why, "cannot make a private copy of it: %s", strerror(errno));
@@ -183,6 +275,8 @@ static int qmpi_pmpi_load(const struct qmpi_elf *elf, int slot, struct qmpi_pmpi
         qmpi_why(why, "cannot load its private copy: %s", dlerror());
         goto out;
     }
+    if (qmpi_pmpi_rebind(copy, map, why) != 0)
+        goto out;
     copy->own = (void **)qmpi_alloc(NUM_MPI_FUNCS, sizeof *copy->own);
     for (i = 1; i < elf->nsymbols; i++) {
         const ElfW(Sym) *symbol = &elf->symbols[i];

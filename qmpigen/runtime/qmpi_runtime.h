@@ -64,6 +64,7 @@
 QMPI_HIDDEN void qmpi_fatal(const char *message) __attribute__((noreturn));
 QMPI_HIDDEN void qmpi_fatalf(const char *format, ...) __attribute__((format(printf, 1, 2), noreturn));
 QMPI_HIDDEN void qmpi_write_error(const char *format, va_list args) __attribute__((format(printf, 1, 0)));
+QMPI_HIDDEN void qmpi_write_warning(const char *format, va_list args) __attribute__((format(printf, 1, 0)));
 QMPI_HIDDEN void qmpi_warnf(const char *format, ...) __attribute__((format(printf, 1, 2)));
 QMPI_HIDDEN size_t qmpi_escape(char *out, const char *text, size_t length);
 QMPI_HIDDEN const char *qmpi_file_kind(unsigned int mode);
@@ -158,6 +159,45 @@ QMPI_HIDDEN int qmpi_elf_copy(const struct qmpi_elf *elf, int fd);
 /* The enumeration index of an MPI function's name, or -1 (generated: qmpi_pmpi.c). */
 QMPI_HIDDEN int qmpi_function_index(const char *name);
 
+/* What makes a library an MPI library rather than a tool that defines some PMPI_
+ * functions (Darshan aliases its wrappers as PMPI_X, Recorder defines PMPI_Init): an
+ * implementation defines the C PMPI_ function of (nearly) every MPI function, at least
+ * this many (MPI-2 has over 280; MPICH 5 defines 700, Open MPI 5 468); a tool only what
+ * it wraps (Darshan 3.5: 48). Counted by name (qmpi_is_c_pmpi), not by enumeration, so
+ * that a core made for a few functions judges alike. */
+#define QMPI_MPI_LIBRARY_PMPI 200
+/* A C binding's PMPI_ name ("PMPI_Send"), not a Fortran one (PMPI_SEND, pmpi_send_). */
+QMPI_HIDDEN int qmpi_is_c_pmpi(const char *name);
+
+/* loaded.c: an object the dynamic linker has loaded, read in memory from its program
+ * headers (dl_iterate_phdr); every table bounded by its loaded segments. */
+struct qmpi_object {
+    const char *name; /* as the dynamic linker names it; "" for the main program */
+    uintptr_t base;   /* load bias */
+    uintptr_t low, high;
+    uintptr_t relro_low, relro_high; /* read-only after relocation */
+    const ElfW(Phdr) * segments;
+    size_t nsegments;
+    const ElfW(Dyn) * dynamic;
+    size_t ndynamic;
+    const ElfW(Sym) * symbols;
+    size_t nsymbols;
+    const char *strings;
+    size_t strings_size;
+    const ElfW(Rela) * relocations[2]; /* DT_RELA, DT_JMPREL */
+    size_t nrelocations[2];
+};
+/* The address a reference to `name` (its symbol `symbol` in the object) is to hold from
+ * now on, or NULL to leave it as the dynamic linker bound it. */
+typedef void *(*qmpi_rebind_fn)(const char *name, const ElfW(Sym) * symbol, void *data);
+struct dl_phdr_info; /* <link.h> declares it with _GNU_SOURCE only */
+QMPI_HIDDEN int qmpi_loaded_read(const struct dl_phdr_info *info, struct qmpi_object *object);
+QMPI_HIDDEN int qmpi_loaded_at(const void *address, struct qmpi_object *object);
+QMPI_HIDDEN const char *qmpi_loaded_name(const struct qmpi_object *object, size_t index);
+QMPI_HIDDEN void *qmpi_loaded_lookup(const struct qmpi_object *object, const char *name);
+QMPI_HIDDEN size_t qmpi_loaded_count(const struct qmpi_object *object, int (*wanted)(const char *name));
+QMPI_HIDDEN int qmpi_loaded_rebind(const struct qmpi_object *object, qmpi_rebind_fn target, void *data, char *why);
+
 /* ==== part 2: with the MPI (qmpi_internal.h includes qmpi.h, then this) =============== */
 #ifdef QMPI_CORE_BUILD
 
@@ -191,6 +231,7 @@ struct qmpi_pmpi_copy {
     int slot;       /* 0 .. QMPI_PMPI_SLOTS-1 */
     int symbolic;   /* -Bsymbolic or protected MPI_X: its own calls bypass the levels above */
     double load_ms; /* time to check, copy, patch and load it */
+    uintptr_t low, high; /* where the copy is loaded: its dlsym calls come from there */
     void **own;     /* per function: the copy's own MPI_X, or NULL */
 };
 
@@ -223,8 +264,42 @@ QMPI_HIDDEN extern int qmpi_recording;
 QMPI_HIDDEN extern __thread va_list *qmpi_variadic_tail __attribute__((tls_model("initial-exec")));
 QMPI_HIDDEN int qmpi_build_chain(void);
 
+/* neighbours.c: the loaded objects in load order, as the core sees them. */
+#define QMPI_MAX_OUTER 16
+struct qmpi_survey {
+    int stop_at_core; /* the walk ends at the core (at load: only what comes ahead of it) */
+    int core_found;
+    struct qmpi_object core;
+    int nmpi; /* MPI libraries (QMPI_MPI_LIBRARY_PMPI); the first two are kept */
+    struct qmpi_object mpi[2];
+    int mpi_ahead; /* the first of them comes before the core */
+    int nouter;    /* objects before the core that define MPI functions of the enumeration */
+    struct qmpi_object outer[QMPI_MAX_OUTER];
+    int inner; /* an object between the core and the MPI defines some */
+};
+QMPI_HIDDEN void qmpi_survey(struct qmpi_survey *survey, int stop_at_core);
+QMPI_HIDDEN void qmpi_follow_inner(const struct qmpi_survey *survey);
+QMPI_HIDDEN extern int (*qmpi_own_comm_rank)(MPI_Comm comm, int *rank);
+QMPI_HIDDEN void qmpi_inner_names(char *out, size_t size);
+QMPI_HIDDEN void qmpi_rebind_downward(const struct qmpi_object *object, const char *what);
+QMPI_HIDDEN void qmpi_rebind_library_downward(void *handle, const char *what);
+QMPI_HIDDEN void qmpi_check_neighbours(void);
+QMPI_HIDDEN void qmpi_say_load_notes(void);
+QMPI_HIDDEN int qmpi_launched(void); /* the launcher made this process a rank */
+QMPI_HIDDEN void *qmpi_dl_lookup_for(const char *name);
+QMPI_HIDDEN void qmpi_outer_names(char *out, size_t size);
+QMPI_HIDDEN void qmpi_warn_once_per_job(const char *format, ...) __attribute__((format(printf, 1, 2)));
+/* The core's own entry wrappers by function (NULL for names the MPI defines as macros):
+ * the address of MPI_X seen from inside the core may be a preloaded tool's (generated). */
+QMPI_HIDDEN extern void *const qmpi_entries[NUM_MPI_FUNCS];
+
+/* exit_finalize.c: MPI_Finalize put off to exit handlers by tools (IPM). */
+QMPI_HIDDEN void qmpi_finalize_returned(void);
+QMPI_HIDDEN int qmpi_end_of_finalize(void);
+
 /* identity.c */
-QMPI_HIDDEN void qmpi_check_mpi_library(void);
+QMPI_HIDDEN void qmpi_check_mpi_library(const struct qmpi_survey *survey);
+QMPI_HIDDEN void qmpi_check_mpi_ahead(const struct qmpi_object *mpi);
 
 /* Generated per MPI: qmpi_entry.c, qmpi_exec.c, qmpi_links.c. */
 QMPI_HIDDEN extern void *const qmpi_end_links[NUM_MPI_FUNCS];
@@ -277,6 +352,10 @@ QMPI_HIDDEN void qmpi_report_thread_cap(int rank);
 QMPI_HIDDEN extern int qmpi_warnings; /* a PMPI tool binds its own MPI calls locally */
 QMPI_HIDDEN int qmpi_load_pmpi_tool(const struct qmpi_entry *entry, int level, int *slots);
 QMPI_HIDDEN void qmpi_refuse_found_pmpi_tool(void *handle, const struct qmpi_entry *entry);
+/* The private copy holding `address`, or NULL; the continuation of slot `slot` for
+ * "PMPI_X" or "MPI_X", or NULL if the slots do not continue it (dlsym of a copy). */
+QMPI_HIDDEN const struct qmpi_pmpi_copy *qmpi_pmpi_copy_at(const void *address);
+QMPI_HIDDEN void *qmpi_pmpi_continuation(int slot, const char *name);
 
 /* loading.c: what one tool library (one dlopen handle) offers; shared by its instances. */
 struct qmpi_library {

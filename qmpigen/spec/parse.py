@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import functools
+import hashlib
 import re
 from typing import Any, Dict, List, NamedTuple, Optional, Tuple, Union
 
@@ -17,7 +18,9 @@ import lark
 from lark import Token, Transformer, v_args
 from lark.exceptions import LarkError, UnexpectedInput, VisitError
 
+from qmpigen.cache import cache_dir, read_entry, write_entry
 from qmpigen.errors import Location, QmpigenError
+from qmpigen.escape import printable
 from qmpigen.mpi import groups as group_table
 from qmpigen.mpi.roles import ROLES
 from qmpigen.output.cnames import RESERVED_PREFIX
@@ -47,12 +50,27 @@ GRAMMAR_FILE = "qmpi_tool.lark"
 # symbol (MPICH >= 4 declares QMPI_Send itself) or clash with the core's own names.
 RESERVED_PREFIXES = frozenset({"MPI", "PMPI", "MPIX", "PMPIX", "QMPI", "qmpi", "MPIR", "PMPIR"})
 RESERVED_NAMES = frozenset({"qmpi", "core", "vector", "cell"})
+# What a `core "PATH"` may hold besides letters and digits: nothing make or a shell reads.
+CORE_PATH_PUNCTUATION = "_./+@,=~-"
 
 
 @functools.lru_cache(maxsize=None)
 def parser() -> lark.Lark:
+    """The spec parser; building its tables is most of parsing a small spec, so they are
+    kept in the user's cache (qmpigen.cache), keyed by the grammar and lark's version."""
     grammar = (grammars_dir() / GRAMMAR_FILE).read_text(encoding="utf-8")
-    return lark.Lark(grammar, parser="lalr", lexer="contextual", propagate_positions=True, maybe_placeholders=False)
+    options = dict(parser="lalr", lexer="contextual", propagate_positions=True, maybe_placeholders=False)
+    directory = cache_dir("grammars")
+    if directory is None:
+        return lark.Lark(grammar, **options)
+    key = hashlib.sha256(f"{lark.__version__}\0{sorted(options.items())}\0{grammar}".encode()).hexdigest()
+    path = directory / (key + ".lark")
+    built = read_entry(path, lambda handle: lark.Lark.load(handle))
+    if isinstance(built, lark.Lark):
+        return built
+    built = lark.Lark(grammar, **options)
+    write_entry(path, built.save)
+    return built
 
 
 def parse_spec(text: str, file: str = "<spec>") -> ToolSpec:
@@ -232,6 +250,14 @@ class SpecBuilder(Transformer):
         path = str(children[0])[1:-1]
         if not path:
             raise QmpigenError("the core path is empty", self.at(meta))
+        # The Makefile uses it as a prerequisite and in the shell: no quoting fits both.
+        bad = next((i for i, char in enumerate(path) if not (char.isalnum() or char in CORE_PATH_PUNCTUATION)), None)
+        if bad is not None:
+            raise QmpigenError(
+                f"core path: {printable(repr(path[bad]))} would be read by make or the shell; a core path holds "
+                f"letters, digits and {' '.join(CORE_PATH_PUNCTUATION)}",
+                Location(self.file, children[0].line or 0, (children[0].column or 0) + 1 + bad),
+            )
         return Statement("a second core statement (the first is at {first})", path, self.at(meta))
 
     def group_decl(self, meta, children) -> GroupDecl:
@@ -286,8 +312,7 @@ class SpecBuilder(Transformer):
             if not -(2**63) <= int(str(default)) < 2**63:
                 raise QmpigenError(f"the default of '{name}' does not fit a long long", self.at(default))
             return ArgumentDecl(name, str(int(str(default))), True, self.at(name_token))
-        text = str(default)[1:-1].replace("\\", "\\\\")
-        return ArgumentDecl(name, f'"{text}"', False, self.at(name_token))
+        return ArgumentDecl(name, str(default)[1:-1], False, self.at(name_token))
 
     def code_decl(self, meta, children) -> Code:
         """code_decl: "code" C_CODE"""

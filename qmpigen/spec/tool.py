@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import FrozenSet, Optional, Tuple, Union
 
+from qmpigen.escape import c_string
 from qmpigen.mpi.model import Lifecycle, MpiFunction
 from qmpigen.spec.values import CallMode, ContextSlot
 from qmpigen.spec.variables import CONTEXT_VARS
@@ -71,8 +72,26 @@ class ToolArgument:
     """A tool argument: {tool}_argument_{name}(...) returns it (long long or const char *)."""
 
     name: str
-    default: Optional[str]  # C literal, or None
+    default: Optional[str]  # the spec's value: the string's characters, or the integer; None: none
     is_integer: bool
+
+    @property
+    def shown(self) -> str:
+        """The default as the spec wrote it, for comments."""
+        if self.default is None:
+            return "NULL"
+        return self.default if self.is_integer else f'"{self.default}"'
+
+    @property
+    def c_default(self) -> str:
+        """The default as a C expression of the argument's type: a string is data, whatever
+        its characters (escaped, never spliced into the code)."""
+        if self.default is None:
+            return "NULL"
+        if not self.is_integer:
+            return f'"{c_string(self.default)}"'
+        # -9223372036854775808LL would be the negation of a constant too large for long long.
+        return f"({int(self.default) + 1}LL - 1)" if int(self.default) == -(2**63) else f"{self.default}LL"
 
 
 @dataclass(frozen=True)

@@ -107,7 +107,7 @@ class ArgumentDecl:
     """`argument NAME [= DEFAULT];`: a value from the instance's section of QMPI_CONF."""
 
     name: str
-    default: Optional[str]  # a C literal ("\"prof\"", "1024"), or None (NULL)
+    default: Optional[str]  # the string's characters ("prof") or the integer ("1024"); None: NULL
     is_integer: bool  # the default is an integer: the value is parsed as a long long
     location: Location
 

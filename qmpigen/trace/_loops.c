@@ -1,11 +1,11 @@
 /* qmpigen trace: the merge's loops over calls, built with the package (setup.py:
- * qmpigen.trace._loops, a shared library that qmpigen/trace/loops.py loads with ctypes).
+ * qmpigen/trace/libqmpigen_loops.so, a plain shared library, no Python API, that
+ * qmpigen/trace/loops.py loads with ctypes).
  * Python code costs about a microsecond per value; these loops take a rank file's calls
  * as numpy arrays, one C call per file: OTF2 events through the OTF2 library the otf2
  * package bundles (otf2_out.py), Chrome trace JSON text (perfetto.py), and the walk over
  * a rank file's records (read.py). No record layout is spelled here: the walk is handed
  * the kinds and sizes that qmpigen/trace/layout.py defines. */
-#include <Python.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -58,6 +58,8 @@ typedef int (*io_destroy_fn)(void *, void *, uint64_t, uint32_t);
 typedef int (*io_seek_fn)(void *, void *, uint64_t, uint32_t, int64_t, uint8_t, uint64_t);
 typedef int (*rma_fn)(void *, void *, uint64_t, uint32_t, uint32_t, uint64_t, uint64_t);
 typedef int (*rma_atomic_fn)(void *, void *, uint64_t, uint32_t, uint32_t, uint8_t, uint64_t, uint64_t, uint64_t);
+typedef int (*add_int64_fn)(void *, uint32_t, int64_t);   /* OTF2_AttributeList_AddInt64 */
+typedef int (*add_string_fn)(void *, uint32_t, uint32_t); /* OTF2_AttributeList_AddStringRef */
 struct api {
     time_region_fn enter, leave;
     p2p_fn send, recv;
@@ -77,6 +79,8 @@ struct api {
     rma_fn rma_put, rma_get;
     rma_atomic_fn rma_atomic;
     handle_request_fn rma_complete_blocking, rma_complete_nonblocking;
+    add_int64_fn add_int64;
+    add_string_fn add_string;
 };
 struct calls {
     int64_t n;
@@ -95,6 +99,16 @@ struct completions {
     const uint64_t *request;
     const uint32_t *sender, *comm, *tag;
     const uint64_t *bytes, *recv_bytes;
+};
+/* OTF2 attributes of calls' Enter events (otf2_out.py's attributes of file metadata
+ * calls and derived datatypes), ordered by call: call i's are first[i] to first[i + 1]. */
+struct attributes {
+    int64_t n; /* attributes in all (0: none, and first may be NULL) */
+    const int64_t *first;
+    const uint32_t *ref;   /* the OTF2 Attribute */
+    const uint8_t *string; /* 1: value is an OTF2 String, else an int64 */
+    const int64_t *value;
+    void *list; /* an OTF2_AttributeList: each event written with it empties it */
 };
 
 /* An RMA operation's event: a put, a get, or an atomic of OTF2 type tag - RMA_ATOMIC. */
@@ -193,13 +207,28 @@ static int completion_event(const struct api *f, void *w, const struct completio
     }
 }
 
+/* Call i's attributes put in the list; the list, or NULL when it has none. */
+static void *call_attributes(const struct api *f, const struct attributes *a, int64_t i, int *rc)
+{
+    int64_t j;
+    if (a->n == 0 || a->first[i] == a->first[i + 1])
+        return NULL;
+    for (j = a->first[i]; j < a->first[i + 1]; j++)
+        *rc |= a->string[j] ? f->add_string(a->list, a->ref[j], (uint32_t)a->value[j])
+                            : f->add_int64(a->list, a->ref[j], a->value[j]);
+    return a->list;
+}
+
 /* The number of events written, or -1 - (index of the call whose events failed). */
-int64_t qmpi_write_events(const struct api *f, void *w, const struct calls *c, const struct completions *k)
+int64_t qmpi_write_events(const struct api *f, void *w, const struct calls *c, const struct completions *k,
+                          const struct attributes *a)
 {
     int64_t i, j = 0, events = 0;
     for (i = 0; i < c->n; i++) {
         uint64_t t0 = c->enter[i], t1 = c->leave[i];
-        int rc = f->enter(w, 0, t0, c->region[i]);
+        int rc = 0;
+        void *list = call_attributes(f, a, i, &rc);
+        rc |= f->enter(w, list, t0, c->region[i]);
         events += call_events(f, w, c, i, &rc);
         for (; j < k->n && k->call[j] == i; j++) {
             rc |= completion_event(f, w, k, j, t1);
@@ -358,6 +387,7 @@ struct scan {
     int64_t *completion_at; /* 2 per completion: its offset, the index of the call before it */
     int64_t *other_at;      /* 2 per other record: its offset, the number of calls before it */
     int64_t counts[4];      /* calls, packed calls, completions, others */
+    int64_t capacity[3];    /* with buffers: the calls, completions and others they hold */
 };
 
 struct record_head {
@@ -394,7 +424,9 @@ static int unpack_call(const uint8_t *record, uint16_t size, const struct kinds 
 /* Walks the records from `pos` to `end` and sorts them: calls (whole and packed),
  * completions (after a call) and the rest, for Python (a packed call that does not
  * unpack among them: Python says why). With NULL buffers it only counts. Returns where
- * it stopped: `end`, or the first record whose head cannot be walked (Python says why). */
+ * it stopped: `end`, or the first record whose head cannot be walked (Python says why),
+ * or the first that would not fit in the buffers: the bytes are the counting walk's
+ * (read.py reads a file into memory), but a walk never writes past what it was given. */
 int64_t qmpi_scan_records(const uint8_t *data, int64_t pos, int64_t end, const struct kinds *k, struct scan *s)
 {
     int64_t *n = s->counts;
@@ -406,12 +438,16 @@ int64_t qmpi_scan_records(const uint8_t *data, int64_t pos, int64_t end, const s
             break;
         if (h.kind == k->call && h.size == k->call_size) {
             if (s->calls) {
+                if (n[0] >= s->capacity[0])
+                    break;
                 s->call_offset[n[0]] = pos;
                 memcpy(s->calls + (int64_t)k->call_size * n[0], data + pos, k->call_size);
             }
             n[0]++;
         } else if (h.kind == k->packed && h.size >= k->packed_size && unpack_call(data + pos, h.size, k, NULL)) {
             if (s->calls) {
+                if (n[0] >= s->capacity[0])
+                    break;
                 s->call_offset[n[0]] = pos;
                 unpack_call(data + pos, h.size, k, s->calls + (int64_t)k->call_size * n[0]);
             }
@@ -419,6 +455,8 @@ int64_t qmpi_scan_records(const uint8_t *data, int64_t pos, int64_t end, const s
             n[0]++;
         } else if (h.kind == k->completion && h.size == k->completion_size && n[0] > 0) {
             if (s->calls) {
+                if (n[2] >= s->capacity[1])
+                    break;
                 memcpy(s->completions + (int64_t)k->completion_size * n[2], data + pos, k->completion_size);
                 s->completion_at[2 * n[2]] = pos;
                 s->completion_at[2 * n[2] + 1] = n[0] - 1;
@@ -426,6 +464,8 @@ int64_t qmpi_scan_records(const uint8_t *data, int64_t pos, int64_t end, const s
             n[2]++;
         } else {
             if (s->calls) {
+                if (n[3] >= s->capacity[2])
+                    break;
                 s->other_at[2 * n[3]] = pos;
                 s->other_at[2 * n[3] + 1] = n[0];
             }
@@ -438,16 +478,8 @@ int64_t qmpi_scan_records(const uint8_t *data, int64_t pos, int64_t end, const s
 
 /* The layout of the structs above and of every function's arguments: loops.py refuses
  * a build of another (a stale extension beside newer Python would read out of bounds). */
-#define QMPI_LOOPS_ABI 2
+#define QMPI_LOOPS_ABI 4
 int qmpi_loops_abi(void)
 {
     return QMPI_LOOPS_ABI;
-}
-
-/* A module with no functions: it is imported by nobody, loaded with ctypes. */
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_loops", NULL, -1, NULL, NULL, NULL, NULL, NULL};
-
-PyMODINIT_FUNC PyInit__loops(void)
-{
-    return PyModule_Create(&module);
 }

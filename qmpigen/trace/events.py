@@ -44,7 +44,6 @@ from .otf2_out import (
     OP_IRECV_REQUEST,
     OP_ISEND,
     OP_RECV,
-    OP_RMA,
     OP_RMA_REQUEST,
     OP_SEND,
     OP_SENDRECV,
@@ -58,6 +57,7 @@ from .otf2_out import (
 )
 from .read import CALL_STATUS_BYTES, REQUEST_CANCELLED, REQUEST_FREED, RankFile
 from .requests import lookup
+from .rma import completing_call
 
 FILE_MODE_CREATE, FILE_MODE_EXCLUSIVE = (value for name, value, _ in FILE_MODES[:2])
 IO_CREATION_CREATE, IO_CREATION_EXCLUSIVE = 1, 8  # OTF2_IO_CREATION_FLAG_*
@@ -88,16 +88,31 @@ class FileEvents:
     io_bytes: np.ndarray
 
 
-def _local(g: Gathered, world: np.ndarray, gid_of: np.ndarray) -> np.ndarray:
-    """World ranks -> ranks in each one's communicator (-1: not a member)."""
+def _local(
+    g: Gathered,
+    world: np.ndarray,
+    gid_of: np.ndarray,
+    tables: Optional[Dict[int, Tuple[np.ndarray, np.ndarray]]] = None,
+) -> np.ndarray:
+    """World ranks -> ranks in each one's communicator (-1: not a member); with
+    g.shown_rank, in its OTF2 group (its members with a file)."""
+    tables = g.local_rank if tables is None else tables
     world = world.astype(np.int64)
     result = np.full(len(world), -1, np.int64)
     rows = np.flatnonzero((gid_of >= 0) & (world >= 0) & (world < g.world_size))
     gids = gid_of[rows]
     for gid in np.unique(gids).tolist():
         mine = rows[gids == gid]
-        result[mine] = lookup(*g.local_rank[gid], world[mine])
+        result[mine] = lookup(*tables[gid], world[mine])
     return result
+
+
+def _shown(g: Gathered, world: np.ndarray, gid_of: np.ndarray, local: np.ndarray) -> np.ndarray:
+    """What OTF2 events say of world ranks whose ranks in their communicators are
+    `local`: their ranks in its OTF2 group, NONE32 for a rank without a file."""
+    if g.shown_rank is not g.local_rank:
+        local = _local(g, world, gid_of, g.shown_rank)
+    return np.where(local >= 0, local, NONE32)
 
 
 def _endpoints(n: int, **columns) -> np.ndarray:
@@ -234,10 +249,16 @@ def file_events(
     )
     completion["kind"][:m] = kind
     recv_k, coll_k = recv_done[keep], coll_done[keep]
-    completion["sender"][:m] = np.where(recv_k, source[keep], 0)
+    r = np.flatnonzero(recv_done)
+    sender_world = np.full(len(source), -1, np.int64)
+    for gid in np.unique(done_gid[r]).tolist():
+        mine = r[done_gid[r] == gid]
+        sender_world[mine] = g.member_table[gid][source[mine]]
+    sender = _shown(g, sender_world, done_gid, np.where(recv_done, source, -1))
+    completion["sender"][:m] = np.where(recv_k, sender[keep], 0)
     if m:
-        root = _local(g, rr.peer[kk], rr.comm[kk])
-        completion["sender"][:m] = np.where(coll_k, np.where(root >= 0, root, NONE32), completion["sender"][:m])
+        root = _shown(g, rr.peer[kk], rr.comm[kk], _local(g, rr.peer[kk], rr.comm[kk]))
+        completion["sender"][:m] = np.where(coll_k, root, completion["sender"][:m])
     completion["comm"][:m] = np.where(recv_k | coll_k, p.comm_refs[done_gid[keep]], 0)
     completion["tag"][:m] = np.where(
         recv_k, done["tag"][info.done][keep].astype(np.int64) & NONE32, np.where(coll_k, rr.op[kk] if m else 0, 0)
@@ -258,20 +279,15 @@ def file_events(
     completion["call"][m:] = p_call[pstart]
     completion["request"][m:] = rr.request_id[ps[pstart]]
     completion["kind"][m:] = np.select([p_send[pstart], p_recv[pstart]], [START_ISEND, START_IRECV], START_COLLECTIVE)
-    completion["sender"][m:] = np.maximum(p_peer_local[pstart], 0)
+    completion["sender"][m:] = _shown(g, rr.peer[ps], rr.comm[ps], p_peer_local)[pstart]
     completion["comm"][m:] = p.comm_refs[rr.comm[ps][pstart]]
     completion["tag"][m:] = rr.tag[ps][pstart] & NONE32
     completion["bytes"][m:] = np.maximum(rr.bytes[ps][pstart], 0)
     completion = take(completion, np.argsort(completion["call"], kind="stable"))
-    r = np.flatnonzero(recv_done)
-    sender_world = np.empty(len(r), np.int64)
-    for gid in np.unique(done_gid[r]).tolist():
-        mine = done_gid[r] == gid
-        sender_world[mine] = g.member_table[gid][source[r][mine]]
     receives.append(
         _endpoints(
             len(r),
-            sender=sender_world,
+            sender=sender_world[r],
             receiver=rank,
             comm=done_gid[r],
             tag=done["tag"][info.done][r],
@@ -293,19 +309,24 @@ def file_events(
             rank_file, calls["func"], lambda name, _: semantics.collective_op_value(name), np.int64
         )
         collective = is_collective | is_icollective
-        columns["peer"] = np.where(collective, np.where(root_local >= 0, root_local, NONE32), np.maximum(peer_local, 0))
+        columns["peer"] = np.where(
+            collective, _shown(g, calls["root"], comm_gid, root_local), _shown(g, calls["peer"], comm_gid, peer_local)
+        )
         columns["comm"] = np.where(has_comm, p.comm_refs[comm_gid], NONE32)
         columns["tag"] = np.where(collective, op_of, calls["tag"].astype(np.int64) & NONE32)
         columns["bytes"] = np.maximum(calls["bytes"], 0)
         columns["request"] = request_id
-        columns["recv_peer"] = np.maximum(source_local, 0)
+        columns["recv_peer"] = _shown(g, calls["source"], comm_gid, source_local)
         columns["recv_tag"] = calls["recv_tag"].astype(np.int64) & NONE32
         columns["recv_bytes"] = np.maximum(calls["recv_bytes"], 0)
         receive_only = is_recv & ~is_sendrecv  # OTF2's MpiRecv: the sender, the bytes received
         columns["peer"][receive_only] = columns["recv_peer"][receive_only]
         columns["bytes"][receive_only] = columns["recv_bytes"][receive_only]
         _io_columns(p, rank_file, calls, kinds, comm_gid, started, is_io, io_write, op, columns)
-        _rma_columns(p, rank_file, calls, kinds, started, op, columns)
+        at_syncs = _rma_columns(p, rank_file, calls, kinds, started, op, columns)
+        if len(at_syncs):  # the completions stay ordered by call, as the event loop walks them
+            completion = np.concatenate([completion, at_syncs])
+            completion = take(completion, np.argsort(completion["call"], kind="stable"))
         columns["op"] = op
     io_rows = np.flatnonzero(is_io)
     io_bytes = np.where(
@@ -347,24 +368,44 @@ def _io_columns(p: Pass2, rank_file, calls, kinds, comm_gid, started, is_io, io_
     )
 
 
-def _rma_columns(p: Pass2, rank_file, calls, kinds, started, op, columns) -> None:
-    """One-sided operations on their merged window (an OTF2 RmaWin): put, get or atomic."""
+def _rma_columns(p: Pass2, rank_file, calls, kinds, started, op, columns) -> np.ndarray:
+    """One-sided operations on their merged window (an OTF2 RmaWin): put, get or atomic;
+    the completions (COMPLETION_FIELDS) of those without a request, in the calls that
+    complete them (qmpigen.trace.rma; none where the trace shows no such call)."""
+    done = np.zeros(0, [(name, dtype) for name, dtype in COMPLETION_FIELDS])
     rows = np.flatnonzero(kinds(semantics.RMA) & (calls["window"] >= 0) & (calls["peer"] >= 0))
     if not len(rows):
-        return
+        return done
     tables = p.g.window_tables.get(rank_file.rank, (np.zeros(0, np.int64), np.zeros(0, np.int64)))
     gid = lookup(*tables, calls["window"][rows])
     rows, gid = rows[gid >= 0], gid[gid >= 0]
     if not len(rows):
-        return
+        return done
     comm = np.array([p.g.window_comm[int(w)] for w in gid.tolist()], np.int64)
-    target = _local(p.g, calls["peer"][rows], comm)
+    target = _shown(p.g, calls["peer"][rows], comm, _local(p.g, calls["peer"][rows], comm))
     columns["comm"][rows] = [_window_ref(p, int(w)) for w in gid.tolist()]
-    columns["peer"][rows] = np.maximum(target, 0)
+    columns["peer"][rows] = target
     put, get = kinds({"rma_put"})[rows], kinds({"rma_get"})[rows]
     atomic = semantics.per_call(
         rank_file, calls["func"][rows], lambda name, _: RMA_ATOMIC + semantics.rma_atomic_type(name), np.int64
     )
     columns["tag"][rows] = np.select([put, get], [RMA_PUT, RMA_GET], atomic)
     columns["request"][rows] = np.where(started[rows], columns["request"][rows], BLOCKING_IO | rows.astype(np.uint64))
-    op[rows] = np.where(started[rows], OP_RMA_REQUEST, OP_RMA)
+    op[rows] = OP_RMA_REQUEST  # its completion, if any, where it completes
+    scope = semantics.per_call(rank_file, calls["func"], lambda name, _: semantics.RMA_COMPLETES.get(name, 0), np.int64)
+    syncs = np.flatnonzero((scope > 0) & (calls["window"] >= 0))
+    blocking = ~started[rows]
+    at = completing_call(
+        rows[blocking],
+        calls["window"][rows[blocking]],
+        calls["peer"][rows[blocking]],
+        syncs,
+        calls["window"][syncs],
+        calls["peer"][syncs],
+        scope[syncs],
+    )
+    completed = rows[blocking][at >= 0]
+    done = np.zeros(len(completed), done.dtype)
+    done["call"], done["kind"] = at[at >= 0], COMPLETE_RMA
+    done["request"], done["comm"] = columns["request"][completed], columns["comm"][completed]
+    return done

@@ -72,6 +72,7 @@ class FileInfo:
     # the timeline's axis (ticks): the last leave, the end of MPI_Init and the start of
     # MPI_Finalize (None if the file has none)
     last_leave: int = 0
+    completions: int = 0  # pass 2 reads the file again: the same counts, or it changed since
     init_leave: Optional[int] = None
     finalize_enter: Optional[int] = None
     # the file's request starts: its Isend/Irecv calls (call index) then the persistent
@@ -105,6 +106,8 @@ def _pass1(path: Path, report: MergeReport, members: Dict[Tuple[int, ...], Tuple
         return None
     rank_file.comms = {comm_id: members.setdefault(ranks, ranks) for comm_id, ranks in rank_file.comms.items()}
     calls = rank_file.calls
+    if rank_file.changed:
+        report.note(path.name, rank_file.changed)
     if rank_file.problem:
         report.note(path.name, f"{rank_file.problem}; merged the {len(calls)} calls before it")
     info = FileInfo(
@@ -133,6 +136,7 @@ def _pass1(path: Path, report: MergeReport, members: Dict[Tuple[int, ...], Tuple
     info.inits = np.zeros(len(inits), START_DTYPE)
     info.inits["handle"], info.inits["time"] = calls["request"][inits], calls["leave"][inits].astype(np.int64)
     fill_start(info.inits, rank_file, calls, inits)
+    info.completions = len(done)
     info.done = np.flatnonzero(done["flags"] & REQUEST_STARTED == 0)
     info.done_handle = done["request"][info.done]
     info.done_time = calls["leave"][done["call"][info.done]].astype(np.int64)
@@ -233,6 +237,10 @@ class Gathered:
     comm_keys: Any
     members: Any
     local_rank: Dict[int, Tuple[np.ndarray, np.ndarray]]
+    # per merged communicator, its members with a file (its OTF2 group) and the table of
+    # their ranks in it (local_rank itself when every member has a file)
+    shown: Dict[int, Tuple[int, ...]]
+    shown_rank: Dict[int, Tuple[np.ndarray, np.ndarray]]
     comm_tables: Dict[int, Tuple[np.ndarray, np.ndarray]]
     to_ns: Any
     aligned: Any
@@ -268,6 +276,16 @@ def _windows(by_rank, global_comm: Dict[Tuple[int, int], int]) -> Tuple[Dict, Di
             pairs.append((local_id, gid))
         tables[rank] = (np.array([p[0] for p in pairs], np.int64), np.array([p[1] for p in pairs], np.int64))
     return tables, window_comm
+
+
+def _rank_tables(members: Dict[int, Tuple[int, ...]]) -> Dict[int, Tuple[np.ndarray, np.ndarray]]:
+    """World rank -> rank in the communicator, per merged communicator: sorted members."""
+    tables = {}
+    for gid, ranks in members.items():
+        world = np.array(ranks, np.int64)
+        order = np.argsort(world, kind="stable")
+        tables[gid] = (world[order], order.astype(np.int64))
+    return tables
 
 
 def gather(directory: Path, paths: List[Path], report: MergeReport) -> Gathered:
@@ -313,6 +331,7 @@ def gather(directory: Path, paths: List[Path], report: MergeReport) -> Gathered:
     for rank in sorted(comm_defs):
         comms = comm_defs[rank]
         seen: Dict[Tuple[int, ...], int] = defaultdict(int)
+        bad = []
         for local_id in sorted(comms):
             ranks = comms[local_id]
             if ranks not in checked:
@@ -321,21 +340,23 @@ def gather(directory: Path, paths: List[Path], report: MergeReport) -> Gathered:
                     unique if len(unique) == len(ranks) and all(0 <= r < world_size for r in unique) else frozenset()
                 )
             if rank not in checked[ranks]:
-                report.notes.append(
-                    f"rank {rank}: communicator {local_id} names ranks outside the world or twice; "
-                    "its calls merged without it"
-                )
+                bad.append(local_id)
                 continue
             key = (ranks, seen[ranks])
             seen[ranks] += 1
             global_comm[(rank, local_id)] = comm_keys.setdefault(key, len(comm_keys))
+        if bad:  # one line per rank, however many
+            report.notes.append(
+                f"rank {rank}: {len(bad)} communicator{'s' if len(bad) > 1 else ''} (first: {bad[0]}) "
+                "name ranks outside the world or twice; their calls merged without them"
+            )
     members = {gid: key[0] for key, gid in comm_keys.items()}
-    # world rank -> rank in the communicator, per merged communicator: sorted members
-    local_rank = {}
-    for gid, ranks in members.items():
-        world = np.array(ranks, np.int64)
-        order = np.argsort(world, kind="stable")
-        local_rank[gid] = (world[order], order.astype(np.int64))
+    local_rank = _rank_tables(members)
+    # the OTF2 archive has a location for each rank with a file, not for every rank a
+    # communicator names (a claim: 8,000 of them cost 16,000 files): its groups list the
+    # members with a file, and its events count ranks among those
+    shown = {gid: tuple(r for r in ranks if r in by_rank) for gid, ranks in members.items()}
+    shown_rank = local_rank if shown == members else _rank_tables(shown)
     comm_tables = _comm_tables(by_rank, global_comm)
     to_ns = {rank: ticks_to_ns(files) for rank, files in by_rank.items()}
     aligned = {}
@@ -362,6 +383,8 @@ def gather(directory: Path, paths: List[Path], report: MergeReport) -> Gathered:
         comm_keys=comm_keys,
         members=members,
         local_rank=local_rank,
+        shown=shown,
+        shown_rank=shown_rank,
         comm_tables=comm_tables,
         to_ns=to_ns,
         aligned=aligned,

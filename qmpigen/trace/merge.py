@@ -13,6 +13,7 @@ joins them when the trace has I/O."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from collections import defaultdict
@@ -25,12 +26,19 @@ import matplotlib  # noqa: F401
 import numpy as np
 import otf2  # noqa: F401
 
+from qmpigen.output.write import current_umask
+
+from .attributes import call_attributes
 from .clocks import axis_span
 from .gather import MergeError, MergeReport, gather
 from .heap import arrays_from_the_heap
 from .layout import CALL
 from .match import EndpointSpill, match, take
+from .otf2_out import OTHER_REGION
+from .outdir import check_output, swap_in, write_marker
 from .read import (
+    RankFile,
+    TraceFileError,
     iter_level,
     levels_in,
     read_rank_file,
@@ -55,6 +63,7 @@ def _datatype_lines(datatypes: Dict[Tuple[str, int, int, int], Set[int]]) -> str
 def merge(directory: Path, out: Path, level: Optional[int] = None, outputs: FrozenSet[str] = OUTPUTS) -> MergeReport:
     if not directory.is_dir():
         raise MergeError(f"{directory}: no such directory")
+    check_output(directory, out)  # before any work: what OUT may be (qmpigen.trace.outdir)
     archive_box: List = []
     try:
         with arrays_from_the_heap():
@@ -87,7 +96,9 @@ def _merge(directory: Path, out: Path, level: Optional[int], outputs: FrozenSet[
 
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=str(out.parent.resolve())))
     try:
-        located = sorted(set(by_rank) | {r for ranks in members.values() for r in ranks})
+        os.chmod(staging, 0o777 & ~current_umask())  # mkdtemp's is private; the output is the user's like any directory
+        write_marker(staging)
+        located = sorted(by_rank)  # a location per rank with a file (qmpigen.trace.gather: Gathered.shown)
         archive = Otf2Writer(staging, located, hosts, threads) if "otf2" in outputs else None
         if archive is not None:
             archive_box.append(archive)
@@ -99,7 +110,7 @@ def _merge(directory: Path, out: Path, level: Optional[int], outputs: FrozenSet[
         comm_refs = np.full(len(members) + 1, 0xFFFFFFFF, np.int64)  # index -1: none
         if archive is not None:
             for gid in sorted(members):
-                comm_refs[gid] = archive.comm(gid, members[gid], comm_names[gid])._ref
+                comm_refs[gid] = archive.comm(gid, g.shown[gid], comm_names[gid])._ref
         stream = open(staging / "trace.json", "wb") if "json" in outputs else None
         json_out = PerfettoWriter(stream) if stream is not None else None
         timeline = Timeline(world_size, [(f.head.rank, f.head.thread) for f in infos if f.calls])
@@ -109,7 +120,9 @@ def _merge(directory: Path, out: Path, level: Optional[int], outputs: FrozenSet[
         datatypes: Dict[Tuple[str, int, int, int], Set[int]] = defaultdict(set)
         # pass 2: events, one file at a time, in rank order
         for info in infos:
-            rank_file = read_rank_file(info.head.path)
+            rank_file = _read_again(info, report)
+            if rank_file is None:
+                continue
             calls = rank_file.calls[: info.calls]
             rank, thread = rank_file.rank, rank_file.thread
             n = len(calls)
@@ -130,11 +143,12 @@ def _merge(directory: Path, out: Path, level: Optional[int], outputs: FrozenSet[
             if n > 1:
                 enter[1:] = np.maximum(enter[1:], np.maximum.accumulate(leave)[:-1])
             leave = np.maximum(leave, enter)
-            # functions: the file's codes -> timeline indices (one name table for all)
-            code_max = max(rank_file.functions) + 1
-            to_index = np.zeros(code_max, np.int64)
-            for code, name in rank_file.functions.items():
-                to_index[code] = timeline.function_index(name)
+            # functions: the file's codes -> timeline indices (one name table for all), for
+            # the functions called only (a file may define thousands it never calls)
+            called = np.unique(calls["func"]).tolist()
+            to_index = np.zeros(max(rank_file.functions) + 1, np.int64)
+            for code in called:
+                to_index[code] = timeline.function_index(rank_file.functions[code])
             func = to_index[calls["func"]]
             names = timeline.functions
             comm_gid = lookup(*comm_tables[rank], calls["comm"])
@@ -155,10 +169,12 @@ def _merge(directory: Path, out: Path, level: Optional[int], outputs: FrozenSet[
             spill.add(1, found.receives)
             if archive is not None and found.columns is not None:
                 region_of = np.zeros(len(names), np.int64)
-                for code, name in rank_file.functions.items():  # regions of the functions called only
-                    region_of[to_index[code]] = archive.region(name, rank_file.kinds.get(code, "other"))._ref
+                for code in called:  # regions of the functions called only
+                    region = archive.region(rank_file.functions[code], rank_file.kinds.get(code, "other"))
+                    region_of[to_index[code]] = region._ref
                 found.columns["region"] = region_of[func]
-                report.otf2_events += archive.write_events(rank, thread, found.columns, found.completion)
+                attributes = call_attributes(archive, rank_file, calls)
+                report.otf2_events += archive.write_events(rank, thread, found.columns, found.completion, attributes)
             if json_out is not None:
                 json_out.track(rank, thread, rank_file.host)
                 args = {name: calls[name] for name in ARG_FIELDS}
@@ -183,6 +199,12 @@ def _merge(directory: Path, out: Path, level: Optional[int], outputs: FrozenSet[
             stream.close()
             report.json_events = json_out.events
         if archive is not None:
+            if archive.regions_shared:
+                report.notes.append(
+                    f"the trace names {len(archive.regions) - 1 + len(archive.regions_shared)} functions: traces.otf2 "
+                    f"has a region for {len(archive.regions) - 1}, the calls of the other "
+                    f"{len(archive.regions_shared)} are in one, {OTHER_REGION!r}"
+                )
             archive.close(min(f.head.realtime_origin_ns for f in infos) / 1e9)
             report.otf2_mode = archive.bulk_mode
         report.messages = timeline.matched
@@ -194,13 +216,35 @@ def _merge(directory: Path, out: Path, level: Optional[int], outputs: FrozenSet[
                 staging / "timeline.png",
                 f"{program}: {world_size} ranks, {report.events} calls, {report.messages} messages",
             )
-        if out.exists():
-            shutil.rmtree(out)
-        staging.rename(out)
+        swap_in(staging, directory, out)
     finally:
         if staging.exists():
             shutil.rmtree(staging, ignore_errors=True)
     return report
+
+
+def _read_again(info, report: MergeReport) -> Optional[RankFile]:
+    """Pass 2's read of a file: the one pass 1 read (same identity and records), or None
+    and a line (a run writing into the directory: the file must not change between the
+    passes, pass 1's counts index pass 2's calls)."""
+    try:
+        rank_file = read_rank_file(info.head.path)
+    except TraceFileError as exc:
+        why = str(exc)
+    else:
+        size, now = info.head.identity[2], rank_file.identity[2]
+        if rank_file.identity != info.head.identity:
+            why = f"{size} bytes, now {now}" if size != now else "written again"
+        elif len(rank_file.calls) < info.calls or len(rank_file.completions) != info.completions:
+            why = "its records differ"
+        else:
+            return rank_file
+    report.note(
+        info.head.path.name,
+        f"changed since the merge first read it ({why}; a run writing into the directory?): "
+        f"its {info.calls} calls not merged",
+    )
+    return None
 
 
 def run(directory: Path, out: Path, level: Optional[int], echo) -> int:

@@ -39,8 +39,9 @@ from .otf2_out import (
 )
 
 
-def write_python(lib, handle: int, columns, done) -> int:
-    """_loops.c's loop through ctypes, where the extension was not built."""
+def write_python(lib, handle: int, columns, done, given=(), attribute_list=None) -> int:
+    """_loops.c's loop through ctypes, where the extension was not built. `given`: the
+    ATTRIBUTE_FIELDS arrays of the calls' attributes (empty: none), put in attribute_list."""
     u32, u64, u8, i64, vp = ctypes.c_uint32, ctypes.c_uint64, ctypes.c_uint8, ctypes.c_int64, ctypes.c_void_p
     p2p, ip2p = [vp, vp, u64, u32, u32, u32, u64], [vp, vp, u64, u32, u32, u32, u64, u64]
     signatures = {
@@ -74,6 +75,19 @@ def write_python(lib, handle: int, columns, done) -> int:
         function = getattr(lib, f"OTF2_EvtWriter_{name}")
         function.argtypes, function.restype = argtypes, ctypes.c_int
         f[name] = function
+    add_int64, add_string = lib.OTF2_AttributeList_AddInt64, lib.OTF2_AttributeList_AddStringRef
+    add_int64.argtypes, add_string.argtypes = [vp, u32, i64], [vp, u32, u32]
+    first, ref, string, value = (col.tolist() for col in given) if len(given) else ([], [], [], [])
+
+    def attributes(i: int) -> Tuple[int, object]:
+        """Call i's attributes put in the list: a status and the list, or None when it has none."""
+        if not first or first[i] == first[i + 1]:
+            return 0, None
+        rc = 0
+        for j in range(first[i], first[i + 1]):
+            rc |= (add_string if string[j] else add_int64)(attribute_list, ref[j], value[j])
+        return rc, attribute_list
+
     c = dict(zip([name for name, _ in CALL_FIELDS], (col.tolist() for col in columns)))
     k = dict(zip([name for name, _ in COMPLETION_FIELDS], (col.tolist() for col in done)))
 
@@ -155,7 +169,8 @@ def write_python(lib, handle: int, columns, done) -> int:
     events, j, m = 0, 0, len(k["call"])
     for i in range(len(c["enter"])):
         t1 = c["leave"][i]
-        rc = f["Enter"](handle, None, c["enter"][i], c["region"][i])
+        rc, listed = attributes(i)
+        rc |= f["Enter"](handle, listed, c["enter"][i], c["region"][i])
         rc_call, n = call_events(i)
         rc |= rc_call
         events += n

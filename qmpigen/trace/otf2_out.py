@@ -12,8 +12,9 @@ same loop runs in Python through ctypes (slower; `bulk_mode` says which ran)."""
 from __future__ import annotations
 
 import ctypes
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Set, Tuple
 
 import numpy as np
 import otf2
@@ -25,6 +26,7 @@ from otf2.enums import (
     LocationType,
     Paradigm,
     RegionRole,
+    Type,
 )
 
 from . import loops, semantics
@@ -67,6 +69,7 @@ RMA_PUT, RMA_GET, RMA_ATOMIC = 0, 1, 2  # an RMA call's tag: RMA_ATOMIC + OTF2 R
 # each), so memory does not grow with the number of locations.
 CHUNK_BYTES = 256 * 1024
 IO_MODE_READ, IO_MODE_WRITE = 0, 1  # OTF2_IO_OPERATION_MODE_*
+MAX_REGIONS, OTHER_REGION = 2048, "(other functions)"
 IO_FLAG_NON_BLOCKING, IO_FLAG_COLLECTIVE = 1, 2  # OTF2_IO_OPERATION_FLAG_*
 
 
@@ -174,6 +177,8 @@ class _Api(ctypes.Structure):
             "rma_atomic",
             "rma_complete_blocking",
             "rma_complete_nonblocking",
+            "add_int64",
+            "add_string",
         )
     ]
 
@@ -184,6 +189,26 @@ class _Calls(ctypes.Structure):
 
 class _Completions(ctypes.Structure):
     _fields_ = [("n", ctypes.c_int64)] + [(name, ctypes.c_void_p) for name, _ in COMPLETION_FIELDS]
+
+
+ATTRIBUTE_LISTS = ("AddInt64", "AddStringRef")  # OTF2_AttributeList_*: _Api's add_int64, add_string
+ATTRIBUTE_FIELDS = (("first", "<i8"), ("ref", "<u4"), ("string", "u1"), ("value", "<i8"))
+
+
+class _Attributes(ctypes.Structure):
+    _fields_ = [("n", ctypes.c_int64)] + [(name, ctypes.c_void_p) for name, _ in ATTRIBUTE_FIELDS + (("list", ""),)]
+
+
+@dataclass(frozen=True)
+class CallAttributes:
+    """OTF2 attributes of a location's calls (their Enter events), ordered by call: call i's
+    are first[i] to first[i + 1] (first: one more than the calls); each an Attribute ref, a
+    value (an int64, or an OTF2 String ref where `string`)."""
+
+    first: np.ndarray
+    ref: np.ndarray
+    string: np.ndarray
+    value: np.ndarray
 
 
 def _otf2_library() -> ctypes.CDLL:
@@ -233,6 +258,7 @@ class Otf2Writer:
             members=[self.rank_locations[rank] for rank in ranks],
         )
         self.regions: Dict[str, object] = {}
+        self.regions_shared: Set[str] = set()  # the functions past MAX_REGIONS, in OTHER_REGION
         self.comms: Dict[int, object] = {}
         self.io_paradigm = None
         self.io_files: Dict[Tuple[str, object], object] = {}
@@ -241,8 +267,19 @@ class Otf2Writer:
         self.bulk = loops.load()
         self.bulk_mode = "C loop" if self.bulk is not None else "ctypes loop"
         self.api = _Api(
-            *(ctypes.cast(getattr(self.lib, f"OTF2_EvtWriter_{name}"), ctypes.c_void_p).value for name in API_FUNCTIONS)
+            *(
+                ctypes.cast(getattr(self.lib, f"OTF2_EvtWriter_{name}"), ctypes.c_void_p).value
+                for name in API_FUNCTIONS
+            ),
+            *(
+                ctypes.cast(getattr(self.lib, f"OTF2_AttributeList_{name}"), ctypes.c_void_p).value
+                for name in ATTRIBUTE_LISTS
+            ),
         )
+        self.lib.OTF2_AttributeList_New.restype = ctypes.c_void_p
+        self.lib.OTF2_AttributeList_Delete.argtypes = [ctypes.c_void_p]
+        self.attribute_list: Optional[int] = self.lib.OTF2_AttributeList_New()
+        self.attributes: Dict[str, int] = {}
         self.first: Optional[int] = None
         self.last: Optional[int] = None
         self.events_written = 0
@@ -263,8 +300,15 @@ class Otf2Writer:
         return self.defs.rma_win(f"window {gid}", comm=comm)
 
     def region(self, func: str, kind: str):
-        """`func`'s region; its role from its kind (semantics.REGION_ROLES)."""
+        """`func`'s region; its role from its kind (semantics.REGION_ROLES). Past MAX_REGIONS
+        names (an MPI has fewer than a thousand functions: a crafted file), one region
+        for the rest (each costs the otf2 package about 0.3 ms)."""
         if func not in self.regions:
+            if len(self.regions) >= MAX_REGIONS:
+                self.regions_shared.add(func)
+                func = OTHER_REGION
+                if func in self.regions:
+                    return self.regions[func]
             role = semantics.region_role(func, kind)
             self.regions[func] = self.defs.region(func, paradigm=Paradigm.MPI, region_role=getattr(RegionRole, role))
         return self.regions[func]
@@ -282,9 +326,28 @@ class Otf2Writer:
             io_file = self.io_files[(name, scope)] = self.defs.io_regular_file(name, scope=scope)
         return self.defs.io_handle(name, file=io_file, io_paradigm=self.io_paradigm, comm=comm)
 
-    def write_events(self, rank: int, thread: int, calls: Mapping[str, np.ndarray], completions: np.ndarray) -> int:
+    def attribute(self, name: str, description: str, string: bool = False) -> int:
+        """The ref of the OTF2 Attribute `name` (int64 values, or strings), defined at its first use."""
+        if name not in self.attributes:
+            kind = Type.STRING if string else Type.INT64
+            self.attributes[name] = self.defs.attribute(name, description=description, type=kind)._ref
+        return self.attributes[name]
+
+    def string(self, text: str) -> int:
+        """The ref of an OTF2 String (an attribute's value)."""
+        return self.defs.strings.get_ref(text)
+
+    def write_events(
+        self,
+        rank: int,
+        thread: int,
+        calls: Mapping[str, np.ndarray],
+        completions: np.ndarray,
+        attributes: Optional[CallAttributes] = None,
+    ) -> int:
         """One location's events: `calls` with CALL_FIELDS (CallColumns, time order),
-        `completions` with COMPLETION_FIELDS (ordered by call)."""
+        `completions` with COMPLETION_FIELDS (ordered by call), their Enter events'
+        `attributes`."""
         n = len(calls["enter"])
         if n == 0:
             return 0
@@ -293,9 +356,19 @@ class Otf2Writer:
         handle = ctypes.cast(writer._handle, ctypes.c_void_p).value or 0  # never NULL: the package checks
         columns = [np.ascontiguousarray(calls[name], dtype) for name, dtype in CALL_FIELDS]
         done = [np.ascontiguousarray(completions[name], dtype) for name, dtype in COMPLETION_FIELDS]
+        given = (
+            []
+            if attributes is None
+            else [np.ascontiguousarray(getattr(attributes, name), dtype) for name, dtype in ATTRIBUTE_FIELDS]
+        )
         if self.bulk is not None:
             c = _Calls(n, *(col.ctypes.data for col in columns))
             k = _Completions(len(completions), *(col.ctypes.data for col in done))
+            a = (
+                _Attributes(len(given[1]), *(col.ctypes.data for col in given), self.attribute_list)
+                if given
+                else _Attributes()
+            )
             function = self.bulk.qmpi_write_events
             function.restype = ctypes.c_int64
             function.argtypes = [
@@ -303,10 +376,11 @@ class Otf2Writer:
                 ctypes.c_void_p,
                 ctypes.POINTER(_Calls),
                 ctypes.POINTER(_Completions),
+                ctypes.POINTER(_Attributes),
             ]
-            written = function(ctypes.byref(self.api), handle, ctypes.byref(c), ctypes.byref(k))
+            written = function(ctypes.byref(self.api), handle, ctypes.byref(c), ctypes.byref(k), ctypes.byref(a))
         else:
-            written = self._write_python(handle, columns, done)
+            written = self._write_python(handle, columns, done, given)
         if written < 0:
             raise RuntimeError(
                 f"the OTF2 library refused the events of call {-1 - written} of rank {rank} thread {thread}"
@@ -332,15 +406,21 @@ class Otf2Writer:
         writer.close()
         writers[location._ref] = _ClosedWriter()
 
-    def _write_python(self, handle: int, columns, done) -> int:
+    def _write_python(self, handle: int, columns, done, given) -> int:
         """_loops.c's loop through ctypes, where the extension was not built."""
         from .otf2_fallback import write_python
 
-        return write_python(self.lib, handle, columns, done)
+        return write_python(self.lib, handle, columns, done, given, self.attribute_list)
+
+    def _free_attribute_list(self) -> None:
+        if self.attribute_list is not None:
+            self.lib.OTF2_AttributeList_Delete(self.attribute_list)
+            self.attribute_list = None
 
     def abandon(self) -> None:
         """After an error: the archive closed quietly (the otf2 package's Writer closes
         itself again when collected, and prints a traceback if that fails)."""
+        self._free_attribute_list()
         writer, self.writer = self.writer, None
         if writer is None:
             return
@@ -362,3 +442,4 @@ class Otf2Writer:
             self.writer._realtime_timestamp = realtime_s
         self.writer.close()
         self.writer = None
+        self._free_attribute_list()

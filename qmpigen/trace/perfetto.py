@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ctypes
 import json
-from typing import IO, Dict, Sequence
+from typing import IO, Dict, List, Sequence
 
 import numpy as np
 
@@ -57,6 +57,11 @@ class PerfettoWriter:
         self.events = 0  # trace events written: slices, flow starts and ends, metadata
         self.buffer = np.empty(0, np.uint8)  # the C loops' text, reused
         self.native = loops.load()
+        # the function names as JSON strings for the C loop, encoded as they come (the list
+        # only grows; encoding all of it per chunk cost files x names)
+        self.encoded: List[bytes] = []
+        self.c_names = (ctypes.c_char_p * 0)()
+        self.longest = 0
 
     def _native_write(self, function: str, n: int, per_call: int, *args) -> None:
         """Runs a C loop of _loops.c over n items and writes its text."""
@@ -164,8 +169,10 @@ class PerfettoWriter:
         self._write(out.tolist())
 
     def _native_slices(self, rank, thread, names, func, enter, leave, args, depth) -> None:
-        encoded = [json.dumps(name).encode() for name in names]
-        c_names = (ctypes.c_char_p * len(encoded))(*encoded)
+        if len(self.encoded) < len(names):
+            self.encoded += [json.dumps(name).encode() for name in names[len(self.encoded) :]]
+            self.c_names = (ctypes.c_char_p * len(self.encoded))(*self.encoded)
+            self.longest = max(map(len, self.encoded))
         columns = [np.ascontiguousarray(args[name], np.int64) for name in ARG_FIELDS]
         arg_arrays = (ctypes.c_void_p * len(columns))(*(c.ctypes.data for c in columns))
         arg_names = (ctypes.c_char_p * len(ARG_FIELDS))(*(name.encode() for name in ARG_FIELDS))
@@ -174,8 +181,8 @@ class PerfettoWriter:
         self._native_write(
             "qmpi_json_slices",
             len(func),
-            SLICE_TEXT + max(map(len, encoded)),
-            c_names,
+            SLICE_TEXT + self.longest,
+            self.c_names,
             ctypes.c_void_p(func.ctypes.data),
             ctypes.c_void_p(enter.ctypes.data),
             ctypes.c_void_p(leave.ctypes.data),

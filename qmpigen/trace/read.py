@@ -1,7 +1,8 @@
 """Reading rank files (docs/trace-format.md): validated, one file at a time, into numpy.
 
-A file is read whole into one bytes object; its call records become one structured
-array, with no Python work per call: runs of consecutive call records (the bulk of any
+A file is read whole into private memory (snapshot.py: a file rewritten while the merge
+reads it cannot change under the walks); its call records become one structured array,
+with no Python work per call: runs of consecutive call records (the bulk of any
 file) are found and validated with numpy, and only the other records (definitions,
 completions, clocks, timers) are walked one by one. A file that ends inside a record,
 or holds a record that makes no sense, gives the records before the fault and a
@@ -11,8 +12,6 @@ one-line reason; a file without a valid header gives nothing.
 from __future__ import annotations
 
 import ctypes
-import mmap
-import os
 import re
 import struct
 from dataclasses import dataclass, field
@@ -22,9 +21,10 @@ from typing import Dict, Iterator, List, Optional, Tuple, Union
 import numpy as np
 
 from . import layout
+from .snapshot import TraceFileError, read_snapshot
 from .tail import Ending, join, read_tail
 
-Data = Union[bytes, bytearray, mmap.mmap]  # a rank file's contents: mapped, or bytes (joined with its tail)
+Data = Union[bytes, bytearray]  # a rank file's contents, read into private memory (joined with its tail's)
 
 # the layout's facts (layout.py), as the reader uses them
 MAGIC = layout.MAGIC
@@ -98,10 +98,6 @@ COMPLETION_DTYPE = np.dtype(
 )
 
 
-class TraceFileError(Exception):
-    """A rank file that cannot be used at all; the message is one line."""
-
-
 @dataclass
 class RankFile:
     """One thread's file of one rank: its header, definitions and calls (file order)."""
@@ -124,6 +120,7 @@ class RankFile:
     kinds: Dict[int, str] = field(default_factory=dict)  # code -> kind (layout.KINDS)
     comms: Dict[int, Tuple[int, ...]] = field(default_factory=dict)  # id -> world ranks
     comm_parts: Dict[int, Dict[int, Tuple[int, ...]]] = field(default_factory=dict)  # id -> first -> members
+    comm_listed: Dict[int, int] = field(default_factory=dict)  # id -> members in its parts so far
     types: Dict[int, Tuple[int, str]] = field(default_factory=dict)  # id -> (size, name or constructor)
     type_shapes: Dict[int, Tuple[str, int, int]] = field(default_factory=dict)  # id -> (constructor, lb, extent)
     windows: Dict[int, int] = field(default_factory=dict)  # id -> communicator id (-1: unknown)
@@ -133,15 +130,13 @@ class RankFile:
     calls: np.ndarray = field(default_factory=lambda: np.empty(0, CALL_DTYPE))
     completions: np.ndarray = field(default_factory=lambda: np.empty(0, COMPLETION_DTYPE))
     problem: Optional[str] = None  # why reading stopped early
+    identity: Tuple[int, ...] = ()  # the file as read (device, inode, size, times): a later read must find it the same
+    changed: Optional[str] = None  # it changed while it was read, and was read again
 
     def drop_events(self) -> None:
         """Keeps the definitions only (pass 1 of the merge)."""
         self.calls = np.empty(0, CALL_DTYPE)
         self.completions = np.empty(0, COMPLETION_DTYPE)
-
-
-def trace_files(directory: Path) -> List[Path]:
-    return sorted(p for p in directory.iterdir() if p.name.endswith(".qtr"))
 
 
 def read_header(data: Data) -> Tuple[int, int, int, int, int, int, int, int]:
@@ -166,17 +161,10 @@ def read_header(data: Data) -> Tuple[int, int, int, int, int, int, int, int]:
 
 def read_rank_file(path: Path) -> RankFile:
     """The file's contents up to its first fault (with its tail file's, if it has one:
-    tail.py); TraceFileError if its header is bad."""
+    tail.py); TraceFileError if its header is bad, if it is not a regular file, or if it
+    kept changing while it was read."""
     tail, tail_note = read_tail(path)  # first: the rank file only grows
-    data: Data
-    try:
-        with open(path, "rb") as stream:
-            # mapped, not copied (a rank file is read twice per merge); an empty file
-            # cannot be mapped
-            size = os.fstat(stream.fileno()).st_size
-            data = mmap.mmap(stream.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
-    except OSError as exc:
-        raise TraceFileError(f"cannot read: {exc.strerror}") from None
+    data, identity, changed = read_snapshot(path)
     data, ending = join(path, tail, data)
     version, rank, thread, level, world_size, realtime, pid, run_id = read_header(data)
     rank_file = RankFile(path, rank, thread, level, world_size, version, realtime, run_id, pid)
@@ -184,7 +172,12 @@ def read_rank_file(path: Path) -> RankFile:
     rank_file.problem = _read_records(data, HEADER.size, rank_file)
     if ending.signal is not None:  # its ticks and ns: one more timer pair
         rank_file.timers.append(ending.signal[3:5])
+    rank_file.identity, rank_file.changed = identity, changed  # after: a read again up to a bad call starts afresh
     return rank_file
+
+
+def trace_files(directory: Path) -> List[Path]:
+    return sorted(p for p in directory.iterdir() if p.name.endswith(".qtr"))
 
 
 def _call_run(data: Data, pos: int, end: int) -> int:
@@ -244,13 +237,14 @@ def _other_record(data: Data, pos: int, kind: int, size: int, out: RankFile) -> 
         ):
             return f"corrupt communicator record at byte {pos}"
         parts = out.comm_parts.setdefault(comm_id, {})
+        listed = out.comm_listed.get(comm_id, 0) - len(parts.get(first, ())) + count
         parts[first] = struct.unpack_from(f"<{count}i", data, tail)
-        listed = sorted(parts.items())
-        if sum(len(m) for _, m in listed) == comm_size:  # complete (its records follow each other)
-            members = tuple(r for _, m in listed for r in m)
-            if [f for f, _ in listed] == list(np.cumsum([0] + [len(m) for _, m in listed[:-1]])):
-                out.comms[comm_id] = members
-            del out.comm_parts[comm_id]
+        out.comm_listed[comm_id] = listed
+        if listed == comm_size:  # complete (its records follow each other): put together once, not per record
+            ordered = sorted(parts.items())
+            if [f for f, _ in ordered] == list(np.cumsum([0] + [len(m) for _, m in ordered[:-1]])):
+                out.comms[comm_id] = tuple(r for _, m in ordered for r in m)
+            del out.comm_parts[comm_id], out.comm_listed[comm_id]
     elif kind == R_TYPE:
         type_id, type_size, named, nints, naddrs, ntypes, combiner, _, lb, extent = values
         name = _string(data, tail, pos + size)
@@ -362,6 +356,7 @@ class _Scan(ctypes.Structure):
         ("completion_at", ctypes.c_void_p),
         ("other_at", ctypes.c_void_p),
         ("counts", ctypes.c_int64 * 4),
+        ("capacity", ctypes.c_int64 * 3),
     ]
 
 
@@ -389,7 +384,15 @@ def _scan_native(lib, data: Data, pos: int, end: int, out: RankFile):
         ("other_at", other_at),
     ):
         setattr(scan, name, array.ctypes.data if array.size else ctypes.addressof(scan))  # not NULL: copy
+    scan.capacity[:] = (n_calls, n_completions, n_others)
     stop = scan_records(buffer, ctypes.c_int64(pos), ctypes.c_int64(end), kinds, ctypes.byref(scan))
+    # the same bytes (a snapshot) walked again give the same records; the capacities guard the buffers
+    n_calls, _, n_completions, n_others = scan.counts
+    raw_completions, completion_at, other_at = (
+        raw_completions[:n_completions],
+        completion_at[:n_completions],
+        other_at[:n_others],
+    )
     problem, cut, cut_at = (_walk_problem(data, stop, end), n_calls, stop) if stop < end else (None, n_calls, end)
     for at, calls_before in other_at.tolist():
         kind, size = RECORD_HEAD.unpack_from(data, at)

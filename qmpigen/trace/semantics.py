@@ -5,11 +5,15 @@ gather.py, merge.py, otf2_out.py and docs/tracing.md's table read these sets."""
 
 from __future__ import annotations
 
+import functools
+import weakref
 from typing import Callable, Dict, FrozenSet, Iterable
 
 import numpy as np
 
+from .layout import KINDS
 from .read import RankFile
+from .rma import SCOPE_TARGET, SCOPE_WINDOW
 
 # blocking point-to-point: the send side at the call's enter, the receive side at its leave
 SENDS: FrozenSet[str] = frozenset({"send", "sendrecv"})
@@ -69,9 +73,14 @@ OTF2_EVENTS: Dict[str, str] = {
     "file_write": "IoOperationBegin (WRITE), IoOperationComplete; nonblocking: IoOperationIssued, Complete in its Wait/Test",
     "file_open": "IoCreateHandle (access mode, creation flags)",
     "file_close": "IoDestroyHandle",
-    "rma_put": "RmaPut, RmaOpCompleteBlocking; Rput: RmaOpCompleteNonBlocking in its Wait/Test",
-    "rma_get": "RmaGet, RmaOpCompleteBlocking; Rget: RmaOpCompleteNonBlocking in its Wait/Test",
-    "rma_atomic": "RmaAtomic (type, bytes sent and received), RmaOpCompleteBlocking",
+    "file_meta": "a region; its arguments as attributes (offset and whence, size, displacement, atomicity)",
+    "type_create": "a region; the datatype's shape as attributes (name, size, lower bound, extent), also on "
+    "each call that names it",
+    "rma_put": "RmaPut; RmaOpCompleteNonBlocking in the synchronisation that completes it (Rput: its Wait/Test)",
+    "rma_get": "RmaGet; RmaOpCompleteNonBlocking in the synchronisation that completes it (Rget: its Wait/Test)",
+    "rma_atomic": "RmaAtomic (type, bytes sent and received); RmaOpCompleteNonBlocking in the synchronisation "
+    "that completes it",
+    "rma_sync": "fence, complete, unlock, flush: RmaOpCompleteNonBlocking of the one-sided operations it completes",
     "completion": "the completion events of the requests it completes",
     "start": "the start events of the persistent requests it starts",
     "request_free": "Cancel: MpiRequestCancelled in the Wait/Test that completes the request",
@@ -123,6 +132,16 @@ def collective_op(name: str) -> str:
 
 # One-sided atomics as OTF2 RmaAtomicType, by base name; the rest of the accumulate family
 # is ACCUMULATE, and a fetching one (Get_accumulate, Fetch_and_op) FETCH_AND_ACCUMULATE.
+# The synchronisations that complete one-sided operations (qmpigen.trace.rma): every
+# operation on the window, or those to the target rank the call names.
+RMA_COMPLETES: Dict[str, int] = {
+    **dict.fromkeys(
+        ("MPI_Win_fence", "MPI_Win_complete", "MPI_Win_unlock_all", "MPI_Win_flush_all", "MPI_Win_flush_local_all"),
+        SCOPE_WINDOW,
+    ),
+    **dict.fromkeys(("MPI_Win_unlock", "MPI_Win_flush", "MPI_Win_flush_local"), SCOPE_TARGET),
+}
+
 RMA_ATOMIC_TYPES = {
     "Accumulate": "ACCUMULATE",
     "Raccumulate": "ACCUMULATE",
@@ -174,6 +193,7 @@ def collective_io(name: str) -> bool:
     return any(part in name for part in COLLECTIVE_IO)
 
 
+@functools.lru_cache(maxsize=None)  # asked per function of each file, for several tables
 def collective_op_value(name: str) -> int:
     """collective_op as OTF2's number (0 for a function that is not a collective)."""
     from otf2.enums import CollectiveOp
@@ -196,7 +216,23 @@ def per_call(rank_file: RankFile, func: np.ndarray, value_of: Callable[[str, str
     return np.where(func < len(table), table[np.minimum(func, len(table) - 1)], 0).astype(dtype)
 
 
+_KIND_TABLE: list = [lambda: None, None]  # the last file's (weak reference, table): one file at a time
+
+
+def _kind_table(rank_file: RankFile) -> np.ndarray:
+    """Code -> the index in KINDS of its function's kind (len(KINDS): a code the file does
+    not name), made once per file rather than per question: a file may name thousands."""
+    if _KIND_TABLE[0]() is not rank_file:
+        table = np.full(max(rank_file.functions, default=0) + 1, len(KINDS), np.int64)
+        for code in rank_file.functions:
+            table[code] = KINDS.index(rank_file.kinds.get(code, "other"))
+        _KIND_TABLE[:] = [weakref.ref(rank_file), table]
+    return _KIND_TABLE[1]
+
+
 def of_kinds(rank_file: RankFile, func: np.ndarray, kinds: Iterable[str]) -> np.ndarray:
     """Per call (its function code), whether its function is of one of these kinds."""
-    wanted = frozenset(kinds)
-    return per_call(rank_file, func, lambda _, kind: kind in wanted, bool)
+    table = _kind_table(rank_file)
+    wanted = np.zeros(len(KINDS) + 1, bool)
+    wanted[[KINDS.index(k) for k in kinds if k in KINDS]] = True
+    return wanted[table[np.minimum(func, len(table) - 1)]] & (func < len(table))

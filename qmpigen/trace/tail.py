@@ -14,7 +14,6 @@ the rank file's first `flushed` bytes are then there whatever the thread did sin
 
 from __future__ import annotations
 
-import mmap
 import os
 import stat
 import struct
@@ -30,7 +29,7 @@ SIGNAL = layout.SIGNAL.layout.format
 MAX_BUFFER = 1 << 30  # the tool's largest buffer (QMPI_TRACE_BUFFER)
 WORD = struct.Struct("<Q")
 LEAVE_AT = 16  # a PACKED_CALL's leave field
-Data = Union[bytes, bytearray, mmap.mmap]  # a rank file's bytes, as read.py has them
+Data = Union[bytes, bytearray]  # a rank file's bytes, as read.py has them
 
 
 @dataclass(frozen=True)

@@ -119,8 +119,9 @@ class Timeline:
         func = func[shown]
         first, last = self.column_span(enter_ns[shown], leave_ns[shown])
         track = self.columns[(rank, thread)]
-        for f in np.unique(func).tolist():
-            mine = func == f
+        order = np.argsort(func, kind="stable")  # grouped by function in one sort (a file may have thousands)
+        for mine in np.split(order, np.flatnonzero(np.diff(func[order])) + 1) if len(order) else ():
+            f = int(func[mine[0]])
             used = _cover(first[mine], last[mine])
             track[f] = track[f] | used if f in track else used
 
@@ -218,20 +219,24 @@ class Timeline:
         return "\n".join(lines) + "\n"
 
     def plot(self, path: Path, title: str) -> None:
+        import matplotlib
         import matplotlib.pyplot as plt
 
-        from .timeline_plot import DPI
+        from .timeline_plot import DPI, plain
 
+        title = plain(title)
         # io.png beside it, made only when the trace has I/O, its time axis under the
-        # timeline's (same width and place) when both fit
-        io = self.io_figure(title) if self.io_totals else None
-        fig = self.figure(title, None if io is None else (io.subplotpars.left, io.subplotpars.right))
-        fig.savefig(path, dpi=DPI, metadata={"Software": None})
-        if io is not None:
-            io.subplots_adjust(left=fig.subplotpars.left, right=fig.subplotpars.right)
-            io.savefig(path.with_name("io.png"), dpi=DPI, metadata={"Software": None})
-            plt.close(io)
-        plt.close(fig)
+        # timeline's (same width and place) when both fit; text drawn as it is, never by
+        # LaTeX (a matplotlibrc's usetex would need it installed)
+        with matplotlib.rc_context({"text.usetex": False}):
+            io = self.io_figure(title) if self.io_totals else None
+            fig = self.figure(title, None if io is None else (io.subplotpars.left, io.subplotpars.right))
+            fig.savefig(path, dpi=DPI, metadata={"Software": None})
+            if io is not None:
+                io.subplots_adjust(left=fig.subplotpars.left, right=fig.subplotpars.right)
+                io.savefig(path.with_name("io.png"), dpi=DPI, metadata={"Software": None})
+                plt.close(io)
+            plt.close(fig)
 
     def figure(self, title: str, margins: Optional[Tuple[float, float]] = None):
         """timeline.png's figure (qmpigen.trace.timeline_plot)."""

@@ -7,7 +7,7 @@ the trace has I/O."""
 from __future__ import annotations
 
 import warnings
-from typing import Dict, List, Optional, Sequence, Tuple, cast
+from typing import Dict, List, Optional, Sequence, Set, Tuple, cast
 
 import numpy as np
 
@@ -20,6 +20,10 @@ MESSAGE_COLOUR = "#202020"
 IO_COLOURS = {False: "#2166ac", True: "#b2182b"}  # is_write -> colour
 IO_LABELS = {False: "I/O lane: read", True: "I/O lane: write"}
 LANE_BACKGROUND = "#f2f2f2"
+# the legend names this many functions at most (those drawn widest); the others share one
+# colour and one entry: 8,192 names made a picture 76,694 pixels tall
+LEGEND_FUNCTIONS = 40
+OTHERS, OTHERS_COLOUR = -1, "#7f7f7f"
 # Init and Finalize bracket the run, long and uninteresting: greys, kept out of the palette
 BOOKENDS = {"MPI_Init": "#d9d9d9", "MPI_Init_thread": "#d9d9d9", "MPI_Finalize": "#b0b0b0"}
 # distinct colours first (tab10, then tab20's light ones, then tab20b and tab20c), greys left out
@@ -39,6 +43,26 @@ def function_colours(names: Sequence[str]) -> Dict[str, str]:
     others = sorted(name for name in names if name not in BOOKENDS)
     colours.update({name: PALETTE[i % len(PALETTE)] for i, name in enumerate(others)})
     return colours
+
+
+def plain(text: str) -> str:
+    """Text from a trace (a program's or a function's name) as matplotlib draws it
+    literally: a pair of `$` would be mathtext, which aborts on what it cannot parse."""
+    return text.replace("$", r"\$")
+
+
+def legend_functions(tl: Timeline) -> Tuple[List[int], List[int]]:
+    """The drawn functions the legend names (by name) and the others: at most
+    LEGEND_FUNCTIONS, those that cover the most pixel columns."""
+    width: Dict[int, int] = {}
+    for columns in tl.columns.values():
+        for f, used in columns.items():
+            width[f] = width.get(f, 0) + int(used.sum())
+    drawn = sorted(width, key=lambda f: tl.functions[f])
+    if len(drawn) <= LEGEND_FUNCTIONS:
+        return drawn, []
+    widest = set(sorted(drawn, key=lambda f: (-width[f], tl.functions[f]))[:LEGEND_FUNCTIONS])
+    return [f for f in drawn if f in widest], [f for f in drawn if f not in widest]
 
 
 class Rows:
@@ -140,10 +164,13 @@ def draw(timeline: Timeline, title: str, margins: Optional[Tuple[float, float]] 
     tracks = sorted(set(tl.columns) | set(io_columns))
     row = {track: i for i, track in enumerate(tracks)}
     rows = Rows(bool(io_columns))
-    drawn = sorted({f for columns in tl.columns.values() for f in columns}, key=lambda f: tl.functions[f])
+    drawn, others = legend_functions(tl)
     colour = function_colours([tl.functions[f] for f in drawn])
     handles: List = [Rectangle((0, 0), 1, 1, color=colour[tl.functions[f]]) for f in drawn]
-    labels = [tl.functions[f] for f in drawn]
+    labels = [plain(tl.functions[f]) for f in drawn]
+    if others:
+        handles.append(Rectangle((0, 0), 1, 1, color=OTHERS_COLOUR))
+        labels.append(f"{len(others)} other functions (summary.txt names them)")
     writes = sorted({w for lanes in io_columns.values() for w in lanes})
     handles += [Rectangle((0, 0), 1, 1, color=IO_COLOURS[w]) for w in writes]
     labels += [IO_LABELS[w] for w in writes]
@@ -157,7 +184,7 @@ def draw(timeline: Timeline, title: str, margins: Optional[Tuple[float, float]] 
     fig, ax = plt.subplots(figsize=(12, height), dpi=DPI)
     lo, hi = tl.lo, tl.hi
     ax.set_xlim(lo, hi)
-    ax.set_ylim(len(tracks) - 0.5, -0.5)
+    ax.set_ylim(max(len(tracks), 1) - 0.5, -0.5)  # no tracks (no calls): still an axis, not a warning
     ax.set_yticks([i + rows.message for i in range(len(tracks))])
     ax.set_yticklabels([f"rank {r}" + (f" t{t}" if t else "") for r, t in tracks])
     if rows.lanes:
@@ -189,11 +216,10 @@ def draw(timeline: Timeline, title: str, margins: Optional[Tuple[float, float]] 
                         )
                     )
 
-    y_calls, h_calls = rows.calls
     add_bars(
-        [(f, row[t] + y_calls, h_calls, *runs(tl.columns[t][f])) for t in tracks for f in tl.columns.get(t, {})],
-        {f: colour[tl.functions[f]] for f in drawn},
-        {f: f"calls {tl.functions[f]}" for f in drawn},
+        call_spans(tl, tracks, rows.calls, set(others)),
+        {f: colour[tl.functions[f]] for f in drawn} | {OTHERS: OTHERS_COLOUR},
+        {f: f"calls {tl.functions[f]}" for f in drawn} | {OTHERS: "calls other functions"},
     )
     if rows.lanes:
         for i in range(len(tracks)):
@@ -209,6 +235,23 @@ def draw(timeline: Timeline, title: str, margins: Optional[Tuple[float, float]] 
         )
     draw_messages(tl, ax, row, rows.message)
     return fig
+
+
+def call_spans(tl: Timeline, tracks, place: Tuple[float, float], others: Set[int]) -> List[Tuple]:
+    """bars()'s spans of the calls: per track, a key per function the legend names, and
+    OTHERS for the columns any of the other functions covers (one span, however many)."""
+    y, height = place
+    spans: List[Tuple] = []
+    for i, track in enumerate(tracks):
+        rest = None
+        for f, used in tl.columns.get(track, {}).items():
+            if f in others:
+                rest = used if rest is None else rest | used
+            else:
+                spans.append((f, i + y, height, *runs(used)))
+        if rest is not None:
+            spans.append((OTHERS, i + y, height, *runs(rest)))
+    return spans
 
 
 def draw_messages(tl: Timeline, ax, row: Dict[Tuple[int, int], int], offset: float) -> None:

@@ -31,7 +31,8 @@ static const char *build(const char *name, const char *flags, const char *source
     return path;
 }
 
-static const char *pmpi_tool, *debug_tool, *verdef_tool, *thesis_tool, *mpi_library, *object_file, *executable;
+static const char *pmpi_tool, *debug_tool, *verdef_tool, *thesis_tool, *mpi_library, *aliasing_tool, *object_file,
+    *executable;
 
 static int kind_of(const char *file, char *why)
 {
@@ -69,6 +70,20 @@ static void refuses(const char *file, const char *expected)
 static void refuses_an_mpi_library(void)
 {
     refuses(mpi_library, "an MPI library");
+}
+
+/* Darshan defines its wrappers as MPI_X and PMPI_X alike: a tool all the same. */
+static void a_tool_defining_a_few_pmpi_functions_is_a_pmpi_tool(void)
+{
+    char why[QMPI_WHY] = "";
+    CHECK(kind_of(aliasing_tool, why) == QMPI_IS_PMPI);
+}
+
+static void tells_c_pmpi_names(void)
+{
+    CHECK(qmpi_is_c_pmpi("PMPI_Send") && qmpi_is_c_pmpi("PMPI_File_write_at") && qmpi_is_c_pmpi("PMPI_T_init_thread"));
+    CHECK(!qmpi_is_c_pmpi("PMPI_SEND") && !qmpi_is_c_pmpi("pmpi_send_") && !qmpi_is_c_pmpi("MPI_Send"));
+    CHECK(!qmpi_is_c_pmpi("PMPI_") && !qmpi_is_c_pmpi("PMPI_X") && !qmpi_is_c_pmpi("__real_PMPI_Send"));
 }
 
 static void refuses_an_object_file(void)
@@ -559,14 +574,31 @@ int main(void)
     }
     thesis_tool = build("libthesis.so", "-shared -fPIC",
                         "char *get_interceptions(int i) { (void)i; return 0; }\nint MPI_Send(void) { return 0; }\n");
-    mpi_library = build("libfakempi.so", "-shared -fPIC",
-                        "int PMPI_Send(void) { return 0; }\nint MPI_Send(void) { return PMPI_Send(); }\n");
+    {
+        /* An MPI library defines the PMPI_ function of every MPI function
+         * (QMPI_MPI_LIBRARY_PMPI of them at least); a tool only what it wraps. */
+        static char source[QMPI_MPI_LIBRARY_PMPI * 64 + 256];
+        size_t used = (size_t)snprintf(source, sizeof source, "int PMPI_Send(void) { return 0; }\n"
+                                                               "int MPI_Send(void) { return PMPI_Send(); }\n");
+        for (int k = 1; k < QMPI_MPI_LIBRARY_PMPI; k++)
+            used += (size_t)snprintf(source + used, sizeof source - used, "int PMPI_Function_%d(void) { return %d; }\n",
+                                     k, k);
+        mpi_library = build("libfakempi.so", "-shared -fPIC", source);
+    }
+    aliasing_tool = build("libaliases.so", "-shared -fPIC",
+                          "int PMPI_Comm_rank(int, int *);\n"
+                          "int wrap_Send(void) { int r; return PMPI_Comm_rank(0, &r); }\n"
+                          "int MPI_Send(void) __attribute__((alias(\"wrap_Send\")));\n"
+                          "int PMPI_Send(void) __attribute__((alias(\"wrap_Send\")));\n");
     object_file = build("tool.o", "-c -fPIC", mpi);
     executable = build("app", "-pie -fPIE", "int main(void) { return 0; }\nint MPI_Send(void) { return 0; }\n");
 
     check_case("recognizes a PMPI tool", recognizes_a_pmpi_tool, NULL);
     check_case("a thesis-style tool is no PMPI tool", a_thesis_tool_is_no_pmpi_tool, NULL);
     check_case("refuses an MPI library", refuses_an_mpi_library, NULL);
+    check_case("a tool defining a few PMPI_ functions is a PMPI tool", a_tool_defining_a_few_pmpi_functions_is_a_pmpi_tool,
+               NULL);
+    check_case("tells C PMPI_ names", tells_c_pmpi_names, NULL);
     check_case("refuses an object file", refuses_an_object_file, NULL);
     check_case("refuses an executable", refuses_an_executable, NULL);
     check_case("refuses text, short files and devices", refuses_text_and_short_files, NULL);

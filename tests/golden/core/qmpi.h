@@ -15,25 +15,23 @@
 
 /* This header fits the one MPI it was generated for. Against another MPI's mpi.h it
  * would fail far below (a type that MPI lacks) or, worse, compile with the wrong
- * function enumeration: stop at once, with one line naming both MPIs. */
+ * function enumeration: stop at once, with one line naming both MPIs and the driver. */
 #if !(defined(MPI_VERSION) && MPI_VERSION == 4 && \
       defined(MPI_SUBVERSION) && MPI_SUBVERSION == 1 && \
       !defined(MPI_ABI_VERSION) && \
       !defined(I_MPI_VERSION) && \
       !defined(OMPI_MAJOR_VERSION))
 #if defined(MPI_ABI_VERSION)
-#error "qmpi.h: this QMPI core was generated for MPICH 9.9.9 (MPI 4.1), but this compiler's mpi.h is MPI ABI's: compile with the driver it was generated with (make MPICC=cc), or regenerate the core for this MPI (qmpigen build-core --mpicc DRIVER)"
+#include "qmpi.h: this compiler's mpi.h is MPI ABI's, but this QMPI core was generated for MPICH 9.9.9 (MPI 4.1): compile with make MPICC=cc (the driver it was generated with), or regenerate the core for MPI ABI (qmpigen build-core --mpicc DRIVER); a qmpi.h for MPI ABI"
 #elif defined(I_MPI_VERSION)
-#error "qmpi.h: this QMPI core was generated for MPICH 9.9.9 (MPI 4.1), but this compiler's mpi.h is Intel MPI's: compile with the driver it was generated with (make MPICC=cc), or regenerate the core for this MPI (qmpigen build-core --mpicc DRIVER)"
+#include "qmpi.h: this compiler's mpi.h is Intel MPI's, but this QMPI core was generated for MPICH 9.9.9 (MPI 4.1): compile with make MPICC=cc (the driver it was generated with), or regenerate the core for Intel MPI (qmpigen build-core --mpicc DRIVER); a qmpi.h for Intel MPI"
 #elif defined(MPICH_VERSION)
-#error "qmpi.h: this QMPI core was generated for MPICH 9.9.9 (MPI 4.1), but this compiler's mpi.h is another MPICH version's: compile with the driver it was generated with (make MPICC=cc), or regenerate the core for this MPI (qmpigen build-core --mpicc DRIVER)"
+#include "qmpi.h: this compiler's mpi.h is another MPICH version's, but this QMPI core was generated for MPICH 9.9.9 (MPI 4.1): compile with make MPICC=cc (the driver it was generated with), or regenerate the core for this MPICH version (qmpigen build-core --mpicc DRIVER); a qmpi.h for this MPICH version"
 #elif defined(OMPI_MAJOR_VERSION)
-#error "qmpi.h: this QMPI core was generated for MPICH 9.9.9 (MPI 4.1), but this compiler's mpi.h is Open MPI's: compile with the driver it was generated with (make MPICC=cc), or regenerate the core for this MPI (qmpigen build-core --mpicc DRIVER)"
+#include "qmpi.h: this compiler's mpi.h is Open MPI's, but this QMPI core was generated for MPICH 9.9.9 (MPI 4.1): compile with make MPICC=cc (the driver it was generated with), or regenerate the core for Open MPI (qmpigen build-core --mpicc DRIVER); a qmpi.h for Open MPI"
 #else
-#error "qmpi.h: this QMPI core was generated for MPICH 9.9.9 (MPI 4.1), but this compiler's mpi.h is another MPI's: compile with the driver it was generated with (make MPICC=cc), or regenerate the core for this MPI (qmpigen build-core --mpicc DRIVER)"
+#include "qmpi.h: this compiler's mpi.h is another MPI's, but this QMPI core was generated for MPICH 9.9.9 (MPI 4.1): compile with make MPICC=cc (the driver it was generated with), or regenerate the core for this MPI (qmpigen build-core --mpicc DRIVER); a qmpi.h for this MPI"
 #endif
-/* #error does not stop GCC or Clang; a missing include does, so no error follows. */
-#include "qmpi.h: stopped after the MPI mismatch above"
 #endif
 
 #ifdef __cplusplus

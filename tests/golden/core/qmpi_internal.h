@@ -21,6 +21,12 @@
 #define QMPI_GET_FUNCTION_PARAMS int calling_tool_id, int function_enum, void (**function_ptr)(void), int *next_tool_id
 #define QMPI_GET_TOOL_STORAGE_PARAMS QMPI_Context context, int tool_id, void **storage
 #define QMPI_GET_CALLING_ADDRESS_PARAMS QMPI_Context context, void **address
+/* The compiler driver this core was generated with, as found then (its path and any
+ * words after it): what to rebuild an application or tool with when its MPI differs. */
+#define QMPI_DRIVER_PATH "cc"
+/* How identity.c tells an MPI library of another ABI (quirks.ABI_SYMBOLS): a symbol every
+ * library of this MPI's ABI defines, and those only other ABIs' define. */
+#define QMPI_FOREIGN_ABI_SYMBOLS { {"ompi_mpi_comm_world", "Open MPI"} }
 
 #include "runtime/qmpi_runtime.h"
 

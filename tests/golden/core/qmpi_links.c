@@ -10,6 +10,8 @@
 /* End links that report the chain, in both calling conventions; MPI_Init_thread's also
  * caps the thread level at what the stack supports (runtime/threads.c), so it is the end
  * link of any chain with tools, and reports only with QMPI_VERBOSE or a warning to give. */
+/* The end of MPI_Finalize's chain: the MPI's, unless an exit handler calls it while a
+ * tool above still has to (runtime/exit_finalize.c). */
 /* The end of the chain for function `i` in the convention of the level above it. */
 QMPI_HIDDEN void *qmpi_end_link(int i, int callback)
 {

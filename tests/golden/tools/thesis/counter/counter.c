@@ -4,7 +4,7 @@
  * Do not edit: regenerate with
  *   qmpigen scaffold-tool counter.qmpi --mpi-header tools_mpi.h --mpicc cc -o counter
  */
-/* qmpigen-checksum: 008480bd8ac6ad2519c9bfe4ae4f052f48e73f81817a833b17f446e92bf8a6f1 (qmpigen overwrites this file only while it matches) */
+/* qmpigen-checksum: ff236e01dcd28cad67a1135fd4a83b6ab44afc162008f45d8dedf3e6f944cea0 (qmpigen overwrites this file only while it matches) */
 /*
  * Build: make (QMPI_CORE=<core dir>), or
  *   mpicc -shared -fPIC -Wall -Wextra -Werror -I<core dir> counter.c -o libcounter.so
@@ -46,7 +46,9 @@ static inline struct counter_context *counter_context_of(int qmpi_level, vector 
 #line 24 "counter.qmpi"
 #include <stdio.h>
 #include <stdlib.h>
-#line 50 "counter.c"
+#include <string.h>
+#include <unistd.h>
+#line 52 "counter.c"
 
 /* on finalize: before MPI is finalised (once per instance) */
 static void counter_on_finalize(struct counter_context *qmpi_ctx, int qmpi_level, vector *qmpi_v)
@@ -54,7 +56,7 @@ static void counter_on_finalize(struct counter_context *qmpi_ctx, int qmpi_level
     (void)qmpi_ctx;
     (void)qmpi_level;
     (void)qmpi_v;
-#line 36 "counter.qmpi"
+#line 38 "counter.qmpi"
     /* Up to NUM_MPI_FUNCS " MPI_Name=count" items: one write per report, so the
      * lines of different ranks do not interleave. */
     size_t size = 64 + (size_t)NUM_MPI_FUNCS * 96, used;
@@ -68,11 +70,13 @@ static void counter_on_finalize(struct counter_context *qmpi_ctx, int qmpi_level
                 used += (size_t)snprintf(line + used, size - used, " %s=%llu", QMPI_Function_name(k), qmpi_ctx->calls[k]);
         if (used < size)
             snprintf(line + used, size - used, "\n");
-        fputs(line, stdout);
-        fflush(stdout);
+        /* stderr, in one write: the application's stdout is its own (IOR and LULESH
+         * print their results there) */
+        if (write(STDERR_FILENO, line, strlen(line)) < 0)
+            (void)0;
         free(line);
     }
-#line 76 "counter.c"
+#line 80 "counter.c"
 }
 
 /* MPI is up: the first time, record $rank and run on init. A thread that gets here
@@ -96,9 +100,9 @@ _EXTERN_C_ int C_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Da
 {
     int qmpi_ret;
     struct counter_context *qmpi_ctx = counter_context_of(qmpi_level, qmpi_v);
-#line 30 "counter.qmpi"
+#line 32 "counter.qmpi"
     qmpi_ctx->calls[_MPI_Allreduce]++;
-#line 102 "counter.c"
+#line 106 "counter.c"
     qmpi_ret = QMPI_Next_Allreduce(sendbuf, recvbuf, count, datatype, op, comm, qmpi_level, qmpi_v);
     return qmpi_ret;
 }
@@ -107,9 +111,9 @@ _EXTERN_C_ int C_Barrier(MPI_Comm comm, int qmpi_level, vector *qmpi_v)
 {
     int qmpi_ret;
     struct counter_context *qmpi_ctx = counter_context_of(qmpi_level, qmpi_v);
-#line 30 "counter.qmpi"
+#line 32 "counter.qmpi"
     qmpi_ctx->calls[_MPI_Barrier]++;
-#line 113 "counter.c"
+#line 117 "counter.c"
     qmpi_ret = QMPI_Next_Barrier(comm, qmpi_level, qmpi_v);
     return qmpi_ret;
 }
@@ -118,9 +122,9 @@ _EXTERN_C_ int C_Bcast(void *buffer, int count, MPI_Datatype datatype, int root,
 {
     int qmpi_ret;
     struct counter_context *qmpi_ctx = counter_context_of(qmpi_level, qmpi_v);
-#line 30 "counter.qmpi"
+#line 32 "counter.qmpi"
     qmpi_ctx->calls[_MPI_Bcast]++;
-#line 124 "counter.c"
+#line 128 "counter.c"
     qmpi_ret = QMPI_Next_Bcast(buffer, count, datatype, root, comm, qmpi_level, qmpi_v);
     return qmpi_ret;
 }
@@ -129,9 +133,9 @@ _EXTERN_C_ int C_Comm_rank(MPI_Comm arg0, int *arg1, int qmpi_level, vector *qmp
 {
     int qmpi_ret;
     struct counter_context *qmpi_ctx = counter_context_of(qmpi_level, qmpi_v);
-#line 30 "counter.qmpi"
+#line 32 "counter.qmpi"
     qmpi_ctx->calls[_MPI_Comm_rank]++;
-#line 135 "counter.c"
+#line 139 "counter.c"
     qmpi_ret = QMPI_Next_Comm_rank(arg0, arg1, qmpi_level, qmpi_v);
     return qmpi_ret;
 }
@@ -140,9 +144,9 @@ _EXTERN_C_ int C_Comm_size(MPI_Comm comm, int *size, int qmpi_level, vector *qmp
 {
     int qmpi_ret;
     struct counter_context *qmpi_ctx = counter_context_of(qmpi_level, qmpi_v);
-#line 30 "counter.qmpi"
+#line 32 "counter.qmpi"
     qmpi_ctx->calls[_MPI_Comm_size]++;
-#line 146 "counter.c"
+#line 150 "counter.c"
     qmpi_ret = QMPI_Next_Comm_size(comm, size, qmpi_level, qmpi_v);
     return qmpi_ret;
 }
@@ -151,9 +155,9 @@ _EXTERN_C_ int C_Finalize(int qmpi_level, vector *qmpi_v)
 {
     int qmpi_ret;
     struct counter_context *qmpi_ctx = counter_context_of(qmpi_level, qmpi_v);
-#line 30 "counter.qmpi"
+#line 32 "counter.qmpi"
     qmpi_ctx->calls[_MPI_Finalize]++;
-#line 157 "counter.c"
+#line 161 "counter.c"
     if (!__atomic_exchange_n(&qmpi_ctx->qmpi_finalized, 1, __ATOMIC_ACQ_REL)) {
         counter_on_finalize(qmpi_ctx, qmpi_level, qmpi_v);
     }
@@ -165,9 +169,9 @@ _EXTERN_C_ int C_Init(int *argc, char ***argv, int qmpi_level, vector *qmpi_v)
 {
     int qmpi_ret;
     struct counter_context *qmpi_ctx = counter_context_of(qmpi_level, qmpi_v);
-#line 30 "counter.qmpi"
+#line 32 "counter.qmpi"
     qmpi_ctx->calls[_MPI_Init]++;
-#line 171 "counter.c"
+#line 175 "counter.c"
     qmpi_ret = QMPI_Next_Init(argc, argv, qmpi_level, qmpi_v);
     if (qmpi_ret == MPI_SUCCESS) {
         int qmpi_rank = -1;
@@ -183,9 +187,9 @@ _EXTERN_C_ int C_Init_thread(int *argc, char ***argv, int required, int *provide
 {
     int qmpi_ret;
     struct counter_context *qmpi_ctx = counter_context_of(qmpi_level, qmpi_v);
-#line 30 "counter.qmpi"
+#line 32 "counter.qmpi"
     qmpi_ctx->calls[_MPI_Init_thread]++;
-#line 189 "counter.c"
+#line 193 "counter.c"
     qmpi_ret = QMPI_Next_Init_thread(argc, argv, required, provided, qmpi_level, qmpi_v);
     if (qmpi_ret == MPI_SUCCESS) {
         int qmpi_rank = -1;
@@ -201,9 +205,9 @@ _EXTERN_C_ int C_Recv(void *buf, int count, MPI_Datatype datatype, int source, i
 {
     int qmpi_ret;
     struct counter_context *qmpi_ctx = counter_context_of(qmpi_level, qmpi_v);
-#line 30 "counter.qmpi"
+#line 32 "counter.qmpi"
     qmpi_ctx->calls[_MPI_Recv]++;
-#line 207 "counter.c"
+#line 211 "counter.c"
     qmpi_ret = QMPI_Next_Recv(buf, count, datatype, source, tag, comm, status, qmpi_level, qmpi_v);
     return qmpi_ret;
 }
@@ -212,9 +216,9 @@ _EXTERN_C_ int C_Send(const void *buf, int count, MPI_Datatype datatype, int des
 {
     int qmpi_ret;
     struct counter_context *qmpi_ctx = counter_context_of(qmpi_level, qmpi_v);
-#line 30 "counter.qmpi"
+#line 32 "counter.qmpi"
     qmpi_ctx->calls[_MPI_Send]++;
-#line 218 "counter.c"
+#line 222 "counter.c"
     qmpi_ret = QMPI_Next_Send(buf, count, datatype, dest, tag, comm, qmpi_level, qmpi_v);
     return qmpi_ret;
 }
