@@ -164,8 +164,8 @@ def read_rank_file(path: Path) -> RankFile:
     tail.py); TraceFileError if its header is bad, if it is not a regular file, or if it
     kept changing while it was read."""
     tail, tail_note = read_tail(path)  # first: the rank file only grows
-    data, identity, changed = read_snapshot(path)
-    data, ending = join(path, tail, data)
+    snapshot, identity, changed = read_snapshot(path)
+    data, ending = join(path, tail, snapshot)
     version, rank, thread, level, world_size, realtime, pid, run_id = read_header(data)
     rank_file = RankFile(path, rank, thread, level, world_size, version, realtime, run_id, pid)
     rank_file.ending = Ending(ending.open_call, ending.signal, tail_note or ending.note)
