@@ -143,9 +143,9 @@ def test_qmpigen_trace_without_its_extra_is_one_line(tmp_path):
         assert proc.stderr == "qmpigen: error: qmpigen trace needs its extra: pip install 'qmpigen[trace]'\n", module
 
 
-def test_the_c_loops_use_otf2_outs_codes():
-    """_loops.c's OP_* and COMPLETE_* enums have otf2_out.py's values."""
-    otf2_out = pytest.importorskip("qmpigen.trace.otf2_out")
+def test_the_c_loops_use_otf2_ops_codes():
+    """_loops.c's OP_* and COMPLETE_* enums have otf2_ops.py's values."""
+    otf2_out = pytest.importorskip("qmpigen.trace.otf2_ops")
     text = (REPO / "qmpigen" / "trace" / "_loops.c").read_text()
     names = re.search(r"enum \{\s*(OP_NONE[^}]*)\}", text)[1].split()
     names = [name.rstrip(",") for name in names]

@@ -24,7 +24,7 @@ from . import semantics
 from .gather import Gathered
 from .layout import FILE_MODES, KINDS
 from .match import ENDPOINT_DTYPE, take
-from .otf2_out import (
+from .otf2_ops import (
     CANCELLED,
     COMPLETE_COLLECTIVE,
     COMPLETE_IO,
