@@ -90,6 +90,11 @@ class FileInfo:
     start_offset: int = 0
     done_start: np.ndarray = field(default_factory=_nothing)
 
+    @property
+    def span_ticks(self) -> Tuple[int, int, Optional[int], Optional[int]]:
+        """The timeline's axis from this file (clocks.axis_span)."""
+        return self.first_enter, self.last_leave, self.init_leave, self.finalize_enter
+
 
 def _codes(rank_file: RankFile, names: set) -> np.ndarray:
     return np.array([code for code, name in rank_file.functions.items() if name in names], np.uint16)
@@ -358,7 +363,7 @@ def gather(directory: Path, paths: List[Path], report: MergeReport) -> Gathered:
     shown = {gid: tuple(r for r in ranks if r in by_rank) for gid, ranks in members.items()}
     shown_rank = local_rank if shown == members else _rank_tables(shown)
     comm_tables = _comm_tables(by_rank, global_comm)
-    to_ns = {rank: ticks_to_ns(files) for rank, files in by_rank.items()}
+    to_ns = {rank: ticks_to_ns(p for f in files for p in f.head.timers) for rank, files in by_rank.items()}
     aligned = {}
     for rank, files in by_rank.items():
         with_clock = [f.head for f in files if 0 in f.head.clocks]

@@ -77,6 +77,7 @@ def _merge(directory: Path, out: Path, level: Optional[int], outputs: FrozenSet[
     from .events import Pass2, file_events
     from .otf2_out import Otf2Writer
     from .perfetto import ARG_FIELDS, PerfettoWriter
+    from .pictures import plot
     from .timeline import Timeline
 
     paths = trace_files(directory)
@@ -114,7 +115,9 @@ def _merge(directory: Path, out: Path, level: Optional[int], outputs: FrozenSet[
         stream = open(staging / "trace.json", "wb") if "json" in outputs else None
         json_out = PerfettoWriter(stream) if stream is not None else None
         timeline = Timeline(world_size, [(f.head.rank, f.head.thread) for f in infos if f.calls])
-        timeline.set_axis([axis_span(f, aligned[f.head.rank], to_ns[f.head.rank], origin) for f in infos if f.calls])
+        timeline.set_axis(
+            [axis_span(f.span_ticks, aligned[f.head.rank], to_ns[f.head.rank], origin) for f in infos if f.calls]
+        )
         spill = EndpointSpill(staging / ".messages")
         pass2 = Pass2(g, comm_refs, archive)
         datatypes: Dict[Tuple[str, int, int, int], Set[int]] = defaultdict(set)
@@ -212,7 +215,8 @@ def _merge(directory: Path, out: Path, level: Optional[int], outputs: FrozenSet[
         (staging / "summary.txt").write_text(report.summary)
         if "timeline" in outputs:
             program = infos[0].head.program
-            timeline.plot(
+            plot(
+                timeline,
                 staging / "timeline.png",
                 f"{program}: {world_size} ranks, {report.events} calls, {report.messages} messages",
             )
