@@ -74,8 +74,9 @@ def merge(directory: Path, out: Path, level: Optional[int] = None, outputs: Froz
 
 
 def _merge(directory: Path, out: Path, level: Optional[int], outputs: FrozenSet[str], archive_box: List) -> MergeReport:
-    from .events import Pass2, file_events
+    from .events import file_events
     from .otf2_out import Otf2Writer
+    from .pass2 import Pass2
     from .perfetto import ARG_FIELDS, PerfettoWriter
     from .pictures import plot
     from .timeline import Timeline
