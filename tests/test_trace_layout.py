@@ -30,7 +30,7 @@ def test_generated_parts_are_up_to_date():
 def test_the_c_structs_compile_with_the_layouts_offsets(tmp_path):
     """format.h alone (its _Static_asserts hold the offsets and sizes), and its packer
     read back by the reader: calls at their defaults, with every field, with a few."""
-    from qmpigen.trace import read
+    from qmpigen.trace import read, walk
 
     compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
     if compiler is None:
@@ -71,7 +71,7 @@ def test_the_c_structs_compile_with_the_layouts_offsets(tmp_path):
     while out:
         whole, (size,), out = out[:104], struct.unpack_from("<Q", out, 104), out[112:]
         packed, out = out[:size], out[size:]
-        assert read._unpack_call(packed, 0, size) == whole
+        assert walk._unpack_call(packed, 0, size) == whole
         sizes.append(size)
     # nothing but the head; every field (4 x 9 + 8 x 5 bytes after it); a write's five
     assert sizes == [32, layout.PACKED_CALL_MAX, 64]
