@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import random
 import re
+import shutil
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -20,7 +21,7 @@ from typing import Dict, List, Tuple
 
 import pytest
 
-from conftest import APPS
+from conftest import APPS, qmpigen
 
 pytestmark = [pytest.mark.mpi, pytest.mark.trace]
 pytest.importorskip("numpy")
@@ -210,3 +211,27 @@ def test_a_full_file_system(mpi, death_app, sample_tools, tmp_path, small_file_s
         and f.end_reason == dict((name, value) for name, value, _ in layout.END_REASONS)["END_STOPPED"]
     )
     assert _names(f) == ["MPI_Init"] + _loop(kept - 1)
+
+
+def test_the_merge_tells_how_a_rank_ended(mpi, death_app, sample_tools, test_tools, tmp_path):
+    """A rank that dies of SIGSEGV inside its 41st call (raised by a tool below the trace):
+    the merge's note says it did not finalize, summary.txt says its last call that
+    returned, the call it was in and the signal, and its OTF2 location ends with a
+    ProgramEnd (exit status 128 + 11) carrying the same as attributes."""
+    tools = f"{sample_tools}/libtrace.so:{test_tools}/libkiller.so"
+    proc, run = _run(mpi, death_app, tmp_path, tools, "finish", 60, KILLER_AT="41", KILLER_SIGNAL="11")
+    assert proc.returncode != 0
+    merged = qmpigen("trace", str(run), "-o", str(tmp_path / "merged"))
+    assert merged.returncode == 0, merged.stderr
+    assert re.search(
+        r"\.qtr: did not finalize \(41 calls merged; summary\.txt says how it ended\)$", merged.stderr, re.M
+    )
+    summary = (tmp_path / "merged" / "summary.txt").read_text()
+    line = re.search(r"^  rank 0 thread 0: (.*)$", summary.split("did not finalize", 1)[1], re.M)[1]
+    assert line.startswith("last call returned: MPI_Barrier at ") and "; in call: MPI_Allreduce, entered at " in line
+    assert line.endswith("; signal: SIGSEGV (signal 11, sent by pid " + line.rsplit("pid ", 1)[1]), line
+    if shutil.which("otf2-print") is None:
+        return
+    shown = subprocess.run(["otf2-print", str(tmp_path / "merged" / "traces.otf2")], capture_output=True, text=True)
+    end = shown.stdout[shown.stdout.index("PROGRAM_END") :]
+    assert "Exit status: 139" in end and '"qmpi: in call"' in end and "MPI_Allreduce, entered at" in end, end

@@ -102,6 +102,24 @@ def test_without_init_and_finalize_the_axis_holds_every_call():
     _close(fig)
 
 
+def test_where_a_thread_ended_is_marked():
+    """A thread that did not finalize (story.py): a cross where its trace ends, on its
+    track, with how it ended, and a legend entry; a thread that finalized has none."""
+    calls = {(0, 0): [("MPI_Send", 10 * MS, 20 * MS)], (1, 0): [("MPI_Recv", 15 * MS, 30 * MS)]}
+    timeline = _timeline(calls)
+    timeline.add_ending(1, 0, 25 * MS, "SIGSEGV in MPI_Recv")
+    fig = draw(timeline, "t")
+    ax = fig.axes[0]
+    crosses = [line for line in ax.get_lines() if line.get_gid() == "ending"]
+    assert len(crosses) == 1 and list(crosses[0].get_xdata()) == [25.0] and crosses[0].get_ydata()[0] > 0.5
+    assert [t.get_text() for t in ax.texts] == ["SIGSEGV in MPI_Recv"]
+    assert "where a thread ended without MPI_Finalize" in [t.get_text() for t in ax.get_legend().get_texts()]
+    _close(fig)
+    fig = draw(_timeline(calls), "t")
+    assert not [line for line in fig.axes[0].get_lines() if line.get_gid() == "ending"]
+    _close(fig)
+
+
 def _pixel_widths(ax, bars) -> np.ndarray:
     x0 = ax.transData.transform(np.stack([[b[1] for b in bars], np.zeros(len(bars))], axis=1))[:, 0]
     x1 = ax.transData.transform(np.stack([[b[2] for b in bars], np.zeros(len(bars))], axis=1))[:, 0]

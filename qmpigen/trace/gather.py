@@ -21,6 +21,7 @@ from . import semantics
 from .clocks import aligned_ns, clock_alignment, ticks_to_ns
 from .read import (
     CALL_HAS_REQUEST,
+    END_STOPPED,
     REQUEST_STARTED,
     RankFile,
     TraceFileError,
@@ -212,7 +213,9 @@ def _file_notes(f: FileInfo, report: MergeReport) -> None:
     head = f.head
     if head.problem:
         return
-    if head.end_calls is None:
+    if head.end_calls is None and head.version >= 6:  # what a crash leaves is there (tail files)
+        report.note(head.path.name, f"did not finalize ({f.calls} calls merged; summary.txt says how it ended)")
+    elif head.end_calls is None:
         report.note(
             head.path.name,
             f"missing finalize record: the rank ended before MPI_Finalize; its "
@@ -220,6 +223,8 @@ def _file_notes(f: FileInfo, report: MergeReport) -> None:
         )
     elif head.end_calls != f.calls:
         report.note(head.path.name, f"cut short: {f.calls} of {head.end_calls} calls")
+    elif head.end_reason == END_STOPPED:
+        report.note(head.path.name, f"its tracing stopped: its rank file could not be written ({f.calls} calls merged)")
 
 
 def _sane_clocks(f: FileInfo, report: MergeReport) -> None:

@@ -274,10 +274,12 @@ class Otf2Writer:
         calls: Mapping[str, np.ndarray],
         completions: np.ndarray,
         attributes: Optional[CallAttributes] = None,
+        unfinished=None,
     ) -> int:
         """One location's events: `calls` with CALL_FIELDS (CallColumns, time order),
         `completions` with COMPLETION_FIELDS (ordered by call), their Enter events'
-        `attributes`."""
+        `attributes`; for a thread that did not finalize (story.Unfinished), a last event
+        that says how it ended."""
         n = len(calls["enter"])
         if n == 0:
             return 0
@@ -315,15 +317,34 @@ class Otf2Writer:
             raise RuntimeError(
                 f"the OTF2 library refused the events of call {-1 - written} of rank {rank} thread {thread}"
             )
+        last = int(columns[1].max())
+        if unfinished is not None:
+            last = max(last, unfinished.time)
+            written += self._program_end(handle, unfinished, last)
         # the location's definition carries its event count (the package counts only the
         # events it writes itself)
         location._number_of_events_written = written
         self._close_location(location)
-        first, last = int(columns[0].min()), int(columns[1].max())
+        first = int(columns[0].min())
         self.first = first if self.first is None else min(self.first, first)
         self.last = last if self.last is None else max(self.last, last)
         self.events_written += written
         return written
+
+    def _program_end(self, handle: int, unfinished, time: int) -> int:
+        """A location's last event for a thread that did not finalize: OTF2's ProgramEnd,
+        its exit status 128 + the signal's number (-1: not known), its attributes (strings,
+        "qmpi: ...") the last call that returned, the call it was in, the signal."""
+        add = self.lib.OTF2_AttributeList_AddStringRef
+        add.argtypes = [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_uint32]
+        for what, text in unfinished.parts():
+            ref = self.attribute(f"qmpi: {what}", "how a thread that did not finalize ended", string=True)
+            add(self.attribute_list, ref, self.string(text))
+        end = self.lib.OTF2_EvtWriter_ProgramEnd
+        end.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint64, ctypes.c_int64]
+        if end(handle, self.attribute_list, time, unfinished.exit_status) != 0:
+            raise RuntimeError(f"the OTF2 library refused rank {unfinished.rank} thread {unfinished.thread}'s end")
+        return 1
 
     def _close_location(self, location) -> None:
         """The location's event writer closed now, not when the archive closes: an open

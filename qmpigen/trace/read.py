@@ -18,6 +18,7 @@ from .records import (  # noqa: F401 (the reader's names, for the merge's module
     CALL_STATUS_BYTES,
     COMPLETION,
     COMPLETION_DTYPE,
+    END_STOPPED,
     HEADER,
     MAGIC,
     R_CALL,

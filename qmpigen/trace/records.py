@@ -59,6 +59,7 @@ WINDOW = layout.WINDOW.layout.format
 )
 CALL_HAS_REQUEST, CALL_FAILED, CALL_STATUS_BYTES = (value for _, value, _ in layout.FLAGS)
 REQUEST_CANCELLED, REQUEST_FREED, REQUEST_STARTED = (value for _, value, _ in layout.REQUEST_FLAGS)
+END_FINALIZED, END_STOPPED = (value for _, value, _ in layout.END_REASONS)
 MAX_FUNCTION_CODE = 0xFFFF  # call records hold u16 codes
 ALIGNMENT = layout.RECORD_ALIGNMENT
 # the fixed part of each variable-size record (after kind and size), and where its tail starts

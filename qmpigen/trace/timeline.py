@@ -51,6 +51,7 @@ class Timeline:
         self.track_count = None if tracks is None else len(set(tracks))
         self.matched = 0
         self.lines: List[np.ndarray] = []  # (x0, track0, x1, track1) rows, ms and (rank, thread) keys
+        self.endings: List[Tuple[int, int, float, str]] = []  # where a track ended without MPI_Finalize: ms, words
 
     def function_index(self, name: str) -> int:
         if name not in self.index:
@@ -165,6 +166,11 @@ class Timeline:
             if mine.any():
                 used = _cover(first[mine], last[mine])
                 lanes[write] = lanes[write] | used if write in lanes else used
+
+    def add_ending(self, rank: int, thread: int, time_ns: int, label: str) -> None:
+        """Where a track's thread ended without MPI_Finalize (story.py), and how."""
+        if self.drawn is None or (rank, thread) in self.drawn:
+            self.endings.append((rank, thread, time_ns / 1e6, label))
 
     def add_messages(self, senders: np.ndarray, receivers: np.ndarray, total_hint: int) -> None:
         """Matched pairs (ENDPOINT_DTYPE, pairwise), one sender's at a time: counted, and
