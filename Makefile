@@ -264,7 +264,8 @@ bench-fortran: $(MPICH_STAMP)
 # write by hand (the runtime, the sample tools, the C tests, the test applications that
 # are kept formatted). Installs what it needs.
 LINT_STAMP := $(MPICH)/.lint-installed
-LINT_C = $(sort $(wildcard qmpigen/runtime/*.c qmpigen/runtime/*.h sample_tools/*.c sample_tools/*.h tests/c/*.c tests/c/*.h) \
+LINT_C = $(sort $(wildcard qmpigen/runtime/*.c qmpigen/runtime/*.h sample_tools/*.c sample_tools/*.h sample_tools/trace/*.c \
+	sample_tools/trace/*.h tests/c/*.c tests/c/*.h) \
 	tests/apps/trace_families.c)
 
 $(LINT_STAMP): $(MPICH_STAMP) pyproject.toml

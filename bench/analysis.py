@@ -14,7 +14,7 @@ from conf_bench import conf_targets
 from measure import ENTRY_LABELS, EXTRA_VARIANTS, VARIANTS, Config, cpu_model, median_difference, row_median
 from pmpi_bench import pmpi_load_targets, pmpi_summary, pmpi_targets
 from stacks_bench import stacks_summary, stacks_targets
-from trace_bench import trace_call_summary, trace_call_targets, trace_targets
+from trace_bench import thread_start_summary, trace_call_summary, trace_call_targets, trace_targets
 
 # Targets (this machine: 2 cores).
 TARGET_CORE0_OVER_INTERPOSER_NS = 0.5
@@ -358,5 +358,6 @@ def summarise(
         "fortran": fortran,
         "trace_merge": trace_merge,
         "trace_calls": trace_calls,
+        "trace_thread_start": thread_start_summary(rows),
         "seconds_per_config": {c.key: round(c.seconds, 2) for c in configs},
     }

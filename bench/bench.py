@@ -74,7 +74,8 @@ from measure import (
 from pmpi_bench import measure_pmpi_loads, pmpi_configs
 from report import combine, markdown, plot
 from stacks_bench import stacks_configs
-from trace_bench import run_merge_rows, trace_configs, trace_dir_root
+from trace_bench import build_baseline, trace_configs
+from trace_merge_rows import run_merge_rows, trace_dir_root
 
 
 def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
@@ -209,13 +210,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             link.unlink()
         link.symlink_to(lib)
     fortran = prepare_fortran(args.fortran, args.mpicc, core, bindir, mpi.env)
+    no_baseline = build_baseline(bindir, core, args.mpicc, qmpigen, mpi.env)
+    if no_baseline:
+        log(f"trace rows without the baseline tool: {no_baseline}")
 
     # 3. the runs, interleaved over rounds
     cpu = pick_cpu(args.cpu)
     log(f"single-rank runs pinned to CPU {cpu}" if cpu is not None else "taskset not found: runs not pinned")
     configs = build_configs(args.counts, bindir, core)
     trace_dir = Path(tempfile.mkdtemp(prefix="qmpi-bench-tracecall-", dir=str(trace_dir_root())))
-    configs += trace_configs(trace_dir)  # each run rewrites the same rank file there
+    configs += trace_configs(trace_dir, baseline=no_baseline is None)  # each run's files removed after it
     configs += pmpi_configs()
     configs += stacks_configs(bindir)
     if fortran["driver"]:

@@ -15,6 +15,10 @@
  *       per-call rows): MPI_Iprobe, MPI_Allreduce, MPI_File_write_at and MPI_File_seek
  *       (a file PATH opened on MPI_COMM_SELF). With
  *       --pair-pmpi, samples of the same call to PMPI_ directly are taken in turn.
+ *   bench_rank threads [--repeats R]
+ *       R threads one after the other (MPI_THREAD_SERIALIZED), each timing its first
+ *       MPI_Iprobe and the mean of its next 1,000: what a thread's first traced call
+ *       costs (the trace tool makes the thread's rank file and tail file there).
  *   bench_rank pingpong [--sizes 0,1024]
  *       2 ranks: one-way latency (half the round trip) of MPI_Send/MPI_Recv: the
  *       median over batches of 16 round trips (robust to preemption), and the mean.
@@ -33,6 +37,7 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <mpi.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -237,6 +242,49 @@ CALL_LOOP(loop_write_at, File_write_at(call_file, 0, data, (int)sizeof data, MPI
 CALL_LOOP(loop_seek, File_seek(call_file, 0, MPI_SEEK_SET))
 static const loop_fn call_loops[CALLS] = { loop_iprobe, loop_allreduce, loop_write_at, loop_seek };
 
+/* ---- a thread's first call ---------------------------------------------------------- */
+
+#define LATER_CALLS 1000
+struct first_call {
+    double first, later;
+};
+
+static void *time_first_call(void *arg)
+{
+    struct first_call *out = arg;
+    int flag = 0;
+    double t0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+    MPI_Iprobe(MPI_ANY_SOURCE, 7, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+    out->first = clock_ns(CLOCK_THREAD_CPUTIME_ID) - t0;
+    t0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+    for (int i = 0; i < LATER_CALLS; i++)
+        MPI_Iprobe(MPI_ANY_SOURCE, 7, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+    out->later = (clock_ns(CLOCK_THREAD_CPUTIME_ID) - t0) / LATER_CALLS;
+    sink = flag;
+    return NULL;
+}
+
+/* `repeats` threads, one after the other: their first call's ns and the mean of the next. */
+static void measure_first_calls(int rank)
+{
+    struct first_call calls[MAX_SAMPLES];
+    for (int s = 0; s < repeats; s++) {
+        pthread_t thread;
+        pthread_create(&thread, NULL, time_first_call, &calls[s]);
+        pthread_join(thread, NULL);
+    }
+    if (rank != 0)
+        return;
+    printf("{\"kind\": \"first\", \"arg\": 0, \"clock\": \"thread-cputime\", \"samples_ns\": [");
+    for (int s = 0; s < repeats; s++)
+        printf("%s%.1f", s ? ", " : "", calls[s].first);
+    printf("], \"later_ns\": [");
+    for (int s = 0; s < repeats; s++)
+        printf("%s%.2f", s ? ", " : "", calls[s].later);
+    printf("]}\n");
+    fflush(stdout);
+}
+
 /* Ping-pong: rank 0 also times batches of PP_BATCH round trips; a sample's value is
  * the median batch, so round trips that wait for a preempted rank on a busy machine do
  * not count (the mean over the sample is printed as wall_ns). */
@@ -427,7 +475,12 @@ int main(int argc, char **argv)
     }
 
     /* With tools, MPI_Init is the first MPI call: the chain is built inside it. */
-    MPI_Init(&argc, &argv);
+    if (strcmp(mode, "threads") == 0) {
+        int provided = 0;
+        MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
+    } else {
+        MPI_Init(&argc, &argv);
+    }
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
 
@@ -518,6 +571,8 @@ int main(int argc, char **argv)
         for (int e = 0; e < count; e++)
             entries[e](MPI_COMM_WORLD, &rank); /* first call: libqmpi builds its (empty) chain */
         measure_set(set, count, rank, 0);
+    } else if (strcmp(mode, "threads") == 0) {
+        measure_first_calls(rank);
     } else if (strcmp(mode, "pingpong") == 0) {
         long max = 0;
         if (size != 2) {

@@ -14,7 +14,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from qmpigen.mpi.fortran_libs import driver_beside
 from qmpigen.mpi.quirks_fortran import FORTRAN_DRIVER_NAMES
@@ -122,6 +122,7 @@ class Config:
     info: Dict[str, dict] = field(default_factory=dict)  # measurement key -> last JSON
     failures: List[str] = field(default_factory=list)
     seconds: float = 0.0
+    after: Optional[Callable[[], None]] = None  # run after each process (the trace rows remove their files)
 
 
 ENTRY_LABELS = ("direct", "interposer", "interposer-plt", "core")
@@ -314,6 +315,8 @@ def run_config(config: Config, mpi: Mpi, bindir: Path, cpu: Optional[int], repea
         return
     finally:
         config.seconds += time.perf_counter() - start
+        if config.after is not None:
+            config.after()
     records = []
     for line in proc.stdout.splitlines():
         if line.startswith("{"):

@@ -1,48 +1,21 @@
-"""`make bench`'s tracing rows, beside the core's rows:
-
-  * cost per traced call: `MPI_Comm_rank` through the core with the trace tool
-    (sample_tools/trace.c as libqbtrace.so, QMPI_TRACE_FUNCTIONS=all so that Comm_rank is
-    traced, buffered mode, files on tmpfs when there is one: the tool's cost, not the
-    disk's) against the same call through one empty typed tool, both configurations
-    run in the same rounds as every other row;
-  * merge speed and memory: bench/trace_pairs.c traced at TRACE_RANKS ranks, then
-    `qmpigen trace`'s merge timed per output (OTF2 alone, JSON alone) in fresh processes
-    (bench/trace_merge.py); memory: their peak RSS growth against the same merge of
-    half the ranks (the largest file the same, the sum halved);
-  * crafted inputs (bench/trace_crafted.py): rank files crafted to cost far more than
-    their bytes, merged beside valid files of the same size.
-
-measure.py runs the first kind like any row; run_merge_rows does the second."""
+"""`make bench`'s per-call tracing rows, beside the core's rows (measure.py runs them like any
+row): a call of each parameter-role mix (MPI_Iprobe, MPI_Allreduce, MPI_File_write_at,
+MPI_File_seek) through the trace tool (sample_tools/trace/ as libqbtrace.so; files on
+tmpfs when there is one: the tool's cost, not the disk's) against the same call through
+one empty typed tool, each process pairing its samples with the call to PMPI_; the tool
+as shipped, with heap buffers, and the tool of BASELINE_REV, in the same rounds;
+MPI_Comm_rank with QMPI_TRACE_FUNCTIONS=all; a thread's first traced call. The merge rows
+are trace_merge_rows.py's."""
 
 from __future__ import annotations
 
-import json
 import shutil
 import statistics
-import sys
-import tempfile
-import time
 from pathlib import Path
 from typing import Dict, List, Optional
 
-from measure import BENCH_DIR, Config, Mpi, log, run
-from trace_crafted import crafted_targets, measure_crafted
-
-TRACE_RANKS = 4
-TRACE_ITERATIONS = 20000  # exchanges per rank pair (about 2 calls each per rank)
-TRACE_ITERATIONS_QUICK = 4000
-MERGE_REPEATS = 3
-MERGE_OUTPUTS = ("otf2", "json")
-# the throughput row on a trace 10x the one above (200,000 exchanges per rank pair), its
-# events per second beside the 1x row's measured in the same run (the load's floor)
-SCALE_UP = 10
-
-
-def trace_dir_root() -> Path:
-    """Where traced runs write: tmpfs if the machine has one."""
-    shm = Path("/dev/shm")
-    return shm if shm.is_dir() else Path(tempfile.gettempdir())
-
+from measure import BENCH_DIR, Config, run
+from trace_merge_rows import merge_targets
 
 # The per-call rows of the trace tool's generated wrappers (trace_roles.qmpi), one call per
 # mix of parameter roles: bench_rank's `call` mode, key -> (--call, what is timed, roles,
@@ -67,33 +40,99 @@ TRACE_CALLS = {
 IO_FILE = "io-bench.dat"  # the I/O calls' file, in the traced runs' directory
 
 
-def trace_configs(trace_dir: Path) -> List[Config]:
+# What a traced row runs, besides the floor: the tool as shipped (each thread's buffer its
+# tail file, mapped: what a crash leaves is kept), the same with heap buffers
+# (QMPI_TRACE_FLUSH=full: nothing kept of a killed rank's buffer), and, when it can be
+# built, the tool of BASELINE_REV (the last before issue 33: heap buffers, records made
+# after the call): name -> (library, environment, what it is).
+BASELINE_REV = "486cabe"
+TRACE_VARIANTS = {
+    "traced": ("./libqbtrace.so", {}, "as shipped: tail files, a call's record entered before it"),
+    "buffered": ("./libqbtrace.so", {"QMPI_TRACE_FLUSH": "full"}, "the same, heap buffers (QMPI_TRACE_FLUSH=full)"),
+    "baseline": ("./libqbtrace-base.so", {}, f"the tool at {BASELINE_REV}, before issue 33 (heap buffers)"),
+}
+
+
+def _emptied(directory: Path):
+    """After each traced process: its files removed (each run writes new ones: their
+    names carry the run), so that tmpfs does not fill over the rounds."""
+
+    def empty() -> None:
+        for path in directory.glob("*"):
+            if path.is_file() and path.name != IO_FILE:
+                path.unlink()
+
+    return empty
+
+
+def trace_configs(trace_dir: Path, baseline: bool) -> List[Config]:
+    empty = _emptied(trace_dir)
+    traced_env = {"QMPI_TRACE_DIR": str(trace_dir)}
+    variants = {k: v for k, v in TRACE_VARIANTS.items() if baseline or k != "baseline"}
     configs = [
         Config("trace/floor", "bench_core", ["rank"], {"TOOLS": "./t.so"}),
         Config(
-            "trace/buffered",
+            "trace/traced",
             "bench_core",
             ["rank"],
-            {"TOOLS": "./libqbtrace.so", "QMPI_TRACE_FUNCTIONS": "all", "QMPI_TRACE_DIR": str(trace_dir)},
+            {"TOOLS": "./libqbtrace.so", "QMPI_TRACE_FUNCTIONS": "all", **traced_env},
+            after=empty,
+        ),
+        # a thread's first traced call: its rank file and tail file made (the first touch
+        # of the tail's pages), against the same through one empty tool
+        Config("trace-start/floor", "bench_core", ["threads"], {"TOOLS": "./t.so"}, repeats_factor=4),
+        Config(
+            "trace-start/traced",
+            "bench_core",
+            ["threads"],
+            {"TOOLS": "./libqbtrace.so", **traced_env},
+            repeats_factor=4,
+            after=empty,
         ),
     ]
     # Each per-call row: the call through the trace tool (default functions: these are
-    # of the `operations` group) and, as its floor, through one empty typed tool; each
-    # process also times the same call to PMPI_ directly, samples in turn (--pair-pmpi).
+    # of the `operations` group), each variant, and, as its floor, through one empty typed
+    # tool; each process also times the same call to PMPI_ directly, samples in turn
+    # (--pair-pmpi).
     for mix, (call, _, _, _) in TRACE_CALLS.items():
         args = ["call", "--call", call, "--pair-pmpi"]
         if mix.startswith("io"):
             args += ["--file", str(trace_dir / IO_FILE)]
         configs.append(Config(f"trace-{mix}/floor", "bench_core", args, {"TOOLS": "./t.so"}))
-        configs.append(
-            Config(
-                f"trace-{mix}/traced",
-                "bench_core",
-                args,
-                {"TOOLS": "./libqbtrace.so", "QMPI_TRACE_DIR": str(trace_dir)},
+        for name, (library, env, _) in variants.items():
+            configs.append(
+                Config(f"trace-{mix}/{name}", "bench_core", args, {"TOOLS": library, **env, **traced_env}, after=empty)
             )
-        )
     return configs
+
+
+def build_baseline(bindir: Path, core: Path, mpicc: str, qmpigen: List[str], env: Dict[str, str]) -> Optional[str]:
+    """The trace tool of BASELINE_REV, built as bench/Makefile builds libqbtrace.so, into
+    bindir/libqbtrace-base.so; None, or why it could not be."""
+    import subprocess
+
+    source = bindir / "trace-baseline"
+    shutil.rmtree(source, ignore_errors=True)
+    source.mkdir(parents=True)
+    archive = subprocess.run(
+        ["git", "-C", str(BENCH_DIR.parent), "archive", BASELINE_REV, "sample_tools"], capture_output=True
+    )
+    if archive.returncode != 0:
+        return f"git archive {BASELINE_REV}: {archive.stderr.decode(errors='replace').strip() or 'failed'}"
+    subprocess.run(["tar", "-x", "-C", str(source)], input=archive.stdout, check=True)
+    out = source / "out"
+    proc = run(
+        [
+            *("make", "-C", str(source / "sample_tools"), f"CORE={core}", f"OUT={out}", f"MPICC={mpicc}"),
+            f"QMPIGEN={' '.join(qmpigen)}",
+            str(out / "libtrace.so"),
+        ],
+        env,
+    )
+    if proc.returncode != 0:
+        return f"building the tool at {BASELINE_REV} failed: {(proc.stderr.strip().splitlines() or ['?'])[-1]}"
+    shutil.copy(out / "libtrace.so", bindir / "libqbtrace-base.so")
+    return None
 
 
 def _paired_excess(rows: Dict[str, dict], key: str) -> Optional[float]:
@@ -105,10 +144,24 @@ def _paired_excess(rows: Dict[str, dict], key: str) -> Optional[float]:
     return statistics.median(x - y for x, y in zip(own, pmpi))
 
 
+def _variant(rows: Dict[str, dict], mix: str, name: str) -> Optional[dict]:
+    floor, traced = rows.get(f"trace-{mix}/floor"), rows.get(f"trace-{mix}/{name}")
+    if not floor or not traced:
+        return None
+    a, b = _paired_excess(rows, f"trace-{mix}/{name}"), _paired_excess(rows, f"trace-{mix}/floor")
+    return {
+        "traced_ns": traced["median_ns"],
+        "added_ns": traced["median_ns"] - floor["median_ns"],
+        "traced_over_pmpi_ns": a,
+        "added_paired_ns": a - b if a is not None and b is not None else None,
+    }
+
+
 def trace_call_summary(rows: Dict[str, dict]) -> Dict[str, dict]:
     """The per-call rows: traced and floor medians, their difference and ratio; and the
     difference paired with PMPI_ in each process (the target's measurement: whole
-    processes run faster or slower, which an MPI call of a microsecond shows)."""
+    processes run faster or slower, which an MPI call of a microsecond shows); the same
+    for each variant of the tool (TRACE_VARIANTS), measured in the same rounds."""
     out: Dict[str, dict] = {}
     for mix, (call, label, roles, is_target) in TRACE_CALLS.items():
         floor, traced = rows.get(f"trace-{mix}/floor"), rows.get(f"trace-{mix}/traced")
@@ -126,11 +179,12 @@ def trace_call_summary(rows: Dict[str, dict]) -> Dict[str, dict]:
             "pmpi_ns": (rows.get(f"pair-pmpi/trace-{mix}/floor") or {}).get("median_ns"),
             "floor_over_pmpi_ns": _paired_excess(rows, f"trace-{mix}/floor"),
             "traced_over_pmpi_ns": _paired_excess(rows, f"trace-{mix}/traced"),
+            "variants": {name: v for name in TRACE_VARIANTS if (v := _variant(rows, mix, name)) is not None},
         }
         a, b = row["traced_over_pmpi_ns"], row["floor_over_pmpi_ns"]
         row["added_paired_ns"] = a - b if a is not None and b is not None else None
         out[mix] = row
-    floor, traced = rows.get("trace/floor"), rows.get("trace/buffered")
+    floor, traced = rows.get("trace/floor"), rows.get("trace/traced")
     if floor and traced:  # MPI_Comm_rank through trace_all.qmpi's wrapper (QMPI_TRACE_FUNCTIONS=all)
         out["other"] = {
             "call": "comm_rank",
@@ -142,13 +196,36 @@ def trace_call_summary(rows: Dict[str, dict]) -> Dict[str, dict]:
             "added_ns": traced["median_ns"] - floor["median_ns"],
             "ratio": traced["median_ns"] / floor["median_ns"] if floor["median_ns"] > 0 else None,
             "added_paired_ns": None,
+            "variants": {},
         }
     return out
 
 
+def thread_start_summary(rows: Dict[str, dict]) -> Optional[dict]:
+    """A thread's first traced call (its rank file and tail file made, the tail's pages
+    touched the first time) over the same through one empty tool, and that cost spread
+    over the calls one buffer holds (QMPI_TRACE_BUFFER's default 1 MiB of 64-byte
+    records: 16,384 calls): what the first touch of a page costs, amortised."""
+    floor, traced = rows.get("trace-start/floor"), rows.get("trace-start/traced")
+    if not floor or not traced:
+        return None
+    added = traced["median_ns"] - floor["median_ns"]
+    return {
+        "threads": traced["samples"],
+        "floor_first_ns": floor["median_ns"],
+        "traced_first_ns": traced["median_ns"],
+        "added_ns": added,
+        "per_call_over_one_buffer_ns": added / (BUFFER_BYTES / RECORD_BYTES),
+    }
+
+
+BUFFER_BYTES, RECORD_BYTES = 1 << 20, 64
+
+
 def trace_call_targets(summary: Dict[str, dict], target, fmt) -> None:
     """A target per role mix (issue 25: traced call overhead <= 100 ns for a generated
-    wrapper), through analysis.summarise's `target`."""
+    wrapper; issue 33: no more than the tool before it, measured in the same rounds, and
+    <= 40 ns), through analysis.summarise's `target`."""
     for mix in (m for m, (_, _, _, is_target) in TRACE_CALLS.items() if is_target):
         row = summary.get(mix)
         what = f"tracing, generated wrapper, {mix} ({TRACE_CALLS[mix][0]}), ns added per traced call over an empty tool"
@@ -161,276 +238,38 @@ def trace_call_targets(summary: Dict[str, dict], target, fmt) -> None:
             f"{fmt(added)} ns ({fmt(row['traced_over_pmpi_ns'])} − {fmt(row['floor_over_pmpi_ns'])} over PMPI, "
             f"paired); medians {fmt(row['traced_ns'])} − {fmt(row['floor_ns'])} = {fmt(row['added_ns'])} ns, "
             f"{fmt(row['ratio'])}× the floor",
-            f"≤ {TARGET_TRACE_NS:g} ns",
+            f"≤ {TARGET_TRACE_NS:g} ns; issue 33: ≤ {TARGET_CRASH_SAFE_NS:g} ns",
             None if added is None else added <= TARGET_TRACE_NS,
+            ""
+            if added is None
+            else f"≤ {TARGET_CRASH_SAFE_NS:g} ns: {'yes' if added <= TARGET_CRASH_SAFE_NS else 'no'}",
         )
-
-
-def run_merge_rows(mpi: Mpi, bindir: Path, quick: bool) -> Dict:
-    """Traces trace_pairs at TRACE_RANKS ranks and times the merges; a dict for results.json."""
-    iterations = TRACE_ITERATIONS_QUICK if quick else TRACE_ITERATIONS
-    work = Path(tempfile.mkdtemp(prefix="qmpi-bench-trace-", dir=str(trace_dir_root())))
-    result: Dict = {"ranks": TRACE_RANKS, "iterations": iterations}
-    try:
-        env = dict(mpi.env)
-        env.update({"TOOLS": str(bindir / "libqbtrace.so"), "QMPI_TRACE_DIR": str(work / "run")})
-        launcher = list(mpi.mpiexec)
-        if any("openmpi" in part.lower() or "ompi" in part.lower() for part in launcher + [mpi.mpicc]):
-            launcher.append("--oversubscribe")
-        start = time.perf_counter()
-        proc = run([*launcher, "-n", str(TRACE_RANKS), str(bindir / "trace_pairs"), str(iterations)], env, cwd=work)
-        if proc.returncode != 0:
-            # Open MPI's launcher needs --oversubscribe beyond the cores; others refuse it
-            proc = run(
-                [*mpi.mpiexec, "--oversubscribe", "-n", str(TRACE_RANKS), str(bindir / "trace_pairs"), str(iterations)],
-                env,
-                cwd=work,
+        base = row["variants"].get("baseline")
+        if base is not None and added is not None and base["added_paired_ns"] is not None:
+            target(
+                f"tracing, {mix}: the tool as shipped against the tool at {BASELINE_REV} (issue 33: no more)",
+                f"{fmt(added)} vs {fmt(base['added_paired_ns'])} ns (paired, same rounds)",
+                f"≤ the baseline + {BASELINE_NOISE_NS:g} ns (noise)",
+                added <= base["added_paired_ns"] + BASELINE_NOISE_NS,
             )
-        result["traced_run_s"] = round(time.perf_counter() - start, 2)
-        if proc.returncode != 0:
-            result["skipped"] = f"the traced run failed (exit {proc.returncode})"
-            return result
-        files = sorted((work / "run").glob("*.qtr"))
-        sizes = [f.stat().st_size for f in files]
-        result.update({"files": len(files), "largest_file_bytes": max(sizes), "sum_file_bytes": sum(sizes)})
-        # the same merge of half the ranks (pairs 0-1, ...): memory bounded by the largest
-        # file stays the same, memory that grows with the sum halves
-        half = work / "half"
-        half.mkdir()
-        for f in files:
-            if int(f.name.rsplit("_", 2)[-2]) < TRACE_RANKS // 2:
-                shutil.copy(f, half / f.name)
-        for outputs in MERGE_OUTPUTS:
-            samples = []
-            for _ in range(MERGE_REPEATS):
-                proc = run(
-                    [
-                        sys.executable,
-                        str(BENCH_DIR / "trace_merge.py"),
-                        str(work / "run"),
-                        str(work / f"merged-{outputs}"),
-                        outputs,
-                    ],
-                    env,
-                )
-                line = next((x for x in proc.stdout.splitlines() if x.startswith("{")), None)
-                if proc.returncode != 0 or line is None:
-                    result[outputs] = {"failed": (proc.stderr.strip().splitlines() or ["?"])[-1]}
-                    break
-                samples.append(json.loads(line))
-            proc = run(
-                [sys.executable, str(BENCH_DIR / "trace_merge.py"), str(half), str(work / f"half-{outputs}"), outputs],
-                env,
-            )
-            line = next((x for x in proc.stdout.splitlines() if x.startswith("{")), None)
-            half_growth = None
-            if proc.returncode == 0 and line is not None:
-                h = json.loads(line)
-                half_growth = (h["rss_peak_kb"] - h["rss_before_kb"]) * 1024
-            if samples:
-                seconds = statistics.median(s["seconds"] for s in samples)
-                last = samples[-1]
-                result[outputs] = {
-                    "seconds": [s["seconds"] for s in samples],
-                    "median_s": seconds,
-                    "calls": last["calls"],
-                    "messages": last["messages"],
-                    "calls_per_s": last["calls"] / seconds,
-                    "otf2_events": last["otf2_events"],
-                    "otf2_events_per_s": last["otf2_events"] / seconds if last["otf2_events"] else None,
-                    "json_events": last.get("json_events", 0),
-                    "json_events_per_s": last["json_events"] / seconds if last.get("json_events") else None,
-                    "otf2_mode": last["otf2_mode"],
-                    "rss_before_kb": max(s["rss_before_kb"] for s in samples),
-                    "rss_peak_kb": max(s["rss_peak_kb"] for s in samples),
-                }
-                row = result[outputs]
-                row["rss_growth_bytes"] = (row["rss_peak_kb"] - row["rss_before_kb"]) * 1024
-                row["half_ranks_rss_growth_bytes"] = half_growth
-                log(
-                    f"merge into {outputs}: {row['calls']} calls in {seconds:.2f} s = {row['calls_per_s']:,.0f} "
-                    f"calls/s; peak RSS {row['rss_peak_kb'] / 1024:.0f} MB ({row['rss_before_kb'] / 1024:.0f} MB "
-                    f"before), largest file {max(sizes) / 2**20:.1f} MB, sum {sum(sizes) / 2**20:.1f} MB"
-                )
-        result["x10"] = _scaled_merge(mpi, bindir, work, iterations * SCALE_UP, env, launcher)
-        add_x10_ratios(result)
-        for outputs, row in result["x10"].items():
-            if isinstance(row, dict) and row.get("events_per_s"):
-                log(
-                    f"merge of the {SCALE_UP}x trace into {outputs}: {row['events']:,} events in {row['seconds']:.2f} s "
-                    f"= {row['events_per_s']:,.0f}/s ({row['vs_1x']:.2f}x the 1x row's rate, same run)"
-                )
-        # crafted rank files against valid ones of the same size (bench/trace_crafted.py)
-        result["crafted"] = measure_crafted(quick, log)
-        # synthetic rank files at 1,024 and 8,192 ranks (bench/trace_scale.py): peak memory
-        # flat in the number of files, time linear in the calls
-        proc = run([sys.executable, str(BENCH_DIR / "trace_scale.py")] + (["64:200", "512:200"] if quick else []), env)
-        result["scale"] = [json.loads(x) for x in proc.stdout.splitlines() if x.startswith("{")]
-        for r in result["scale"]:
-            log(
-                f"merge of {r['files']} synthetic rank files: "
-                + (r.get("failed") or f"{r['calls']} calls in {r['seconds']} s, peak RSS {r['rss_peak_mb']} MB")
-            )
-        return result
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-
-
-def _scaled_merge(mpi: Mpi, bindir: Path, work: Path, iterations: int, env: Dict, launcher: List[str]) -> Dict:
-    """trace_pairs traced at `iterations`, merged once into each output: events per second."""
-    out: Dict = {"iterations": iterations}
-    run_dir = work / "run-x10"
-    env = dict(env, QMPI_TRACE_DIR=str(run_dir))
-    proc = run([*launcher, "-n", str(TRACE_RANKS), str(bindir / "trace_pairs"), str(iterations)], env, cwd=work)
-    if proc.returncode != 0:
-        out["skipped"] = f"the traced run failed (exit {proc.returncode})"
-        return out
-    out["sum_file_bytes"] = sum(f.stat().st_size for f in run_dir.glob("*.qtr"))
-    for outputs in MERGE_OUTPUTS:
-        proc = run(
-            [sys.executable, str(BENCH_DIR / "trace_merge.py"), str(run_dir), str(work / f"x10-{outputs}"), outputs],
-            env,
-        )
-        line = next((x for x in proc.stdout.splitlines() if x.startswith("{")), None)
-        if proc.returncode != 0 or line is None:
-            out[outputs] = {"failed": (proc.stderr.strip().splitlines() or ["?"])[-1]}
-            continue
-        r = json.loads(line)
-        events = r["otf2_events"] if outputs == "otf2" else r["json_events"]
-        out[outputs] = {
-            "seconds": r["seconds"],
-            "calls": r["calls"],
-            "events": events,
-            "events_per_s": events / r["seconds"],
-            "rss_peak_kb": r["rss_peak_kb"],
-        }
-        shutil.rmtree(work / f"x10-{outputs}", ignore_errors=True)
-    shutil.rmtree(run_dir, ignore_errors=True)
-    return out
-
-
-def add_x10_ratios(merge: Dict) -> None:
-    """Each 10x row's rate over the 1x row's (same run: what the load took from both)."""
-    for outputs in MERGE_OUTPUTS:
-        row, base = (merge.get("x10") or {}).get(outputs), merge.get(outputs) or {}
-        per_s = base.get(f"{outputs}_events_per_s")
-        if isinstance(row, dict) and row.get("events_per_s") and per_s:
-            row["vs_1x"] = row["events_per_s"] / per_s
 
 
 def trace_targets(rows: Dict[str, dict], merge: Optional[Dict], target, fmt) -> None:
-    """Adds the tracing targets through analysis.summarise's `target`."""
-    floor, traced = rows.get("trace/floor"), rows.get("trace/buffered")
+    """Adds the tracing targets through analysis.summarise's `target`: the traced
+    MPI_Comm_rank row's here, the merge rows' (trace_merge_rows.py)."""
+    floor, traced = rows.get("trace/floor"), rows.get("trace/traced")
     if floor and traced:
         added = traced["median_ns"] - floor["median_ns"]
         target(
-            "tracing, ns added per traced call (buffered, files on tmpfs) over an empty tool",
+            "tracing, ns added per traced call (MPI_Comm_rank, QMPI_TRACE_FUNCTIONS=all, files on tmpfs) over an "
+            "empty tool",
             f"{fmt(added)} ns ({fmt(traced['median_ns'])} − {fmt(floor['median_ns'])})",
             f"≤ {TARGET_TRACE_NS:g} ns",
             added <= TARGET_TRACE_NS,
         )
-    if not merge or merge.get("skipped"):
-        if merge:
-            target("merge speed", "—", "", None, merge["skipped"])
-        return
-    crafted_targets(merge.get("crafted"), target, fmt)
-    for outputs, label, unit in (("otf2", "OTF2", "OTF2 events"), ("json", "Perfetto JSON", "trace events")):
-        x10 = (merge.get("x10") or {}).get(outputs)
-        goal = TARGET_MERGE_X10_PER_S[outputs]
-        if isinstance(x10, dict) and x10.get("events_per_s"):
-            target(
-                f"merge into {label}, {SCALE_UP}x trace ({merge['x10']['iterations']:,} exchanges), {unit} per second",
-                f"{x10['events_per_s']:,.0f}/s",
-                f"≥ {goal:,}/s",
-                x10["events_per_s"] >= goal,
-                f"{x10['events']:,} {unit} in {x10['seconds']:.2f} s; "
-                + (f"{x10['vs_1x']:.2f}× the 1× row's rate in the same run" if x10.get("vs_1x") else "no 1× row"),
-            )
-        elif merge.get("x10"):
-            target(
-                f"merge into {label}, {SCALE_UP}x trace",
-                "—",
-                "",
-                None,
-                (x10 or {}).get("failed") or merge["x10"].get("skipped", "not run"),
-            )
-        row = merge.get(outputs) or {}
-        per_s = row.get(f"{outputs}_events_per_s")
-        if "calls_per_s" not in row or per_s is None:
-            target(f"merge into {label}, events per second", "—", "", None, row.get("failed", "not run"))
-            continue
-        note = (
-            f"{row[outputs + '_events']:,} {unit} from {row['calls']:,} calls of {merge['ranks']} ranks "
-            f"= {row['calls_per_s']:,.0f} calls/s" + (f", {row['otf2_mode']}" if outputs == "otf2" else "")
-        )
-        target(
-            f"merge into {label}, {unit} written per second",
-            f"{per_s:,.0f}/s",
-            f"≥ {TARGET_MERGE_PER_S:,}/s",
-            per_s >= TARGET_MERGE_PER_S,
-            note,
-        )
-        largest, total = merge["largest_file_bytes"], merge["sum_file_bytes"]
-        growth, half = row["rss_growth_bytes"], row.get("half_ranks_rss_growth_bytes")
-        ratio = growth / half if half else None
-        target(
-            f"merge into {label}, memory: peak RSS growth, {merge['ranks']} ranks vs the same merge of half of them",
-            f"{growth / 2**20:.1f} MB vs {half / 2**20 if half else float('nan'):.1f} MB = {fmt(ratio)}× "
-            f"(largest file {largest / 2**20:.1f} MB, sum {total / 2**20:.1f} MB)",
-            f"≤ {TARGET_MERGE_MEMORY_RATIO:g}× (bounded by the largest file: 1×; by the sum: 2×)",
-            None if ratio is None else ratio <= TARGET_MERGE_MEMORY_RATIO,
-        )
+    merge_targets(merge, target, fmt)
 
 
 TARGET_TRACE_NS = 100.0
-# Issue 12: "≥ 1 million events per second into OTF2 and JSON": the events each output
-# holds (OTF2: Enter, Leave, MpiSend, ...; JSON: slices and flow ends), calls/s beside.
-TARGET_MERGE_PER_S = 1_000_000
-# On a trace 10x the bench trace: 1.5 M events/s into OTF2, 1.2 M into JSON.
-TARGET_MERGE_X10_PER_S = {"otf2": 1_500_000, "json": 1_200_000}
-# Bounded by the largest file, not the sum: the merge's memory growth (over the
-# interpreter with its imports) for all ranks within this many times its growth for half
-# of them (same largest file, half the sum).
-TARGET_MERGE_MEMORY_RATIO = 1.25
-
-
-def main(argv: List[str]) -> int:
-    """The merge rows alone (not the rest of `make bench`): builds a core and the bench's C
-    side into OUT, then prints the rows as JSON.
-
-        python bench/trace_bench.py --mpicc .venv/mpich/bin/mpicc --mpiexec .venv/mpich/bin/mpiexec [--quick]
-    """
-    import argparse
-    import shlex
-
-    from measure import find_qmpigen, make_env, must
-
-    ap = argparse.ArgumentParser(description=main.__doc__)
-    ap.add_argument("--mpicc", default="mpicc")
-    ap.add_argument("--mpiexec", default="mpiexec")
-    ap.add_argument("--qmpigen", default=None)
-    ap.add_argument("--out", default=str(BENCH_DIR.parent / "build" / "bench-trace"))
-    ap.add_argument("--quick", action="store_true")
-    args = ap.parse_args(argv)
-    mpiexec = shlex.split(args.mpiexec)
-    mpi = Mpi(args.mpicc, mpiexec, make_env(args.mpicc, mpiexec))
-    out = Path(args.out).resolve()
-    core, bindir = out / "core", out / "bin"
-    must(
-        run(
-            [*find_qmpigen(args.qmpigen), "build-core", "--mpi-header", "auto", "--mpicc", args.mpicc, "-o", str(core)],
-            mpi.env,
-        ),
-        "qmpigen build-core",
-    )
-    must(run(["make", "-C", str(core), "-j2", f"MPICC={args.mpicc}"], mpi.env), "compiling the core")
-    must(
-        run(["make", "-C", str(BENCH_DIR), "-j2", f"CORE={core}", f"OUT={bindir}", f"MPICC={args.mpicc}"], mpi.env),
-        "building the benchmark",
-    )
-    print(json.dumps(run_merge_rows(mpi, bindir, args.quick), indent=1))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+TARGET_CRASH_SAFE_NS = 40.0  # issue 33's goal for every role mix, crash-proof
+BASELINE_NOISE_NS = 3.0  # what paired medians of two builds move by between runs here

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""One timed merge for `make bench`'s merge rows (bench/trace_bench.py): merges DIR into
+"""One timed merge for `make bench`'s merge rows (bench/trace_merge_rows.py): merges DIR into
 OUT with only the given outputs of `qmpigen trace` and prints one JSON line: wall
 seconds of the merge, calls, OTF2 events, how OTF2 was written, and the process's peak
 RSS before the merge (interpreter, numpy, otf2 imported) and after it.

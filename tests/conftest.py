@@ -40,6 +40,16 @@ from qmpigen.mpi.select import enumerate_functions
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE_TOOLS = REPO / "sample_tools"
+
+
+def shipped_samples() -> List[str]:
+    """The sample tools' files the package ships (pyproject.toml's package data), relative
+    to sample_tools/: its C, headers, specs and Makefile, and the trace tool's folder."""
+    found = [p for p in SAMPLE_TOOLS.iterdir() if p.suffix in (".c", ".h", ".qmpi") or p.name == "Makefile"]
+    found += [p for p in (SAMPLE_TOOLS / "trace").iterdir() if p.suffix in (".c", ".h", ".qmpi")]
+    return sorted(p.relative_to(SAMPLE_TOOLS).as_posix() for p in found)
+
+
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 APPS = Path(__file__).resolve().parent / "apps"
 TEST_TOOLS = Path(__file__).resolve().parent / "tools"

@@ -57,21 +57,26 @@ def test_trace_call_rows_are_paired_with_pmpi_and_reported(results, tmp_path):
         "pair-pmpi/trace-io/floor": _row([850.0, 750.0, 950.0]),
         "trace-io/traced": _row([990.0, 790.0, 890.0]),
         "pair-pmpi/trace-io/traced": _row([900.0, 700.0, 800.0]),
+        "trace-io/baseline": _row([1000.0, 800.0, 900.0]),  # the tool before issue 33, in the same rounds
+        "pair-pmpi/trace-io/baseline": _row([900.0, 700.0, 800.0]),
         "trace/floor": _row([6.0, 6.0, 6.0]),
-        "trace/buffered": _row([40.0, 41.0, 42.0]),
+        "trace/traced": _row([40.0, 41.0, 42.0]),
     }
     summary = trace_bench.trace_call_summary(rows)
     assert set(summary) == {"io", "other"}
     io = summary["io"]
     assert (io["added_paired_ns"], io["added_ns"]) == (pytest.approx(88.0), pytest.approx(38.0))
+    assert io["variants"]["baseline"]["added_paired_ns"] == pytest.approx(98.0) and "buffered" not in io["variants"]
     assert summary["other"]["added_ns"] == pytest.approx(35.0) and summary["other"]["added_paired_ns"] is None
     targets = []
     trace_bench.trace_call_targets(summary, lambda *a: targets.append(a), lambda v, d=2: f"{v:.{d}f}")
-    verdicts = {t[0].split(", ")[2].split(" ")[0]: t[3] for t in targets}
+    verdicts = {t[0].split(", ")[2].split(" ")[0]: t[3] for t in targets if "against" not in t[0]}
     assert verdicts == {"p2p": None, "collective": None, "io": True}  # the rows not run have no verdict
+    assert [t[3] for t in targets if "against" in t[0]] == [True]  # 88 ns: no more than the baseline's 98
     text = report.markdown(dict(results, trace_calls=summary))
     assert "## Tracing: ns per traced call, per role mix" in text
     assert "| io | MPI_File_write_at" in text and "| **88.00** |" in text
+    assert "| io | 88.00 | — | 98.00 | -10.00 |" in text
     assert "| other | MPI_Comm_rank" in text
     with_calls = tmp_path / "results.json"
     with_calls.write_text(json.dumps(dict(results, trace_calls=summary)))

@@ -6,7 +6,6 @@ the exit is clean; user errors through the entry point with its one-line errors
 
 from __future__ import annotations
 
-import fnmatch
 import os
 import shutil
 import subprocess
@@ -19,7 +18,7 @@ from click.testing import CliRunner
 from qmpigen.cli.commands import cli
 from qmpigen.mpi.groups import BY_NAME, GROUPS
 
-from conftest import FIXTURES, REPO, SAMPLE_TOOLS, run_cli
+from conftest import FIXTURES, REPO, SAMPLE_TOOLS, run_cli, shipped_samples
 
 QUIRKS = FIXTURES / "quirks_mpi.h"
 FIXTURE_ARGS = ("--mpi-header", str(QUIRKS), "--mpicc", "cc")
@@ -104,11 +103,7 @@ def test_examples_writes_the_shipped_docs_and_samples(tmp_path):
     manual = [*docs.rglob("*.md"), *docs.glob("*.png"), *docs.glob("design/pmpi-bench/*.[cp]*")]  # what pages link
     shipped = sorted(
         [f"docs/{p.relative_to(docs).as_posix()}" for p in manual]
-        + [
-            f"sample_tools/{p.name}"
-            for p in SAMPLE_TOOLS.iterdir()
-            if fnmatch.fnmatch(p.name, "*.[cqh]*") or p.name == "Makefile"
-        ]
+        + [f"sample_tools/{name}" for name in shipped_samples()]
     )
     written = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
     assert written == shipped

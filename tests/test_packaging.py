@@ -12,7 +12,7 @@ import zipfile
 
 import pytest
 
-from conftest import FIXTURES, REPO, SAMPLE_TOOLS
+from conftest import FIXTURES, REPO, SAMPLE_TOOLS, shipped_samples
 
 pytestmark = pytest.mark.slow
 
@@ -27,8 +27,8 @@ def test_wheel_carries_templates_and_grammars_and_works_installed(wheel, tmp_pat
     manual = [*docs.rglob("*.md"), *docs.glob("*.png"), *docs.glob("design/pmpi-bench/*.[cp]*")]  # what pages link
     for doc in manual:
         assert f"qmpigen/docs/{doc.relative_to(docs).as_posix()}" in names
-    samples = [p.name for p in SAMPLE_TOOLS.iterdir() if p.suffix in (".c", ".h", ".qmpi") or p.name == "Makefile"]
-    assert {"printer.c", "tbcast.c", "counter.qmpi", "demo_app.c", "Makefile"} <= set(samples)
+    samples = shipped_samples()
+    assert {"printer.c", "tbcast.c", "counter.qmpi", "demo_app.c", "Makefile", "trace/lifecycle.c"} <= set(samples)
     for sample in samples:
         assert f"qmpigen/sample_tools/{sample}" in names
     (license_name,) = [n for n in names if n.endswith(".dist-info/LICENSE") or "/licenses/LICENSE" in n]

@@ -68,6 +68,10 @@ BEYOND = {
     "Fetch_and_op": "rma_atomic",
     "Compare_and_swap": "rma_atomic",
     "Win_fence": "rma_sync",
+    "Win_lock": "rma_sync",  # both ends of a lock epoch (issue 32, item 9: the lock was `other`)
+    "Win_lock_all": "rma_sync",
+    "Win_unlock": "rma_sync",
+    "Win_unlock_all": "rma_sync",
     "Win_create": "window_create",
     "Win_free": "window_free",
     "Neighbor_alltoallv": "neighbor",

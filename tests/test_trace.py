@@ -1,4 +1,4 @@
-"""The trace tool (sample_tools/trace.c) and `qmpigen trace`, on the real MPIs: a 4-rank
+"""The trace tool (sample_tools/trace/) and `qmpigen trace`, on the real MPIs: a 4-rank
 application traced above and below TBcast, merged; otf2-print (OTF2's own reader) must
 read the archive with one ENTER per call the application made, per rank and function,
 and every send must have its receive (rank, tag, bytes); QMPI_TRACE_FUNCTIONS=all must
@@ -204,16 +204,17 @@ def test_truncated_and_corrupt_rank_files(traced_run):
     work, _ = traced_run
     cut = work / "cut"
     shutil.copytree(work / "run", cut)
-    victim = sorted(cut.glob("*_2_0.L1.qtr"))[0]
+    victim = sorted(cut.glob("*_2_0.L1.*qtr"))[0]
     # cut in the middle of a record (records are 8-byte aligned: a cut on a boundary is
     # just a shorter, valid file)
     victim.write_bytes(victim.read_bytes()[: victim.stat().st_size // 16 * 8 + 12])
-    (sorted(cut.glob("*_1_0.L1.qtr"))[0]).write_bytes(b"garbage")
+    garbage = sorted(cut.glob("*_1_0.L1.*qtr"))[0]
+    garbage.write_bytes(b"garbage")
     proc = qmpigen("trace", str(cut), "--level", "1", "-o", str(work / "merged-cut"))
     assert proc.returncode == 0, proc.stderr
     lines = proc.stderr.splitlines()
     assert any(victim.name in line and "truncated" in line for line in lines), proc.stderr
-    assert any("_1_0.L1.qtr: skipped" in line for line in lines), proc.stderr
+    assert any(f"{garbage.name}: skipped" in line for line in lines), proc.stderr
     assert "Traceback" not in proc.stderr
     enters, _, _ = _otf2_enters(work / "merged-cut" / "traces.otf2")
     _, rank_of = otf2_events(work / "merged-cut" / "traces.otf2")
@@ -336,7 +337,7 @@ def _raw_calls(run: Path, level: int) -> tuple:
     from qmpigen.trace.layout import KINDS
 
     calls, codes = Counter(), []
-    for path in sorted(run.glob(f"*.L{level}.qtr")):
+    for path in sorted(run.glob(f"*.L{level}.*qtr")):
         data = path.read_bytes()
         assert data[:8] == b"QMPITRC\0", path
         rank = struct.unpack_from("<i", data, 16)[0]
@@ -380,7 +381,7 @@ def _run_all_app(mpi, core, tools: str, work: Path, **env: str):
 def test_all_functions_records_every_call(mpi, core, sample_tools, tmp_path, nested):
     """QMPI_TRACE_FUNCTIONS=all, two instances (trace:trace), 2 ranks of 4 threads, a
     4096-byte buffer (many flushes): each instance records every MPI call of the
-    application, the functions outside trace.c's table included (MPI_Wtime,
+    application, the functions outside the tool's own wrappers included (MPI_Wtime,
     MPI_Type_size, MPI_Comm_group, MPI_Sendrecv, MPI_Get_count, ...): one ENTER per call,
     per rank and function. MPI_Error_class, called by an error handler inside
     MPI_Comm_call_errhandler, is nested (depth 1; dropped with QMPI_TRACE_NESTED=0); the
@@ -438,11 +439,11 @@ def test_default_mode_records_the_operations(mpi, core, sample_tools, tmp_path, 
 
 
 def test_trace_without_generated_wrappers(mpi, core, tmp_path):
-    """The three C files alone, without the wrappers qmpigen generates (trace_roles.qmpi,
+    """The C files alone, without the wrappers qmpigen generates (trace_roles.qmpi,
     trace_all.qmpi): the weak references are NULL and only their own functions are
     traced, MPI_Init_thread and MPI_Finalize here, even with `all`."""
     _need_trace_tools()
-    sources = [SAMPLE_TOOLS / name for name in ("trace.c", "trace_requests.c", "trace_args.c")]
+    sources = sorted((SAMPLE_TOOLS / "trace").glob("*.c"))
     tool = mpi.build_tool(sources, core, tmp_path / "libtrace.so", ["-lpthread"])
     _run_all_app(mpi, core, str(tool), tmp_path, QMPI_TRACE_FUNCTIONS="all")
     enters = _otf2_enters_per_rank(_merge(tmp_path, 1) / "traces.otf2")

@@ -189,7 +189,7 @@ def test_rank_killed_before_finalize(tmp_path):
 
 @pytest.mark.slow  # seconds of merging: `make test-trace`, not `make test-fast`
 def test_communicator_of_1100_members(tmp_path):
-    """More than 1,021 members overflowed trace.c's 4,096-byte record (its tail cut); the
+    """More than 1,021 members overflowed the trace tool's 4,096-byte record (its tail cut); the
     members now span COMM records of COMM_CHUNK each, read back whole."""
     from qmpigen.trace.read import read_rank_file
 

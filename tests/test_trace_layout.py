@@ -1,5 +1,5 @@
 """The trace layout's one home (qmpigen/trace/layout.py) and what derives from it:
-sample_tools/trace_format.h and docs/trace-format.md's tables are exactly what the layout
+sample_tools/trace/format.h and docs/trace-format.md's tables are exactly what the layout
 makes (byte for byte), the C structs compile with the layout's offsets and sizes, the
 reader's dtypes and struct formats agree with them, the kinds are the function model's,
 and the merger's collective operations cover every collective. Also: `qmpigen trace`
@@ -28,9 +28,9 @@ def test_generated_parts_are_up_to_date():
 
 
 def test_the_c_structs_compile_with_the_layouts_offsets(tmp_path):
-    """trace_format.h alone (its _Static_asserts hold the offsets and sizes), and its packer
+    """format.h alone (its _Static_asserts hold the offsets and sizes), and its packer
     read back by the reader: calls at their defaults, with every field, with a few."""
-    from qmpigen.trace import read
+    from qmpigen.trace import read, walk
 
     compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
     if compiler is None:
@@ -40,7 +40,7 @@ def test_the_c_structs_compile_with_the_layouts_offsets(tmp_path):
         f'#include "{layout_text.TRACE_H}"\n'
         "#include <stdio.h>\n"
         "static void show(struct call_record r, uint64_t leave) {\n"
-        "    unsigned char out[PACKED_CALL_MAX];\n"
+        "    unsigned char out[PACKED_CALL_MAX + 8];\n"
         "    size_t size = call_record_pack(&r, leave, out);\n"
         "    r.leave = leave;\n"
         "    fwrite(&r, sizeof r, 1, stdout); fwrite(&size, sizeof size, 1, stdout); fwrite(out, 1, size, stdout);\n"
@@ -71,7 +71,7 @@ def test_the_c_structs_compile_with_the_layouts_offsets(tmp_path):
     while out:
         whole, (size,), out = out[:104], struct.unpack_from("<Q", out, 104), out[112:]
         packed, out = out[:size], out[size:]
-        assert read._unpack_call(packed, 0, size) == whole
+        assert walk._unpack_call(packed, 0, size) == whole
         sizes.append(size)
     # nothing but the head; every field (4 x 9 + 8 x 5 bytes after it); a write's five
     assert sizes == [32, layout.PACKED_CALL_MAX, 64]
@@ -143,9 +143,9 @@ def test_qmpigen_trace_without_its_extra_is_one_line(tmp_path):
         assert proc.stderr == "qmpigen: error: qmpigen trace needs its extra: pip install 'qmpigen[trace]'\n", module
 
 
-def test_the_c_loops_use_otf2_outs_codes():
-    """_loops.c's OP_* and COMPLETE_* enums have otf2_out.py's values."""
-    otf2_out = pytest.importorskip("qmpigen.trace.otf2_out")
+def test_the_c_loops_use_otf2_ops_codes():
+    """_loops.c's OP_* and COMPLETE_* enums have otf2_ops.py's values."""
+    otf2_out = pytest.importorskip("qmpigen.trace.otf2_ops")
     text = (REPO / "qmpigen" / "trace" / "_loops.c").read_text()
     names = re.search(r"enum \{\s*(OP_NONE[^}]*)\}", text)[1].split()
     names = [name.rstrip(",") for name in names]

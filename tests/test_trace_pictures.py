@@ -11,7 +11,10 @@ import pytest
 
 pytest.importorskip("matplotlib")
 
+from qmpigen.trace.io_picture import draw_io  # noqa: E402
+from qmpigen.trace.pictures import plot  # noqa: E402
 from qmpigen.trace.timeline import Timeline  # noqa: E402
+from qmpigen.trace.timeline_plot import draw  # noqa: E402
 
 MS = 1_000_000
 
@@ -76,7 +79,7 @@ def test_the_axis_starts_where_the_bars_start():
         ],
     }
     timeline = _timeline(calls)
-    fig = timeline.figure("t")
+    fig = draw(timeline, "t")
     ax = fig.axes[0]
     lo, hi = ax.get_xlim()
     assert (lo, hi) == (83.0, 139.0)
@@ -90,12 +93,30 @@ def test_the_axis_starts_where_the_bars_start():
 
 def test_without_init_and_finalize_the_axis_holds_every_call():
     calls = {(0, 0): [("MPI_Send", 10 * MS, 20 * MS)], (1, 0): [("MPI_Recv", 15 * MS, 30 * MS)]}
-    fig = _timeline(calls).figure("t")
+    fig = draw(_timeline(calls), "t")
     ax = fig.axes[0]
     lo, hi = ax.get_xlim()
     bars = _bars(ax)
     assert lo < 10 and hi > 30 and min(b[1] for b in bars) >= lo and max(b[2] for b in bars) <= hi
     assert "cut" not in ax.get_xlabel()
+    _close(fig)
+
+
+def test_where_a_thread_ended_is_marked():
+    """A thread that did not finalize (story.py): a cross where its trace ends, on its
+    track, with how it ended, and a legend entry; a thread that finalized has none."""
+    calls = {(0, 0): [("MPI_Send", 10 * MS, 20 * MS)], (1, 0): [("MPI_Recv", 15 * MS, 30 * MS)]}
+    timeline = _timeline(calls)
+    timeline.add_ending(1, 0, 25 * MS, "SIGSEGV in MPI_Recv")
+    fig = draw(timeline, "t")
+    ax = fig.axes[0]
+    crosses = [line for line in ax.get_lines() if line.get_gid() == "ending"]
+    assert len(crosses) == 1 and list(crosses[0].get_xdata()) == [25.0] and crosses[0].get_ydata()[0] > 0.5
+    assert [t.get_text() for t in ax.texts] == ["SIGSEGV in MPI_Recv"]
+    assert "where a thread ended without MPI_Finalize" in [t.get_text() for t in ax.get_legend().get_texts()]
+    _close(fig)
+    fig = draw(_timeline(calls), "t")
+    assert not [line for line in fig.axes[0].get_lines() if line.get_gid() == "ending"]
     _close(fig)
 
 
@@ -129,7 +150,7 @@ def test_a_50_ns_call_in_a_2_s_run_is_drawn_and_not_hidden():
             ("MPI_Finalize", 2 * second, 2 * second + 10 * MS),
         ],
     }
-    fig = _timeline(calls).figure("t")
+    fig = draw(_timeline(calls), "t")
     ax = fig.axes[0]
     bars = _bars(ax)
     widths = _pixel_widths(ax, bars)
@@ -169,7 +190,7 @@ def test_messages_have_arrowheads_at_the_receiver():
     timeline = _timeline(calls)
     sent = [(0, 2, 2 * MS, 3 * MS), (2, 1, 4 * MS, 4 * MS), (1, 0, 6 * MS, 8 * MS)]
     _messages(timeline, sent)
-    fig = timeline.figure("t")
+    fig = draw(timeline, "t")
     ax = fig.axes[0]
     (lines,) = [c for c in ax.collections if c.get_gid() == "messages"]
     (arrows,) = [c for c in ax.collections if c.get_gid() == "message arrows"]
@@ -217,7 +238,7 @@ def _io_run() -> Timeline:
 
 def test_io_calls_are_drawn_on_the_lane_under_their_track():
     timeline = _io_run()
-    fig = timeline.figure("t")
+    fig = draw(timeline, "t")
     ax = fig.axes[0]
     from qmpigen.trace.timeline_plot import Rows
 
@@ -248,7 +269,7 @@ def test_io_calls_are_drawn_on_the_lane_under_their_track():
 
 def test_no_io_no_lane():
     calls = {(0, 0): [("MPI_Init", 0, MS), ("MPI_Barrier", MS, 2 * MS), ("MPI_Finalize", 2 * MS, 3 * MS)]}
-    fig = _timeline(calls).figure("t")
+    fig = draw(_timeline(calls), "t")
     ax = fig.axes[0]
     assert not ax.get_yticklabels(minor=True) and not [b for b in _bars(ax) if b[0].startswith("io ")]
     assert "I/O per rank" not in _timeline(calls).summary(0, 0)
@@ -270,7 +291,7 @@ def _stacks(fig) -> Dict[Tuple[str, int], float]:
 
 def test_io_picture_stacks_each_ranks_bytes():
     timeline = _io_run()
-    fig = timeline.io_figure("t")
+    fig = draw_io(timeline, "t")
     assert _stacks(fig) == {("written", 1): 5120.0, ("read", 1): 512.0, ("read", 2): 300.0}
     for ax in fig.axes:
         assert ax.get_xlim() == (timeline.lo, timeline.hi)  # the timeline's axis
@@ -293,9 +314,9 @@ def test_io_png_only_with_io(tmp_path):
     with_io, without = tmp_path / "a", tmp_path / "b"
     with_io.mkdir()
     without.mkdir()
-    _io_run().plot(with_io / "timeline.png", "t")
+    plot(_io_run(), with_io / "timeline.png", "t")
     calls = {(0, 0): [("MPI_Init", 0, MS), ("MPI_Barrier", MS, 2 * MS), ("MPI_Finalize", 2 * MS, 3 * MS)]}
-    _timeline(calls).plot(without / "timeline.png", "t")
+    plot(_timeline(calls), without / "timeline.png", "t")
     assert sorted(p.name for p in with_io.iterdir()) == ["io.png", "timeline.png"]
     assert sorted(p.name for p in without.iterdir()) == ["timeline.png"]
     assert (with_io / "io.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -311,7 +332,7 @@ def test_io_picture_of_many_ranks_sampled():
     timeline = _timeline(calls)
     for rank in range(100):
         _io(timeline, rank, [(2 * MS, 3 * MS, 10, True)])
-    fig = timeline.io_figure("t")
+    fig = draw_io(timeline, "t")
     stacks = _stacks(fig)
     assert len(stacks) == 64 and set(stacks.values()) == {10.0}
     (everyone,) = [p for p in fig.axes[0].patches if p.get_gid() == "io written all ranks"]

@@ -58,7 +58,7 @@ REWRITTEN = """
     from pathlib import Path
     import numpy as np
     import trace_asan, trace_writer as w
-    from qmpigen.trace import read
+    from qmpigen.trace import read, walk
     trace_asan.activate(Path(sys.argv[1]))
     victim = Path(sys.argv[2])
     call = w.calls(np.array([w.CODE["MPI_Barrier"]]), np.array([1000]), np.array([2000]))
@@ -79,18 +79,18 @@ REWRITTEN = """
     small, large = np.frombuffer(head + filler * 64, np.uint8), np.frombuffer(head + call * 64, np.uint8)
     lib = ctypes.CDLL(sys.argv[1])
     lib.qmpi_scan_records.restype = ctypes.c_int64
-    scan = read._Scan()
+    scan = walk._Scan()
     lib.qmpi_scan_records(small.ctypes.data_as(ctypes.c_void_p), ctypes.c_int64(64), ctypes.c_int64(len(small)),
-                          ctypes.byref(read.KINDS), ctypes.byref(scan))
+                          ctypes.byref(walk.KINDS), ctypes.byref(scan))
     counts = list(scan.counts)
     arrays = [np.empty(max(counts[0], 1), read.CALL_DTYPE), np.empty(max(counts[0], 1), np.int64),
-              np.empty(max(counts[2], 1), read.RAW_COMPLETION), np.empty((max(counts[2], 1), 2), np.int64),
+              np.empty(max(counts[2], 1), walk.RAW_COMPLETION), np.empty((max(counts[2], 1), 2), np.int64),
               np.empty((max(counts[3], 1), 2), np.int64)]
     for name, array in zip(("calls", "call_offset", "completions", "completion_at", "other_at"), arrays):
         setattr(scan, name, array.ctypes.data)
     scan.capacity[:] = (counts[0], counts[2], counts[3])
     stop = lib.qmpi_scan_records(large.ctypes.data_as(ctypes.c_void_p), ctypes.c_int64(64),
-                                 ctypes.c_int64(len(large)), ctypes.byref(read.KINDS), ctypes.byref(scan))
+                                 ctypes.c_int64(len(large)), ctypes.byref(walk.KINDS), ctypes.byref(scan))
     print("bounded", counts[0], scan.counts[0], stop < len(large))
 """
 
@@ -111,7 +111,7 @@ TRUNCATED = """
     import os, sys
     from pathlib import Path
     import trace_asan, trace_writer as w
-    from qmpigen.trace import merge, read
+    from qmpigen.trace import merge, records
     run, out, how = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
     w.write_run(run, 4, n_calls=300)
     victim = run / "synth_node_2_0.L1.qtr"
@@ -125,11 +125,11 @@ TRUNCATED = """
     if how == "c":
         trace_asan.between_the_walks(lambda rank_file: cut(rank_file.path))
     else:
-        real_other = read._other_record
+        real_other = records.other_record
         def other(data, pos, kind, size, out):
             cut(out.path)
             return real_other(data, pos, kind, size, out)
-        read._other_record = other
+        records.other_record = other
     sys.exit(merge.run(run, out, None, print))
 """
 

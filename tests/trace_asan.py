@@ -62,13 +62,13 @@ def environment(base: Optional[Dict[str, str]] = None) -> Dict[str, str]:
 
 
 def between_the_walks(hook) -> None:
-    """Makes qmpigen.trace.read call hook(rank_file) after _loops.c's counting walk of each
+    """Makes qmpigen.trace.walk call hook(rank_file) after _loops.c's counting walk of each
     file, before its copying walk: where tests change a file under the reader."""
     import ctypes
 
-    from qmpigen.trace import read
+    from qmpigen.trace import walk
 
-    real = read._scan_native
+    real = walk._scan_native
 
     def scan(lib, data, pos, end, out):
         walk = lib.qmpi_scan_records
@@ -82,7 +82,7 @@ def between_the_walks(hook) -> None:
 
         return real(type("Lib", (), {"qmpi_scan_records": staticmethod(qmpi_scan_records)}), data, pos, end, out)
 
-    read._scan_native = scan
+    walk._scan_native = scan
 
 
 def activate(path: Path) -> None:

@@ -175,7 +175,7 @@ def examples(directory, force) -> None:
 
     DIR/docs/ holds the manual (Markdown pages: installing, the core, the spec
     language, tracing, performance, ...); DIR/sample_tools/ the hand-written tools
-    (printer.c, tbcast.c, trace.c), the tool specs (*.qmpi), the demo application
+    (printer.c, tbcast.c, the trace tool in trace/), the tool specs (*.qmpi), the demo application
     and the Makefile that builds them against a core.
 
     \b
@@ -203,7 +203,7 @@ def examples(directory, force) -> None:
 )
 @click.option("--level", type=int, default=None, metavar="N", help="The trace tool instance at chain level N.")
 def trace(directory, output, level) -> None:
-    """Merge the rank files of sample_tools/trace.c in DIR into OUT: an OTF2 archive
+    """Merge the rank files of the trace tool (sample_tools/trace/) in DIR into OUT: an OTF2 archive
     (traces.otf2), Perfetto JSON (trace.json), a timeline (timeline.png), summary.txt.
 
     \b

@@ -198,8 +198,8 @@ KIND_RULES: Tuple[Tuple[str, Tuple[str, ...], Tuple[str, ...], Tuple[str, ...]],
         "rma_sync",
         ("window",),
         (),
-        ("MPI_Win_fence", "MPI_Win_[ul]*lock*", "MPI_Win_flush*", "MPI_Win_sync", "MPI_Win_start", "MPI_Win_complete")
-        + ("MPI_Win_post", "MPI_Win_wait", "MPI_Win_test"),
+        ("MPI_Win_fence", "MPI_Win_lock*", "MPI_Win_unlock*", "MPI_Win_flush*", "MPI_Win_sync", "MPI_Win_start")
+        + ("MPI_Win_complete", "MPI_Win_post", "MPI_Win_wait", "MPI_Win_test"),
     ),
     # MPI-IO
     ("file_open", ("new_file",), (), ()),

@@ -17,7 +17,7 @@ from qmpigen.output.resources import docs_dir, samples_dir
 # patterns are pyproject.toml's package data.
 SHIPPED = (
     ("docs", docs_dir, ("*.md", "*.png", "design/*.md", "design/pmpi-bench/*.c", "design/pmpi-bench/*.py")),
-    ("sample_tools", samples_dir, ("*.c", "*.h", "*.qmpi", "Makefile")),
+    ("sample_tools", samples_dir, ("*.c", "*.h", "*.qmpi", "Makefile", "trace/*.c", "trace/*.h", "trace/*.qmpi")),
 )
 BINARY = (".png",)
 

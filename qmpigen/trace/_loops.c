@@ -11,8 +11,8 @@
 
 /* ---- OTF2 events of one location ---- */
 /* What a call adds between its Enter and Leave, and what a completion is: the values of
- * otf2_out.py's OP_* and COMPLETE_* (tests/test_trace_layout.py compares them). The
- * columns each one reads are otf2_out.py's CALL_FIELDS and COMPLETION_FIELDS. */
+ * otf2_ops.py's OP_* and COMPLETE_* (tests/test_trace_layout.py compares them). The
+ * columns each one reads are otf2_ops.py's CALL_FIELDS and COMPLETION_FIELDS. */
 enum {
     OP_NONE,
     OP_SEND,

@@ -4,21 +4,18 @@ calls on the aligned axis (the timeline's)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable, List, Optional, Tuple
+from typing import Callable, Iterable, Optional, Tuple
 
 import numpy as np
 
 from .read import RankFile
 
-if TYPE_CHECKING:
-    from .gather import FileInfo
 
-
-def ticks_to_ns(files: List[FileInfo]) -> Callable[[np.ndarray], np.ndarray]:
-    """Ticks -> CLOCK_MONOTONIC ns for one rank: the line through its first and last timer
-    pairs (all its threads read the same tick counter); without timer records, ticks are
-    taken as ns."""
-    points = sorted({p for f in files for p in f.head.timers})
+def ticks_to_ns(timers: Iterable[Tuple[int, int]]) -> Callable[[np.ndarray], np.ndarray]:
+    """Ticks -> CLOCK_MONOTONIC ns for one rank: the line through the first and last of its
+    timer pairs (ticks, ns; all its threads read the same tick counter); without timer
+    records, ticks are taken as ns."""
+    points = sorted(set(timers))
     if not points:
         return lambda t: t.astype(np.int64)
     (t0, n0), (t1, n1) = points[0], points[-1]
@@ -58,13 +55,19 @@ def aligned_ns(ticks: int, aligned: Callable, to_ns: Callable) -> int:
 
 
 def axis_span(
-    info: FileInfo, aligned: Callable, to_ns: Callable, origin: int
+    ticks: Tuple[int, int, Optional[int], Optional[int]], aligned: Callable, to_ns: Callable, origin: int
 ) -> Tuple[int, int, Optional[int], Optional[int]]:
-    """A file's first enter, last leave, end of MPI_Init and start of MPI_Finalize as
-    aligned ns from `origin` (the timeline's axis)."""
+    """A file's first enter, last leave, end of MPI_Init and start of MPI_Finalize (ticks;
+    the last two None where the file has none) as aligned ns from `origin` (the
+    timeline's axis)."""
 
-    def ns(ticks: Optional[int]) -> Optional[int]:
-        return None if ticks is None else aligned_ns(ticks, aligned, to_ns) - origin
+    def ns(value: Optional[int]) -> Optional[int]:
+        return None if value is None else aligned_ns(value, aligned, to_ns) - origin
 
-    first, last = (aligned_ns(t, aligned, to_ns) - origin for t in (info.first_enter, info.last_leave))
-    return first, last, ns(info.init_leave), ns(info.finalize_enter)
+    first, last, init_leave, finalize_enter = ticks
+    return (
+        aligned_ns(first, aligned, to_ns) - origin,
+        aligned_ns(last, aligned, to_ns) - origin,
+        ns(init_leave),
+        ns(finalize_enter),
+    )

@@ -21,6 +21,7 @@ from . import semantics
 from .clocks import aligned_ns, clock_alignment, ticks_to_ns
 from .read import (
     CALL_HAS_REQUEST,
+    END_STOPPED,
     REQUEST_STARTED,
     RankFile,
     TraceFileError,
@@ -89,6 +90,11 @@ class FileInfo:
     # per completion the index of its start there (-1: none seen)
     start_offset: int = 0
     done_start: np.ndarray = field(default_factory=_nothing)
+
+    @property
+    def span_ticks(self) -> Tuple[int, int, Optional[int], Optional[int]]:
+        """The timeline's axis from this file (clocks.axis_span)."""
+        return self.first_enter, self.last_leave, self.init_leave, self.finalize_enter
 
 
 def _codes(rank_file: RankFile, names: set) -> np.ndarray:
@@ -207,7 +213,9 @@ def _file_notes(f: FileInfo, report: MergeReport) -> None:
     head = f.head
     if head.problem:
         return
-    if head.end_calls is None:
+    if head.end_calls is None and head.version >= 6:  # what a crash leaves is there (tail files)
+        report.note(head.path.name, f"did not finalize ({f.calls} calls merged; summary.txt says how it ended)")
+    elif head.end_calls is None:
         report.note(
             head.path.name,
             f"missing finalize record: the rank ended before MPI_Finalize; its "
@@ -215,6 +223,8 @@ def _file_notes(f: FileInfo, report: MergeReport) -> None:
         )
     elif head.end_calls != f.calls:
         report.note(head.path.name, f"cut short: {f.calls} of {head.end_calls} calls")
+    elif head.end_reason == END_STOPPED:
+        report.note(head.path.name, f"its tracing stopped: its rank file could not be written ({f.calls} calls merged)")
 
 
 def _sane_clocks(f: FileInfo, report: MergeReport) -> None:
@@ -358,7 +368,7 @@ def gather(directory: Path, paths: List[Path], report: MergeReport) -> Gathered:
     shown = {gid: tuple(r for r in ranks if r in by_rank) for gid, ranks in members.items()}
     shown_rank = local_rank if shown == members else _rank_tables(shown)
     comm_tables = _comm_tables(by_rank, global_comm)
-    to_ns = {rank: ticks_to_ns(files) for rank, files in by_rank.items()}
+    to_ns = {rank: ticks_to_ns(p for f in files for p in f.head.timers) for rank, files in by_rank.items()}
     aligned = {}
     for rank, files in by_rank.items():
         with_clock = [f.head for f in files if 0 in f.head.clocks]

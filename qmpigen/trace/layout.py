@@ -1,11 +1,9 @@
-"""The rank file layout of sample_tools/trace.c, written once: the file header, every
+"""The rank file layout of the trace tool (sample_tools/trace/), written once: the file header, every
 record kind (code, fields with their C types), the flags, and the tool's table of
 function codes. Everything else derives from here:
 
   * the reader's numpy dtypes and struct formats (read.py);
-  * the generated part of sample_tools/trace.c (kinds, structs, the function table,
-    written by layout_text.py),
-    between GENERATED markers;
+  * sample_tools/trace/format.h (kinds, structs, the call packer; layout_text.py writes it);
   * the generated tables of docs/trace-format.md, between GENERATED markers;
   * the sets of functions the merger treats as collectives (match.py, otf2_out.py).
 
@@ -26,11 +24,15 @@ from typing import Dict, List, Tuple
 from qmpigen.mpi import roles as _roles
 
 MAGIC = b"QMPITRC\0"
-VERSION = 5  # written by trace.c; 5 packs calls (PACKED_CALL), whose head is version 4's
-# SHORT_CALL with `present` for its reserved 0: version 4 files read as they are. Files of
-# versions 1-3 are refused (merge them with the qmpigen that wrote them: their calls
-# carried a fixed table's codes, no kinds)
-READ_VERSIONS = (4, 5)
+VERSION = 6  # written by the trace tool (sample_tools/trace/); 5 packs calls (PACKED_CALL),
+# whose head is version 4's SHORT_CALL with `present` for its reserved 0: version 4 files
+# read as they are. 6 adds what a crash leaves: a rank file's tail file (TAIL_HEADER, the
+# records not yet written to the rank file), a call entered and not returned (a
+# PACKED_CALL whose leave is 0, the last record), the SIGNAL record, and END's reason;
+# a zero head word ends a version 6 file's records. Files of versions 1-3 are refused
+# (merge them with the qmpigen that wrote them: their calls carried a fixed table's
+# codes, no kinds)
+READ_VERSIONS = (4, 5, 6)
 RECORD_ALIGNMENT = 8  # every record's size is a multiple of it
 
 # C type -> (numpy type, struct code, size)
@@ -100,7 +102,7 @@ class Record:
 
 
 HEAD = (Field("kind", "uint16_t"), Field("size", "uint16_t", "total bytes"))
-COMM_CHUNK = 1000  # members per COMM record: with its head, at most 4,020 bytes (trace.c's records are <= 4096)
+COMM_CHUNK = 1000  # members per COMM record: with its head, at most 4,020 bytes (the tool's records are <= 4096)
 
 HEADER = Struct(
     "file_header",
@@ -277,8 +279,9 @@ RECORDS: Tuple[Record, ...] = (
         ),
         tail="the CALL fields after comm whose bit is set in `present`, in CALL's order, each at its "
         "size (unaligned), then zero bytes to a multiple of 8",
-        doc="one traced call, as trace.c writes them: a CALL without its fields at their defaults "
-        "(32 bytes for a call without arguments, 64 for MPI_File_write_at's, against CALL's 104)",
+        doc="one traced call, as the trace tool writes them: a CALL without its fields at their defaults "
+        "(32 bytes for a call without arguments, 64 for MPI_File_write_at's, against CALL's 104); "
+        "leave 0: the call was entered and had not returned (version 6: the thread's last record)",
     ),
     Record(
         11,
@@ -287,11 +290,12 @@ RECORDS: Tuple[Record, ...] = (
             "end_record",
             HEAD
             + (
-                Field("reserved", "uint32_t"),
+                Field("reason", "uint32_t", "END_* reason (version 6; 0 before)"),
                 Field("calls", "uint64_t", "call records in the file"),
             ),
         ),
-        doc="the file's last record, written at `MPI_Finalize`: a file without it was cut short",
+        doc="the file's last record, written at `MPI_Finalize` (or where the thread's tracing stopped: "
+        "`reason`): a file without it was cut short",
     ),
     Record(
         12,
@@ -307,17 +311,34 @@ RECORDS: Tuple[Record, ...] = (
         ),
         doc="a one-sided window, defined where it is created",
     ),
+    Record(
+        13,
+        "SIGNAL",
+        Struct(
+            "signal_record",
+            HEAD
+            + (
+                Field("signal", "int32_t", "the signal's number"),
+                Field("code", "int32_t", "its `si_code`"),
+                Field("sender", "int32_t", "the pid that sent it (`si_pid`), 0 if the kernel did"),
+                Field("ticks", "uint64_t", "when it arrived"),
+                Field("ns", "uint64_t", "`CLOCK_MONOTONIC` read at the same moment"),
+            ),
+        ),
+        doc="a fatal signal the tool's handler saw (version 6), the last record of the thread that "
+        "received it, right after the call it interrupted if one was open",
+    ),
 )
 BY_NAME = {r.name: r for r in RECORDS}
-CALL, PACKED_CALL, COMPLETION, CLOCK, TIMER, END, WINDOW = (
-    BY_NAME[n] for n in ("CALL", "PACKED_CALL", "COMPLETION", "CLOCK", "TIMER", "END", "WINDOW")
+CALL, PACKED_CALL, COMPLETION, CLOCK, TIMER, END, WINDOW, SIGNAL = (
+    BY_NAME[n] for n in ("CALL", "PACKED_CALL", "COMPLETION", "CLOCK", "TIMER", "END", "WINDOW", "SIGNAL")
 )
 # The fields a PACKED_CALL may carry after its head, bit i of `present` for the i-th.
 PACKED_FIELDS: Tuple[Field, ...] = CALL.layout.fields[len(_CALL_HEAD) :]
 PACKED_CALL_MAX = RECORD_ALIGNMENT * -(
     -(PACKED_CALL.size + sum(C_TYPES[f.ctype][2] for f in PACKED_FIELDS)) // RECORD_ALIGNMENT
 )
-# MPI's datatype constructors (MPI 5.0 table 5.1), in this order in TYPE records: trace.c
+# MPI's datatype constructors (MPI 5.0 table 5.1), in this order in TYPE records: the tool
 # maps the MPI's MPI_COMBINER_ values (which differ per MPI) to these indices.
 COMBINERS: Tuple[str, ...] = tuple(
     "NAMED DUP CONTIGUOUS VECTOR HVECTOR INDEXED HINDEXED INDEXED_BLOCK HINDEXED_BLOCK STRUCT SUBARRAY DARRAY "
@@ -327,6 +348,7 @@ COMBINERS: Tuple[str, ...] = tuple(
 FLAGS = (
     ("CALL_HAS_REQUEST", 1, "the call carries a request handle"),
     ("CALL_FAILED", 2, "the function returned an MPI error code"),
+    ("CALL_STATUS_BYTES", 4, "recv_bytes is what the call's status counts (a file read's bytes read; version 6)"),
 )
 PEERS = (("PEER_NONE", -1), ("PEER_ANY", -2))
 # MPI_File_open's access mode in a CALL's tag: OTF2's access mode (0 read-only, 1 write-only,
@@ -337,6 +359,38 @@ FILE_MODES = (
     ("FILE_MODE_DELETE_ON_CLOSE", 0x400, "MPI_MODE_DELETE_ON_CLOSE"),
     ("FILE_MODE_APPEND", 0x800, "MPI_MODE_APPEND"),
 )
+END_REASONS = (
+    ("END_FINALIZED", 0, "`MPI_Finalize`: the file is whole"),
+    ("END_STOPPED", 1, "the thread's tracing stopped (its rank file could not be written: a full file system)"),
+)
+
+# A rank file's tail file (version 6): NAME.qtr.tail beside NAME.qtr, created with it and
+# removed once the rank file is whole. The tool's buffer for the thread is this file's
+# page at TAIL_BUFFER_OFFSET, mapped shared, so the records not yet written to the rank
+# file survive the process's death. The records of the thread are the rank file's first
+# `flushed` bytes, then the buffer's records (up to a zero head word), when
+# `staged_from` equals `flushed` (else the buffer was written out already).
+TAIL_MAGIC = b"QMPITAL\0"
+TAIL_SUFFIX = ".tail"
+TAIL_BUFFER_OFFSET = 4096
+TAIL_HEADER = Struct(
+    "tail_header",
+    (
+        Field("magic", "char[8]", "`QMPITAL\\0`"),
+        Field("version", "uint16_t", "the rank file's format version"),
+        Field("header_size", "uint16_t", "64"),
+        Field("buffer_offset", "uint32_t", f"where the buffer starts ({TAIL_BUFFER_OFFSET})"),
+        Field("buffer_size", "uint32_t", "its bytes"),
+        Field("rank", "int32_t", "the rank file's rank, thread and level"),
+        Field("thread", "int32_t"),
+        Field("level", "int32_t"),
+        Field("run_id", "uint64_t", "the rank file's run"),
+        Field("flushed", "uint64_t", "bytes of the rank file written"),
+        Field("staged_from", "uint64_t", "the rank file offset of the buffer's first record"),
+        Field("reserved", "uint64_t"),
+    ),
+)
+
 REQUEST_FLAGS = (
     ("REQUEST_CANCELLED", 1, "the request was cancelled (`MPI_Test_cancelled`)"),
     ("REQUEST_FREED", 2, "`MPI_Request_free`: the application let go of the request"),
@@ -348,7 +402,7 @@ REQUEST_FLAGS = (
 # carries its index here, so the merger knows a call's events without a list of names.
 KINDS: Tuple[str, ...] = _roles.KINDS
 
-# The CALL fields each parameter role fills (sample_tools/trace_record.h, in record order):
+# The CALL fields each parameter role fills (sample_tools/trace/record.h, in record order):
 # the documentation's "attributes recorded" (coverage_text.py).
 ROLE_FIELDS: Dict[str, Tuple[str, ...]] = {
     "comm": ("comm",),
@@ -395,13 +449,14 @@ ROLE_FIELDS: Dict[str, Tuple[str, ...]] = {
 
 
 def _check() -> None:
-    for s in [HEADER] + [r.layout for r in RECORDS]:
+    for s in [HEADER, TAIL_HEADER] + [r.layout for r in RECORDS]:
         for f, at in zip(s.fields, s.offsets()):
             assert at % C_TYPES[f.ctype][2] == 0 or f.ctype == "char[8]", (s.c_name, f.name)  # no padding in C
     for r in RECORDS:
         if not r.variable:
             assert r.size % RECORD_ALIGNMENT == 0 and r.layout.fields[:2] == HEAD, r.name
     assert HEADER.size == 64 and CALL.size == 104 and PACKED_CALL.size == 32 and END.size == 16
+    assert TAIL_HEADER.size == 64 and SIGNAL.size == 32
     assert PACKED_CALL.layout.fields[: len(_CALL_HEAD)] == CALL.layout.fields[: len(_CALL_HEAD)]
     assert len(PACKED_FIELDS) < 32 and all(f.default in (0, -1) for f in PACKED_FIELDS)
 

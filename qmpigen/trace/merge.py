@@ -29,7 +29,7 @@ import otf2  # noqa: F401
 from qmpigen.output.write import current_umask
 
 from .attributes import call_attributes
-from .clocks import axis_span
+from .clocks import aligned_ns, axis_span
 from .gather import MergeError, MergeReport, gather
 from .heap import arrays_from_the_heap
 from .layout import CALL
@@ -45,9 +45,19 @@ from .read import (
     trace_files,
 )
 from .requests import lookup
+from .story import ending_of, summary_text
 
 OUTPUTS = frozenset({"otf2", "json", "timeline"})
 RECORD = np.dtype((np.void, CALL.size))  # a call record as opaque bytes
+
+
+def _namer(rank_file: RankFile):
+    return lambda code: rank_file.functions.get(code, f"function {code}")
+
+
+def _to_axis(aligned, to_ns, origin: int):
+    """A rank's ticks -> ns on the merged axis."""
+    return lambda ticks: max(aligned_ns(ticks, aligned, to_ns) - origin, 0)
 
 
 def _datatype_lines(datatypes: Dict[Tuple[str, int, int, int], Set[int]]) -> str:
@@ -74,9 +84,11 @@ def merge(directory: Path, out: Path, level: Optional[int] = None, outputs: Froz
 
 
 def _merge(directory: Path, out: Path, level: Optional[int], outputs: FrozenSet[str], archive_box: List) -> MergeReport:
-    from .events import Pass2, file_events
+    from .events import file_events
     from .otf2_out import Otf2Writer
+    from .pass2 import Pass2
     from .perfetto import ARG_FIELDS, PerfettoWriter
+    from .pictures import plot
     from .timeline import Timeline
 
     paths = trace_files(directory)
@@ -114,10 +126,13 @@ def _merge(directory: Path, out: Path, level: Optional[int], outputs: FrozenSet[
         stream = open(staging / "trace.json", "wb") if "json" in outputs else None
         json_out = PerfettoWriter(stream) if stream is not None else None
         timeline = Timeline(world_size, [(f.head.rank, f.head.thread) for f in infos if f.calls])
-        timeline.set_axis([axis_span(f, aligned[f.head.rank], to_ns[f.head.rank], origin) for f in infos if f.calls])
+        timeline.set_axis(
+            [axis_span(f.span_ticks, aligned[f.head.rank], to_ns[f.head.rank], origin) for f in infos if f.calls]
+        )
         spill = EndpointSpill(staging / ".messages")
         pass2 = Pass2(g, comm_refs, archive)
         datatypes: Dict[Tuple[str, int, int, int], Set[int]] = defaultdict(set)
+        endings: List = []  # story.Unfinished: the threads that did not finalize
         # pass 2: events, one file at a time, in rank order
         for info in infos:
             rank_file = _read_again(info, report)
@@ -137,6 +152,12 @@ def _merge(directory: Path, out: Path, level: Optional[int], outputs: FrozenSet[
             calls = calls.view(RECORD)[order].view(calls.dtype)  # rows as bytes: fields one by one is slow
             rank_file.calls = calls[:0]  # the file-order copy freed (a rank file of records less at the peak)
             enter, leave = enter[order], leave[order]
+            unfinished = ending_of(
+                rank_file, calls, leave, _namer(rank_file), _to_axis(aligned[rank], to_ns[rank], origin)
+            )
+            if unfinished is not None:  # it did not finalize: how it ended (story.py)
+                endings.append(unfinished)
+                timeline.add_ending(rank, thread, unfinished.time, unfinished.label)
             position = np.empty(n, np.int64)
             position[order] = np.arange(n)  # file index -> time-order index
             # a thread's calls never overlap in the output: each starts after the previous ends
@@ -174,7 +195,9 @@ def _merge(directory: Path, out: Path, level: Optional[int], outputs: FrozenSet[
                     region_of[to_index[code]] = region._ref
                 found.columns["region"] = region_of[func]
                 attributes = call_attributes(archive, rank_file, calls)
-                report.otf2_events += archive.write_events(rank, thread, found.columns, found.completion, attributes)
+                report.otf2_events += archive.write_events(
+                    rank, thread, found.columns, found.completion, attributes, unfinished
+                )
             if json_out is not None:
                 json_out.track(rank, thread, rank_file.host)
                 args = {name: calls[name] for name in ARG_FIELDS}
@@ -208,11 +231,14 @@ def _merge(directory: Path, out: Path, level: Optional[int], outputs: FrozenSet[
             archive.close(min(f.head.realtime_origin_ns for f in infos) / 1e9)
             report.otf2_mode = archive.bulk_mode
         report.messages = timeline.matched
-        report.summary = timeline.summary(unmatched_sends, unmatched_receives) + _datatype_lines(datatypes)
+        report.summary = (
+            timeline.summary(unmatched_sends, unmatched_receives) + _datatype_lines(datatypes) + summary_text(endings)
+        )
         (staging / "summary.txt").write_text(report.summary)
         if "timeline" in outputs:
             program = infos[0].head.program
-            timeline.plot(
+            plot(
+                timeline,
                 staging / "timeline.png",
                 f"{program}: {world_size} ranks, {report.events} calls, {report.messages} messages",
             )

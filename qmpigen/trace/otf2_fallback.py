@@ -7,7 +7,7 @@ from __future__ import annotations
 import ctypes
 from typing import Tuple
 
-from .otf2_out import (
+from .otf2_ops import (
     CALL_FIELDS,
     COMPLETE_COLLECTIVE,
     COMPLETE_IO,

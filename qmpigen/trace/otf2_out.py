@@ -30,47 +30,14 @@ from otf2.enums import (
 )
 
 from . import loops, semantics
+from .otf2_fallback import write_python
+from .otf2_ops import ATTRIBUTE_FIELDS, CALL_FIELDS, COMPLETION_FIELDS
 
-# What a call adds between its Enter and Leave (the `op` array of _loops.c's qmpi_write_events).
-(
-    OP_NONE,
-    OP_SEND,
-    OP_RECV,
-    OP_ISEND,
-    OP_IRECV_REQUEST,
-    OP_COLLECTIVE,
-    OP_IO,
-    OP_SENDRECV,
-    OP_ICOLLECTIVE,
-    OP_IO_NONBLOCKING,
-    OP_IO_CREATE,
-    OP_IO_DESTROY,
-    OP_IO_SEEK,
-    OP_RMA,
-    OP_RMA_REQUEST,
-) = range(15)
-# what a completion-side event is: a completed Isend or Irecv, a persistent request's
-# start (written like Isend and Irecv), a cancelled request, a completed nonblocking
-# collective, I/O or one-sided operation, a persistent collective's start
-(
-    COMPLETE_ISEND,
-    COMPLETE_IRECV,
-    START_ISEND,
-    START_IRECV,
-    CANCELLED,
-    COMPLETE_COLLECTIVE,
-    COMPLETE_IO,
-    COMPLETE_RMA,
-    START_COLLECTIVE,
-) = range(1, 10)
-RMA_PUT, RMA_GET, RMA_ATOMIC = 0, 1, 2  # an RMA call's tag: RMA_ATOMIC + OTF2 RmaAtomicType
 # The OTF2 library's event chunk: a location's writer holds one until it is closed,
 # which write_events does as soon as the location's events are written (one rank file
 # each), so memory does not grow with the number of locations.
 CHUNK_BYTES = 256 * 1024
-IO_MODE_READ, IO_MODE_WRITE = 0, 1  # OTF2_IO_OPERATION_MODE_*
 MAX_REGIONS, OTHER_REGION = 2048, "(other functions)"
-IO_FLAG_NON_BLOCKING, IO_FLAG_COLLECTIVE = 1, 2  # OTF2_IO_OPERATION_FLAG_*
 
 
 def definition_chunk_bytes(members: int) -> int:
@@ -111,42 +78,6 @@ API_FUNCTIONS = (
     "RmaOpCompleteBlocking",
     "RmaOpCompleteNonBlocking",
 )
-CALL_FIELDS = (
-    ("enter", "<u8"),
-    ("leave", "<u8"),
-    ("region", "<u4"),
-    ("op", "u1"),
-    ("peer", "<u4"),
-    ("comm", "<u4"),
-    ("tag", "<u4"),
-    ("bytes", "<u8"),
-    ("request", "<u8"),
-    ("recv_peer", "<u4"),
-    ("recv_tag", "<u4"),  # I/O: the operation's flags (collective)
-    ("recv_bytes", "<u8"),
-)
-COMPLETION_FIELDS = (
-    ("call", "<i8"),
-    ("kind", "u1"),
-    ("request", "<u8"),
-    ("sender", "<u4"),
-    ("comm", "<u4"),
-    ("tag", "<u4"),
-    ("bytes", "<u8"),
-    ("recv_bytes", "<u8"),
-)
-
-
-class CallColumns(Dict[str, np.ndarray]):
-    """n calls' CALL_FIELDS, each field its own array, which the C loop reads as it is (a
-    structured array's fields were copied out first); assigning a field casts into its
-    array, as assigning a structured array's field does."""
-
-    def __init__(self, n: int):
-        super().__init__((name, np.zeros(n, dtype)) for name, dtype in CALL_FIELDS)
-
-    def __setitem__(self, name: str, value) -> None:
-        self[name][...] = value
 
 
 class _Api(ctypes.Structure):
@@ -192,7 +123,6 @@ class _Completions(ctypes.Structure):
 
 
 ATTRIBUTE_LISTS = ("AddInt64", "AddStringRef")  # OTF2_AttributeList_*: _Api's add_int64, add_string
-ATTRIBUTE_FIELDS = (("first", "<i8"), ("ref", "<u4"), ("string", "u1"), ("value", "<i8"))
 
 
 class _Attributes(ctypes.Structure):
@@ -344,10 +274,12 @@ class Otf2Writer:
         calls: Mapping[str, np.ndarray],
         completions: np.ndarray,
         attributes: Optional[CallAttributes] = None,
+        unfinished=None,
     ) -> int:
         """One location's events: `calls` with CALL_FIELDS (CallColumns, time order),
         `completions` with COMPLETION_FIELDS (ordered by call), their Enter events'
-        `attributes`."""
+        `attributes`; for a thread that did not finalize (story.Unfinished), a last event
+        that says how it ended."""
         n = len(calls["enter"])
         if n == 0:
             return 0
@@ -385,15 +317,34 @@ class Otf2Writer:
             raise RuntimeError(
                 f"the OTF2 library refused the events of call {-1 - written} of rank {rank} thread {thread}"
             )
+        last = int(columns[1].max())
+        if unfinished is not None:
+            last = max(last, unfinished.time)
+            written += self._program_end(handle, unfinished, last)
         # the location's definition carries its event count (the package counts only the
         # events it writes itself)
         location._number_of_events_written = written
         self._close_location(location)
-        first, last = int(columns[0].min()), int(columns[1].max())
+        first = int(columns[0].min())
         self.first = first if self.first is None else min(self.first, first)
         self.last = last if self.last is None else max(self.last, last)
         self.events_written += written
         return written
+
+    def _program_end(self, handle: int, unfinished, time: int) -> int:
+        """A location's last event for a thread that did not finalize: OTF2's ProgramEnd,
+        its exit status 128 + the signal's number (-1: not known), its attributes (strings,
+        "qmpi: ...") the last call that returned, the call it was in, the signal."""
+        add = self.lib.OTF2_AttributeList_AddStringRef
+        add.argtypes = [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_uint32]
+        for what, text in unfinished.parts():
+            ref = self.attribute(f"qmpi: {what}", "how a thread that did not finalize ended", string=True)
+            add(self.attribute_list, ref, self.string(text))
+        end = self.lib.OTF2_EvtWriter_ProgramEnd
+        end.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint64, ctypes.c_int64]
+        if end(handle, self.attribute_list, time, unfinished.exit_status) != 0:
+            raise RuntimeError(f"the OTF2 library refused rank {unfinished.rank} thread {unfinished.thread}'s end")
+        return 1
 
     def _close_location(self, location) -> None:
         """The location's event writer closed now, not when the archive closes: an open
@@ -407,9 +358,7 @@ class Otf2Writer:
         writers[location._ref] = _ClosedWriter()
 
     def _write_python(self, handle: int, columns, done, given) -> int:
-        """_loops.c's loop through ctypes, where the extension was not built."""
-        from .otf2_fallback import write_python
-
+        """The C loop's work through ctypes (otf2_fallback.py), without the extension."""
         return write_python(self.lib, handle, columns, done, given, self.attribute_list)
 
     def _free_attribute_list(self) -> None:

@@ -1,12 +1,11 @@
 """What the timeline picture (ranks x time, calls coloured by function, messages as
 arrows, I/O on a lane per track; drawn by timeline_plot.py), the I/O picture (bytes per
 rank over time; io_picture.py) and the text summary (time per function per rank, I/O
-per rank, message matrix) need, gathered while the merge runs."""
+per rank, message matrix) need, gathered while the merge runs (pictures.py draws them)."""
 
 from __future__ import annotations
 
 from collections import defaultdict
-from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 import numpy as np
@@ -52,6 +51,7 @@ class Timeline:
         self.track_count = None if tracks is None else len(set(tracks))
         self.matched = 0
         self.lines: List[np.ndarray] = []  # (x0, track0, x1, track1) rows, ms and (rank, thread) keys
+        self.endings: List[Tuple[int, int, float, str]] = []  # where a track ended without MPI_Finalize: ms, words
 
     def function_index(self, name: str) -> int:
         if name not in self.index:
@@ -167,6 +167,11 @@ class Timeline:
                 used = _cover(first[mine], last[mine])
                 lanes[write] = lanes[write] | used if write in lanes else used
 
+    def add_ending(self, rank: int, thread: int, time_ns: int, label: str) -> None:
+        """Where a track's thread ended without MPI_Finalize (story.py), and how."""
+        if self.drawn is None or (rank, thread) in self.drawn:
+            self.endings.append((rank, thread, time_ns / 1e6, label))
+
     def add_messages(self, senders: np.ndarray, receivers: np.ndarray, total_hint: int) -> None:
         """Matched pairs (ENDPOINT_DTYPE, pairwise), one sender's at a time: counted, and
         every k-th kept to draw, k such that about MAX_LINES of `total_hint` are kept."""
@@ -217,38 +222,6 @@ class Timeline:
             f"{self.matched} messages matched, {unmatched_sends} sends and {unmatched_receives} receives unmatched"
         )
         return "\n".join(lines) + "\n"
-
-    def plot(self, path: Path, title: str) -> None:
-        import matplotlib
-        import matplotlib.pyplot as plt
-
-        from .timeline_plot import DPI, plain
-
-        title = plain(title)
-        # io.png beside it, made only when the trace has I/O, its time axis under the
-        # timeline's (same width and place) when both fit; text drawn as it is, never by
-        # LaTeX (a matplotlibrc's usetex would need it installed)
-        with matplotlib.rc_context({"text.usetex": False}):
-            io = self.io_figure(title) if self.io_totals else None
-            fig = self.figure(title, None if io is None else (io.subplotpars.left, io.subplotpars.right))
-            fig.savefig(path, dpi=DPI, metadata={"Software": None})
-            if io is not None:
-                io.subplots_adjust(left=fig.subplotpars.left, right=fig.subplotpars.right)
-                io.savefig(path.with_name("io.png"), dpi=DPI, metadata={"Software": None})
-                plt.close(io)
-            plt.close(fig)
-
-    def figure(self, title: str, margins: Optional[Tuple[float, float]] = None):
-        """timeline.png's figure (qmpigen.trace.timeline_plot)."""
-        from .timeline_plot import draw
-
-        return draw(self, title, margins)
-
-    def io_figure(self, title: str):
-        """io.png's figure (qmpigen.trace.io_picture)."""
-        from .io_picture import draw_io
-
-        return draw_io(self, title)
 
 
 def _cover(first: np.ndarray, last: np.ndarray) -> np.ndarray:

@@ -17,6 +17,7 @@ DPI = 110  # the figure's and the PNG's: pixel sizes below are the PNG's pixels
 MIN_BAR_PX = 2.0
 ARROW_LENGTH_PX, ARROW_HALF_WIDTH_PX = 7.0, 2.5
 MESSAGE_COLOUR = "#202020"
+ENDING_COLOUR = "#d00000"  # where a thread ended without MPI_Finalize
 IO_COLOURS = {False: "#2166ac", True: "#b2182b"}  # is_write -> colour
 IO_LABELS = {False: "I/O lane: read", True: "I/O lane: write"}
 LANE_BACKGROUND = "#f2f2f2"
@@ -177,6 +178,9 @@ def draw(timeline: Timeline, title: str, margins: Optional[Tuple[float, float]] 
     if tl.lines:
         handles.append(Line2D([], [], color=MESSAGE_COLOUR, linewidth=0.8, marker=">", markersize=4))
         labels.append("message, sender → receiver")
+    if tl.endings:
+        handles.append(Line2D([], [], color=ENDING_COLOUR, linestyle="none", marker="X", markersize=6))
+        labels.append("where a thread ended without MPI_Finalize")
     columns = 1 if len(labels) <= 24 else 2
     height = max(1.2 + (0.6 if rows.lanes else 0.5) * len(tracks), 0.9 + 0.17 * -(-len(labels) // columns))
     if tl.track_count is not None and tl.track_count > len(tl.tracks or ()):
@@ -234,7 +238,28 @@ def draw(timeline: Timeline, title: str, margins: Optional[Tuple[float, float]] 
             {0: "io read", 1: "io write"},
         )
     draw_messages(tl, ax, row, rows.message)
+    draw_endings(tl, ax, row, rows.message)
     return fig
+
+
+def draw_endings(tl: Timeline, ax, row: Dict[Tuple[int, int], int], offset: float) -> None:
+    """A cross where each thread that did not finalize ended, and how (story.py)."""
+    for rank, thread, x, label in tl.endings:
+        if (rank, thread) not in row:
+            continue
+        x = min(max(x, tl.lo), tl.hi)
+        y = row[(rank, thread)] + offset
+        ax.plot([x], [y], linestyle="none", marker="X", markersize=7, color=ENDING_COLOUR, zorder=4, gid="ending")
+        ax.annotate(
+            plain(label),
+            (x, y),
+            xytext=(-4, -8),
+            textcoords="offset points",
+            ha="right",
+            fontsize=6,
+            color=ENDING_COLOUR,
+            zorder=4,
+        )
 
 
 def call_spans(tl: Timeline, tracks, place: Tuple[float, float], others: Set[int]) -> List[Tuple]:

@@ -1,9 +1,9 @@
-/* trace_record.h: a call's record from the arguments a generated wrapper stored by role
- * (trace_roles.h, trace_roles.qmpi). Inline in every generated wrapper: each knows its
+/* record.h: a call's record from the arguments a generated wrapper stored by role
+ * (roles.h, trace_roles.qmpi). Inline in every generated wrapper: each knows its
  * function's kind and which roles it stored, so the compiler keeps only the code those
  * roles need (a File_write_at's record is a few stores and two handle lookups, not the
  * test of every role); what is rare or long (statuses, handles made, probes' messages,
- * count arrays) is in trace_args.c.
+ * count arrays) is in args.c.
  *
  * What each role becomes (docs/trace-format.md, CALL record):
  *   comm -> comm (its id); dest, root, source -> world ranks (peer, root, source);
@@ -17,18 +17,9 @@
  * says what arrived: source, tag and bytes of a receive. */
 #ifndef QMPI_TRACE_RECORD_H
 #define QMPI_TRACE_RECORD_H
-#include "trace_internal.h"
-
-#define ALWAYS_INLINE __attribute__((always_inline))
-
-/* trace_args.c: the rare and long parts */
-HIDDEN int64_t trace_side_bytes(struct traced *t, const int *counts, const MPI_Count *counts_c, MPI_Datatype type,
-                                const MPI_Datatype *types, int peers, int *type_id);
-HIDDEN void trace_record_status(struct traced *t, const struct trace_args *a);
-HIDDEN void trace_take_message(struct traced *t, MPI_Message message);
-HIDDEN void trace_remember_message(struct traced *t, MPI_Message message);
-HIDDEN void trace_record_deleted(struct traced *t, const char *name);
-HIDDEN void trace_record_made(struct traced *t, const struct trace_args *a, int failed);
+#include "args.h"
+#include "calls.h"
+#include "handles.h"
 
 /* 1 if the call is recorded (then trace_args_prepare must come before the call and
  * trace_args_finish after it); the wrapper stores arguments either way. */
@@ -102,23 +93,15 @@ static inline int is_collective(int kind)
            kind == TRACE_KIND_collective_init;
 }
 
-static inline ALWAYS_INLINE int type_size(struct traced *t, MPI_Datatype type, int *id)
-{
-    struct handle_entry *e = trace_lookup(t->in, t->tb, R_TYPE, &type, sizeof type, NULL);
-    if (id != NULL)
-        *id = e != NULL ? e->id : -1;
-    return e != NULL ? e->size : 0;
-}
-
 /* The bytes of one side of a call: a count and datatype, or a count for each peer; an
  * array of counts (and of datatypes: the w collectives), one per peer, is summed by
- * trace_side_bytes (trace_args.c). `peers`: how many processes the side exchanges with. */
+ * trace_side_bytes (args.c). `peers`: how many processes the side exchanges with. */
 static inline ALWAYS_INLINE int64_t side_bytes(struct traced *t, int64_t count, int per_peer, const int *counts,
                                                const MPI_Count *counts_c, MPI_Datatype type, const MPI_Datatype *types,
                                                int peers, int *type_id)
 {
     if (counts == NULL && counts_c == NULL)
-        return count * type_size(t, type, type_id) * (per_peer ? peers : 1);
+        return count * trace_type_size(t, type, type_id) * (per_peer ? peers : 1);
     return trace_side_bytes(t, counts, counts_c, type, types, peers, type_id);
 }
 
@@ -139,16 +122,16 @@ static inline ALWAYS_INLINE void record_data(struct traced *t, const struct trac
     int recv_peers = c == NULL ? 0 : neighbors ? c->in_degree : c->peers;
     if ((have & HAVE_count) && (have & HAVE_datatype)) {
         t->r.count = a->count;
-        t->r.bytes = a->count * type_size(t, a->datatype, &datatype);
+        t->r.bytes = a->count * trace_type_size(t, a->datatype, &datatype);
         t->r.datatype = datatype;
         if (is_collective(kind)) /* one buffer description for both sides: Bcast, Reduce, Scan */
             t->r.recv_bytes = t->r.bytes;
     } else if ((have & HAVE_datatype) && kind == TRACE_KIND_rma_atomic) { /* Fetch_and_op: one element */
         t->r.count = 1;
-        t->r.bytes = t->r.recv_bytes = type_size(t, a->datatype, &datatype);
+        t->r.bytes = t->r.recv_bytes = trace_type_size(t, a->datatype, &datatype);
         t->r.datatype = datatype;
     } else if (have & HAVE_datatype) { /* MPI_Type_commit, a datatype's constructor's old type */
-        type_size(t, a->datatype, &datatype);
+        trace_type_size(t, a->datatype, &datatype);
         t->r.datatype = datatype;
     }
     if ((have & (HAVE_send_count | HAVE_send_counts)) && (have & (HAVE_send_type | HAVE_send_types))) {
@@ -172,19 +155,12 @@ static inline ALWAYS_INLINE void record_data(struct traced *t, const struct trac
     }
 }
 
-static inline ALWAYS_INLINE int created(struct traced *t, int kind, const void *handle, size_t size,
-                                        const struct definition *d)
-{
-    struct handle_entry *e = trace_lookup(t->in, t->tb, kind, handle, size, d);
-    return e != NULL ? e->id : -1;
-}
-
 /* The files and windows a call names, and the handle it frees (read before the call,
  * TRACE_SET_FREED). */
 static inline ALWAYS_INLINE void record_objects(struct traced *t, const struct trace_args *a, uint32_t have)
 {
     if (have & HAVE_file)
-        t->r.file = created(t, R_FILE, &a->file, sizeof a->file, NULL);
+        t->r.file = trace_handle_id(t, R_FILE, &a->file, sizeof a->file, NULL);
     else if (a->file_name != NULL && !(have & HAVE_new_file)) /* MPI_File_delete: a name, no handle */
         trace_record_deleted(t, a->file_name);
     if (have & HAVE_window) {
@@ -211,7 +187,7 @@ static inline ALWAYS_INLINE void record_objects(struct traced *t, const struct t
 static inline ALWAYS_INLINE void trace_args_prepare(struct trace_args *a, int kind, uint32_t have)
 {
     struct traced *t = &a->t;
-    a->have = have; /* for trace_args.c's parts */
+    a->have = have; /* for args.c's parts */
     t->comm = NULL;
     t->r = (struct call_record){
         .kind = R_CALL, .size = sizeof t->r, .func = (uint16_t)a->index, .depth = a->depth, CALL_RECORD_DEFAULTS};
@@ -238,26 +214,47 @@ static inline ALWAYS_INLINE void trace_args_prepare(struct trace_args *a, int ki
     if (have & HAVE_offset)
         t->r.offset = a->offset;
     record_objects(t, a, have);
-    t->r.enter = trace_ticks(); /* last: the call's time starts here */
+    trace_enter(t); /* the record written, entered; the call's time starts here */
+}
+
+/* Whether a call's record changes in the call (a status read, a request or handle made):
+ * a constant in each wrapper. */
+static inline int changes_in_call(int kind, uint32_t have)
+{
+    return ((have & HAVE_status) && trace_reads_status(kind)) || (have & HAVE_request) ||
+           (have & (HAVE_new_file | HAVE_new_window | HAVE_new_type | HAVE_new_comm));
 }
 
 /* After the call: what it made or says (handles, statuses, requests), the leave time;
- * the record is written. */
+ * the record is completed, or written again. */
 static inline ALWAYS_INLINE void trace_args_finish(struct trace_args *a, int kind, uint32_t have, int failed)
 {
     struct traced *t = &a->t;
+    int changed = 0;
+    if (!changes_in_call(kind, have)) {
+        if (a->freed_kind != 0)
+            trace_record_made(t, a, failed); /* the freed handle forgotten */
+        trace_leave(t, failed);
+        return;
+    }
     if ((have & HAVE_status) && !failed && a->status != NULL && trace_reads_status(kind))
-        trace_record_status(t, a);
+        changed = trace_record_status(t, a);
     if ((have & HAVE_message) && !failed && kind == TRACE_KIND_probe && a->message_out != NULL &&
         *a->message_out != MPI_MESSAGE_NULL)
         trace_remember_message(t, *a->message_out);
     if ((have & HAVE_request) && !failed && a->request != NULL) {
         t->r.request = trace_handle_bits(a->request, sizeof *a->request);
         t->r.flags |= CALL_HAS_REQUEST;
+        changed = 1;
     }
-    if (have & (HAVE_new_file | HAVE_new_window | HAVE_new_type | HAVE_new_comm) || a->freed_kind != 0)
+    if (have & (HAVE_new_file | HAVE_new_window | HAVE_new_type | HAVE_new_comm) || a->freed_kind != 0) {
         trace_record_made(t, a, failed);
-    trace_end(t, failed);
+        changed = 1;
+    }
+    if (changed)
+        trace_end(t, failed);
+    else /* a probe that matched nothing, a call that failed */
+        trace_leave(t, failed);
 }
 
 #endif

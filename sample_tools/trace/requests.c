@@ -1,4 +1,4 @@
-/* trace_requests.c: the trace tool's wrappers of the functions that start, complete,
+/* requests.c: the trace tool's wrappers of the functions that start, complete,
  * cancel and free requests: MPI_Wait/Test and their any/some/all forms, MPI_Start and
  * MPI_Startall, MPI_Request_free, MPI_Cancel. No parameter role says what such a call
  * did to which request, so these are written by hand: each copies the request handles
@@ -7,7 +7,10 @@
  * started or let go. The merger ties each to the call that started the request (an
  * Isend, an Irecv, a nonblocking collective, I/O or one-sided call, a persistent init),
  * whatever its kind. */
-#include "trace_internal.h"
+#include "requests.h"
+#include "calls.h"
+#include "handles.h"
+#include "sink.h"
 #include <stdlib.h>
 
 /* The functions wrapped here. */

@@ -1,5 +1,5 @@
-/* trace_roles.h: what the trace tool's generated wrappers (trace_roles.qmpi) hand to
- * trace_record.h. A wrapper knows its function's kind and which parameter plays which role
+/* roles.h: what the trace tool's generated wrappers (trace_roles.qmpi) hand to
+ * record.h. A wrapper knows its function's kind and which parameter plays which role
  * (qmpigen/mpi/roles.py, from the MPI's own mpi.h); it stores each argument, raw, in a
  * struct trace_args on its stack before the call. trace_args_prepare makes the call
  * record from them before the call (communicator and datatype ids, world ranks, bytes:
@@ -10,7 +10,7 @@
 #define QMPI_TRACE_ROLES_H
 #include <mpi.h>
 #include <stdint.h>
-#include "trace_format.h"
+#include "format.h"
 
 /* One bit per role a wrapper stored (have). */
 enum {
@@ -59,6 +59,8 @@ struct traced {
     struct instance *in;
     struct thread_buffer *tb;
     struct handle_entry *comm;
+    uint32_t size;   /* its record's size in the buffer, written before the call (calls.h) */
+    unsigned opened; /* the thread's calls begun when it began */
     struct call_record r;
 };
 
@@ -90,16 +92,16 @@ struct trace_args {
 __attribute__((visibility("hidden"))) void trace_args_freed(struct trace_args *a, int kind, const void *handle,
                                                             size_t size);
 
-/* Whether the record reads the call's status. A file read's or write's says nothing its
- * count and datatype do not (MPI_Get_count of a short read aside), and an ignored one
- * costs the MPI its filling in. */
+/* Whether the record reads the call's status. A file write's says nothing its count and
+ * datatype do not, and an ignored one costs the MPI its filling in; a file read's says how
+ * many bytes were read (a short read at the end of the file). */
 static inline int trace_reads_status(int kind)
 {
-    return kind != TRACE_KIND_file_read && kind != TRACE_KIND_file_write;
+    return kind != TRACE_KIND_file_write;
 }
 
 /* A role's argument, stored; its bit goes into the wrapper's local <a>_have (a constant
- * the compiler folds into trace_record.h's inline code: only the roles there are tested). */
+ * the compiler folds into record.h's inline code: only the roles there are tested). */
 #define TRACE_SET(a, role, value) ((a).role = (value), a##_have |= HAVE_##role)
 /* A handle the call frees, read before the call (it comes back as the null handle). */
 #define TRACE_SET_FREED(a, on, kind, pointer)                                                                          \

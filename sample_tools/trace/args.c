@@ -1,7 +1,7 @@
-/* trace_args.c: the rare and long parts of a call record made by role (trace_record.h
- * has the rest, inline in the generated wrappers), and the bare records of
- * QMPI_TRACE_FUNCTIONS=all (trace_all.qmpi). */
-#include "trace_record.h"
+/* args.c: the rare and long parts of a call record made by role (args.h; record.h has
+ * the rest, inline in the generated wrappers). */
+#include "args.h"
+#include "handles.h"
 
 /* Matched probes: the communicator of each message an Mprobe/Improbe matched, until
  * the Mrecv/Imrecv that takes it (which names no communicator). Per thread: a message
@@ -28,10 +28,10 @@ int64_t trace_side_bytes(struct traced *t, const int *counts, const MPI_Count *c
                          const MPI_Datatype *types, int peers, int *type_id)
 {
     int64_t total = 0;
-    int i, size = types != NULL ? 0 : type_size(t, type, type_id);
+    int i, size = types != NULL ? 0 : trace_type_size(t, type, type_id);
     for (i = 0; i < peers; i++) {
         int64_t n = counts != NULL ? counts[i] : (int64_t)counts_c[i];
-        total += n * (types != NULL ? type_size(t, types[i], NULL) : size);
+        total += n * (types != NULL ? trace_type_size(t, types[i], NULL) : size);
     }
     return total;
 }
@@ -39,14 +39,21 @@ int64_t trace_side_bytes(struct traced *t, const int *counts, const MPI_Count *c
 /* What a status says about a receive: its source (a world rank), tag and bytes. Only a
  * request's status can say cancelled (the Wait/Test family, trace_requests.c): a probe's,
  * a blocking receive's or a Sendrecv's cannot. */
-void trace_record_status(struct traced *t, const struct trace_args *a)
+int trace_record_status(struct traced *t, const struct trace_args *a)
 {
     const MPI_Status *status = a->status;
     int bytes = 0, cancelled = 0;
+    if (a->kind == TRACE_KIND_file_read) { /* the bytes read, as the MPI counted them */
+        if (PMPI_Get_count(status, MPI_BYTE, &bytes) != MPI_SUCCESS || bytes == MPI_UNDEFINED)
+            return 0; /* more than an int: the bytes asked for stay */
+        t->r.recv_bytes = bytes;
+        t->r.flags |= CALL_STATUS_BYTES;
+        return 1;
+    }
     if (status->MPI_SOURCE == MPI_ANY_SOURCE) /* not filled (TRACE_SET_STATUS) */
-        return;
+        return 0;
     if (a->kind == TRACE_KIND_completion && PMPI_Test_cancelled(status, &cancelled) == MPI_SUCCESS && cancelled)
-        return;
+        return 0;
     if (status->MPI_SOURCE >= 0) {
         t->r.source = trace_world_rank(t->comm, status->MPI_SOURCE);
         if (a->kind == TRACE_KIND_sendrecv)
@@ -56,6 +63,7 @@ void trace_record_status(struct traced *t, const struct trace_args *a)
     }
     if (PMPI_Get_count(status, MPI_BYTE, &bytes) == MPI_SUCCESS && bytes != MPI_UNDEFINED)
         t->r.recv_bytes = bytes;
+    return 1;
 }
 
 void trace_remember_message(struct traced *t, MPI_Message message)
@@ -83,7 +91,7 @@ void trace_record_deleted(struct traced *t, const char *name)
 {
     struct definition d = {name, -1, NULL};
     uint64_t unique = (uint64_t)-1 - (uint64_t)t->in->next_id[R_FILE];
-    t->r.file = created(t, R_FILE, &unique, sizeof unique, &d);
+    t->r.file = trace_handle_id(t, R_FILE, &unique, sizeof unique, &d);
     trace_forget(t->in, R_FILE, &unique, sizeof unique);
 }
 
@@ -99,49 +107,17 @@ void trace_record_made(struct traced *t, const struct trace_args *a, int failed)
         struct definition d = {a->file_name, 0, NULL};
         PMPI_File_get_size(*a->new_file, &size); /* the size the file had when it was opened */
         d.file_size = size;
-        t->r.file = t->r.created = created(t, R_FILE, a->new_file, sizeof *a->new_file, &d);
+        t->r.file = t->r.created = trace_handle_id(t, R_FILE, a->new_file, sizeof *a->new_file, &d);
         t->r.offset = size;
     }
     if (have & HAVE_new_window) {
         struct definition d = {NULL, 0, t->comm};
-        t->r.window = t->r.created = created(t, R_WINDOW, a->new_window, sizeof *a->new_window, &d);
+        t->r.window = t->r.created = trace_handle_id(t, R_WINDOW, a->new_window, sizeof *a->new_window, &d);
     }
     if (have & HAVE_new_type)
-        t->r.created = created(t, R_TYPE, a->new_type, sizeof *a->new_type, NULL);
+        t->r.created = trace_handle_id(t, R_TYPE, a->new_type, sizeof *a->new_type, NULL);
     if ((have & HAVE_new_comm) && *a->new_comm != MPI_COMM_NULL)
-        t->r.created = created(t, R_COMM, a->new_comm, sizeof *a->new_comm, NULL);
+        t->r.created = trace_handle_id(t, R_COMM, a->new_comm, sizeof *a->new_comm, NULL);
     if (a->freed_kind != 0)
         trace_forget(t->in, a->freed_kind, &a->freed_bits, sizeof a->freed_bits);
-}
-
-/* ---- every other MPI function (QMPI_TRACE_FUNCTIONS=all) ----
- * trace_all.qmpi makes a wrapper for every function outside `operations` that calls
- * trace_all_begin before the next link and trace_all_end after it: a PACKED_CALL record
- * without arguments (generic code cannot know them; no role says). */
-HIDDEN uint64_t trace_all_begin(int level, int index);
-HIDDEN void trace_all_end(int level, int index, uint64_t enter, int failed);
-
-/* trace_begin for a function of kind `other`: its enter ticks, or 0 if not recorded. */
-uint64_t trace_all_begin(int level, int index)
-{
-    struct thread_state *ts;
-    uint8_t depth;
-    uint64_t enter;
-    if (trace_open(level, index, TRACE_KIND_other, &ts, &depth) == NULL)
-        return 0;
-    enter = trace_ticks();
-    return enter != 0 ? enter : 1;
-}
-
-void trace_all_end(int level, int index, uint64_t enter, int failed)
-{
-    uint64_t leave = trace_ticks();
-    struct thread_state *ts = trace_thread_self; /* set by trace_all_begin's trace_open */
-    struct packed_call_record s = {
-        R_PACKED_CALL, sizeof s, (uint16_t)index, 255, failed ? CALL_FAILED : 0, enter, leave, -1, 0};
-    if (ts->open_calls <= MAX_OPEN)
-        s.depth = ts->open_stack[ts->open_calls - 1].depth;
-    ts->open_calls--;
-    ts->buffers[level]->calls++;
-    trace_put(&trace_instances[level], ts->buffers[level], &s, sizeof s);
 }

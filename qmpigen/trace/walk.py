@@ -1,0 +1,256 @@
+"""The walks over a rank file's records (read.py reads the file): its call records become
+one structured array, with no Python work per call: _loops.c's walk sorts the records
+out (calls and completions copied, packed calls unpacked); without it, runs of
+consecutive call records are found and validated with numpy. Only the other records
+(definitions, clocks, timers) are read one by one (records.other_record). A file that
+ends inside a record, or holds a record that makes no sense, gives the records before
+the fault and a one-line reason."""
+
+from __future__ import annotations
+
+import ctypes
+from typing import List, Optional, Tuple
+
+import numpy as np
+
+from . import records
+from .records import (
+    ALIGNMENT,
+    CALL_DTYPE,
+    COMPLETION,
+    COMPLETION_DTYPE,
+    EMPTY_CALL,
+    HEADER,
+    PACKED_HEAD,
+    PACKED_SLOTS,
+    R_CALL,
+    R_COMPLETION,
+    R_PACKED_CALL,
+    RAW_COMPLETION,
+    RECORD_HEAD,
+    Data,
+    RankFile,
+)
+
+
+def _call_run(data: Data, pos: int, end: int) -> int:
+    """How many whole CALL records follow each other from `pos` (at least 1)."""
+    size = CALL_DTYPE.itemsize
+    head = R_CALL | size << 16  # kind and size read as one little-endian u32
+    limit = (end - pos) // size
+    found, step = 0, 64
+    while found < limit:
+        take = min(step, limit - found)
+        heads = np.ndarray((take,), "<u4", data, pos + found * size, (size,))
+        other = np.flatnonzero(heads != head)
+        if other.size:
+            return found + int(other[0])
+        found += take
+        step *= 4
+    return found
+
+
+def _walk_problem(data: Data, pos: int, end: int) -> str:
+    """Why the record at `pos` cannot be walked (its header, or it runs past the end)."""
+    if end - pos < 4:
+        return f"truncated at byte {pos} (a record header cut short)"
+    kind, size = RECORD_HEAD.unpack_from(data, pos)
+    if size < ALIGNMENT or size % ALIGNMENT:
+        return f"corrupt record at byte {pos} (size {size})"
+    return f"truncated at byte {pos} (a {size}-byte record, {end - pos} bytes left)"
+
+
+def read_records(data: Data, pos: int, out: RankFile, end: Optional[int] = None) -> Optional[str]:
+    """Reads records from `pos` to `end`; the reason it stopped early, or None."""
+    from . import loops
+
+    end = len(data) if end is None else end
+    lib = loops.load()
+    if lib is not None:
+        calls, offsets, completions, problem = _scan_native(lib, data, pos, end, out)
+    else:
+        calls, offsets, completions, problem = _scan_python(data, pos, end, out)
+    bad = (calls["leave"] < calls["enter"]) | ~np.isin(calls["func"], list(out.functions))
+    if bad.any():  # read again up to the first bad call, so nothing after it counts
+        at = int(offsets[int(np.argmax(bad))])
+        fresh = RankFile(
+            out.path,
+            out.rank,
+            out.thread,
+            out.level,
+            out.world_size,
+            out.version,
+            out.realtime_origin_ns,
+            out.run_id,
+            out.pid,
+        )
+        read_records(data, HEADER.size, fresh, at)
+        fresh.problem = f"corrupt call record at byte {at}"
+        fresh.ending = out.ending
+        out.__dict__.update(fresh.__dict__)
+        return fresh.problem
+    out.calls = calls
+    if len(completions):
+        out.completions = completions
+    return problem
+
+
+class _Kinds(ctypes.Structure):
+    """_loops.c's struct kinds: what its walk sorts out, from the layout."""
+
+    _fields_ = [
+        ("call", ctypes.c_uint16),
+        ("call_size", ctypes.c_uint16),
+        ("packed", ctypes.c_uint16),
+        ("packed_size", ctypes.c_uint16),
+        ("completion", ctypes.c_uint16),
+        ("completion_size", ctypes.c_uint16),
+        ("alignment", ctypes.c_uint16),
+        ("packed_fields", ctypes.c_uint16),
+        ("field_at", ctypes.c_uint16 * 32),
+        ("field_size", ctypes.c_uint16 * 32),
+        ("defaults", ctypes.c_char_p),
+    ]
+
+
+KINDS = _Kinds(
+    R_CALL,
+    CALL_DTYPE.itemsize,
+    R_PACKED_CALL,
+    PACKED_HEAD,
+    R_COMPLETION,
+    RAW_COMPLETION.itemsize,
+    ALIGNMENT,
+    len(PACKED_SLOTS),
+    (ctypes.c_uint16 * 32)(*(at for at, _ in PACKED_SLOTS)),
+    (ctypes.c_uint16 * 32)(*(size for _, size in PACKED_SLOTS)),
+    EMPTY_CALL,  # a bytes object of this module's: alive as long as KINDS
+)
+
+
+class _Scan(ctypes.Structure):
+    _fields_ = [
+        ("calls", ctypes.c_void_p),
+        ("call_offset", ctypes.c_void_p),
+        ("completions", ctypes.c_void_p),
+        ("completion_at", ctypes.c_void_p),
+        ("other_at", ctypes.c_void_p),
+        ("counts", ctypes.c_int64 * 4),
+        ("capacity", ctypes.c_int64 * 3),
+    ]
+
+
+def _scan_native(lib, data: Data, pos: int, end: int, out: RankFile):
+    """The records sorted out by _loops.c's walk (one count, one copy; packed calls
+    unpacked); the few others (definitions, clocks, timers) read here. Calls and
+    completions after a corrupt record do not count."""
+    scan_records = lib.qmpi_scan_records
+    scan_records.restype = ctypes.c_int64
+    buffer = ctypes.c_void_p(np.frombuffer(data, np.uint8).ctypes.data if len(data) else None)
+    scan = _Scan()
+    kinds = ctypes.byref(KINDS)
+    scan_records(buffer, ctypes.c_int64(pos), ctypes.c_int64(end), kinds, ctypes.byref(scan))
+    n_calls, _, n_completions, n_others = scan.counts
+    calls = np.empty(n_calls, CALL_DTYPE)
+    offsets = np.empty(n_calls, np.int64)
+    raw_completions = np.empty(n_completions, RAW_COMPLETION)
+    completion_at = np.empty((n_completions, 2), np.int64)
+    other_at = np.empty((n_others, 2), np.int64)
+    for name, array in (
+        ("calls", calls),
+        ("call_offset", offsets),
+        ("completions", raw_completions),
+        ("completion_at", completion_at),
+        ("other_at", other_at),
+    ):
+        setattr(scan, name, array.ctypes.data if array.size else ctypes.addressof(scan))  # not NULL: copy
+    scan.capacity[:] = (n_calls, n_completions, n_others)
+    stop = scan_records(buffer, ctypes.c_int64(pos), ctypes.c_int64(end), kinds, ctypes.byref(scan))
+    # the same bytes (a snapshot) walked again give the same records; the capacities guard the buffers
+    n_calls, _, n_completions, n_others = scan.counts
+    raw_completions, completion_at, other_at = (
+        raw_completions[:n_completions],
+        completion_at[:n_completions],
+        other_at[:n_others],
+    )
+    problem, cut, cut_at = (_walk_problem(data, stop, end), n_calls, stop) if stop < end else (None, n_calls, end)
+    for at, calls_before in other_at.tolist():
+        kind, size = RECORD_HEAD.unpack_from(data, at)
+        problem_here = records.other_record(data, at, kind, size, out)
+        if problem_here is not None:
+            problem, cut, cut_at = problem_here, calls_before, at
+            break
+    keep = completion_at[:, 0] < cut_at
+    completions = np.empty(int(keep.sum()), COMPLETION_DTYPE)
+    completions["call"] = completion_at[keep, 1]
+    for name in ("request", "source", "tag", "bytes", "flags"):
+        completions[name] = raw_completions[name][keep]
+    return calls[:cut], offsets[:cut], completions, problem
+
+
+def _unpack_call(data: Data, pos: int, size: int) -> Optional[bytes]:
+    """A PACKED_CALL as a whole CALL record (_loops.c's unpack_call); None if its bits
+    name no field or its fields do not fill its size."""
+    present = int.from_bytes(data[pos + PACKED_HEAD - 4 : pos + PACKED_HEAD], "little")
+    if size < PACKED_HEAD or present >> len(PACKED_SLOTS):
+        return None
+    row = bytearray(EMPTY_CALL)
+    row[4 : PACKED_HEAD - 4] = data[pos + 4 : pos + PACKED_HEAD - 4]  # the head, after kind and size
+    at = pos + PACKED_HEAD
+    for bit, (offset, width) in enumerate(PACKED_SLOTS):
+        if present >> bit & 1:
+            if at + width > pos + size:
+                return None
+            row[offset : offset + width] = data[at : at + width]
+            at += width
+    return bytes(row) if -(-(at - pos) // ALIGNMENT) * ALIGNMENT == size else None
+
+
+def _scan_python(data: Data, pos: int, end: int, out: RankFile):
+    """The same without a C compiler: runs of call records found with numpy, the other
+    records one by one."""
+    runs: List[Tuple[int, int, Optional[bytes]]] = []  # start, count; a packed call: its record unpacked
+    ncalls = 0
+    completions: List[Tuple[int, int, int, int, int, int]] = []
+    unpack_head = RECORD_HEAD.unpack_from
+    problem = None
+    while pos < end:
+        if end - pos < 4:
+            problem = _walk_problem(data, pos, end)
+            break
+        kind, size = unpack_head(data, pos)
+        if size < ALIGNMENT or size % ALIGNMENT or pos + size > end:
+            problem = _walk_problem(data, pos, end)
+            break
+        if kind == R_CALL and size == CALL_DTYPE.itemsize:
+            n = _call_run(data, pos, end)
+            runs.append((pos, n, None))
+            ncalls += n
+            pos += n * size
+            continue
+        row = _unpack_call(data, pos, size) if kind == R_PACKED_CALL else None
+        if row is not None:
+            runs.append((pos, 1, row))
+            ncalls += 1
+        elif kind == R_COMPLETION and size == COMPLETION.size and ncalls > 0:
+            _, _, source, request, tag, flags, nbytes = COMPLETION.unpack_from(data, pos)
+            completions.append((ncalls - 1, request, source, tag, nbytes, flags))
+        else:
+            problem = records.other_record(data, pos, kind, size, out)
+            if problem is not None:
+                break
+        pos += size
+    # the call records, copied run by run into one array
+    calls = np.empty(ncalls, CALL_DTYPE)
+    raw = calls.view(np.uint8)  # copied as bytes: a structured copy goes field by field
+    offsets = np.empty(ncalls, np.int64)  # where each call record starts in the file
+    done, size = 0, CALL_DTYPE.itemsize
+    for start, n, row in runs:
+        if row is None:
+            raw[done * size : (done + n) * size] = np.frombuffer(data, np.uint8, n * size, start)
+            offsets[done : done + n] = np.arange(start, start + n * size, size)
+        else:
+            raw[done * size : (done + 1) * size] = np.frombuffer(row, np.uint8)
+            offsets[done] = start
+        done += n
+    return calls, offsets, np.array(completions, COMPLETION_DTYPE), problem

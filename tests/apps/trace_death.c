@@ -1,0 +1,135 @@
+/* A rank that dies (tests/test_trace_death.py): MPI_Init, then argv[2] calls of a known
+ * loop (MPI_Barrier on MPI_COMM_WORLD, MPI_Allreduce of one int on MPI_COMM_SELF,
+ * MPI_Iprobe matching nothing, in turn), "calls N" on stdout, then what argv[1] says:
+ *   finish       MPI_Finalize (a whole trace);
+ *   kill         raise(SIGKILL): between two calls, nothing can see it;
+ *   segv         a store through a null pointer: SIGSEGV between two calls;
+ *   abort        abort(): SIGABRT;
+ *   abort-other  the others tell world rank 1 they are ready (MPI_Send) and wait in
+ *                MPI_Recv from it for a message that never comes; rank 1 takes their
+ *                word (MPI_Recv), waits 0.1 s and calls MPI_Abort(MPI_COMM_WORLD, 3): the
+ *                launcher kills the others inside their MPI_Recv;
+ *   handled      a SIGTERM handler installed before MPI_Init: raise(SIGTERM), which it
+ *                catches ("handled 1"), then argv[2] more calls and MPI_Finalize;
+ *   threads      MPI_THREAD_MULTIPLE: 3 threads each make argv[2] calls of MPI_Allreduce
+ *                on a communicator of their own (MPI_Comm_dup of MPI_COMM_SELF), then
+ *                raise(SIGKILL) once they are joined.
+ * A death inside a call is a tool's below the trace (tests/tools/killer.c).
+ *
+ * COMPILE: mpicc trace_death.c -o trace_death -lqmpi -lpthread
+ * RUN:     TOOLS=./libtrace.so mpiexec -n 1 ./trace_death segv 100 */
+#include <mpi.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static void known_call(long i)
+{
+    int one = 1, sum = 0, flag = 0;
+    switch (i % 3) {
+    case 0:
+        MPI_Barrier(MPI_COMM_WORLD);
+        break;
+    case 1:
+        MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_SELF);
+        break;
+    default:
+        MPI_Iprobe(MPI_ANY_SOURCE, 7, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+        break;
+    }
+}
+
+static volatile sig_atomic_t handled;
+static long thread_calls;
+static MPI_Comm thread_comm[3];
+
+static void on_term(int sig)
+{
+    (void)sig;
+    handled = 1;
+}
+
+static void *thread_loop(void *arg)
+{
+    MPI_Comm comm = *(MPI_Comm *)arg;
+    int one = 1, sum = 0;
+    long i;
+    for (i = 0; i < thread_calls; i++)
+        MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, comm);
+    return NULL;
+}
+
+/* 3 threads of MPI_Allreduce, each on its own communicator; SIGKILL when they are done. */
+static void threads_then_kill(long n)
+{
+    pthread_t threads[3];
+    int t;
+    thread_calls = n;
+    for (t = 0; t < 3; t++)
+        MPI_Comm_dup(MPI_COMM_SELF, &thread_comm[t]);
+    for (t = 0; t < 3; t++)
+        pthread_create(&threads[t], NULL, thread_loop, &thread_comm[t]);
+    for (t = 0; t < 3; t++)
+        pthread_join(threads[t], NULL);
+    printf("threads 3 %ld\n", n);
+    fflush(stdout);
+    raise(SIGKILL);
+}
+
+/* Rank 1 aborts once the others are waiting in MPI_Recv. */
+static void abort_other(int rank)
+{
+    int size = 1, value = 0, peer;
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (rank == 1) {
+        for (peer = 0; peer < size - 1; peer++)
+            MPI_Recv(&value, 1, MPI_INT, MPI_ANY_SOURCE, 8, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        usleep(100000);
+        MPI_Abort(MPI_COMM_WORLD, 3);
+    }
+    MPI_Send(&value, 1, MPI_INT, 1, 8, MPI_COMM_WORLD);
+    MPI_Recv(&value, 1, MPI_INT, 1, 9, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+}
+
+int main(int argc, char **argv)
+{
+    const char *how = argc > 1 ? argv[1] : "finish";
+    long i, n = argc > 2 ? atol(argv[2]) : 100;
+    int rank = 0, provided = 0;
+    if (strcmp(how, "handled") == 0)
+        signal(SIGTERM, on_term);
+    if (strcmp(how, "threads") == 0) {
+        MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+        if (provided == MPI_THREAD_MULTIPLE)
+            threads_then_kill(n);
+        printf("no MPI_THREAD_MULTIPLE\n");
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    for (i = 0; i < n; i++)
+        known_call(i);
+    printf("calls %d %ld\n", rank, n);
+    fflush(stdout);
+    if (strcmp(how, "kill") == 0)
+        raise(SIGKILL);
+    if (strcmp(how, "segv") == 0)
+        *(volatile int *)(volatile void *)0 = 1;
+    if (strcmp(how, "abort") == 0)
+        abort();
+    if (strcmp(how, "exit") == 0)
+        exit(0);
+    if (strcmp(how, "handled") == 0) {
+        raise(SIGTERM);
+        printf("handled %d\n", (int)handled);
+        for (i = 0; i < n; i++)
+            known_call(i);
+    }
+    if (strcmp(how, "abort-other") == 0)
+        abort_other(rank);
+    MPI_Finalize();
+    return 0;
+}
