@@ -19,9 +19,11 @@ from conftest import APPS, SAMPLE_TOOLS
 
 pytestmark = pytest.mark.mpi
 
-# trace_*.qmpi and trace_*.c are parts of libtrace.so (sample_tools/Makefile), not tools by themselves
-SAMPLES = sorted(p.stem for p in SAMPLE_TOOLS.glob("*.qmpi") if not p.stem.startswith("trace_")) + sorted(
-    p.stem for p in SAMPLE_TOOLS.glob("*.c") if p.stem != "demo_app" and not p.stem.startswith("trace_")
+# spec tools, hand-written single files, and tools with a folder of their own (trace/)
+SAMPLES = (
+    sorted(p.stem for p in SAMPLE_TOOLS.glob("*.qmpi"))
+    + sorted(p.stem for p in SAMPLE_TOOLS.glob("*.c") if p.stem != "demo_app")
+    + sorted(p.name for p in SAMPLE_TOOLS.iterdir() if p.is_dir() and (p / "lifecycle.c").exists())
 )
 
 

@@ -92,6 +92,14 @@ class Classes:
     io_write: np.ndarray
 
 
+def _counted_reads(rank_file: RankFile, calls: np.ndarray) -> np.ndarray:
+    """The calls whose bytes are the status's count (a short read's: 0 too). A split
+    collective's _end reports its _begin's bytes again: the _begin has them, the _end
+    moves none."""
+    counted = (calls["recv_bytes"] > 0) | (calls["flags"] & CALL_STATUS_BYTES != 0)
+    return counted & ~semantics.per_call(rank_file, calls["func"], lambda name, _: semantics.split_io_end(name), bool)
+
+
 def _classify(p: Pass2, info, rank_file: RankFile, calls: np.ndarray, position: np.ndarray) -> Classes:
     g, rank, n = p.g, rank_file.rank, len(calls)
 
@@ -147,7 +155,7 @@ def file_events(
             completion = np.concatenate([completion, at_syncs])
             completion = take(completion, np.argsort(completion["call"], kind="stable"))
     io_rows = np.flatnonzero(c.is_io)
-    counted = (calls["recv_bytes"] > 0) | (calls["flags"] & CALL_STATUS_BYTES != 0)  # a short read: 0 too
+    counted = _counted_reads(rank_file, calls)
     io_bytes = np.where(c.io_write | ~counted, calls["bytes"], calls["recv_bytes"])
     return FileEvents(
         sends,
@@ -239,7 +247,7 @@ def _io_columns(p: Pass2, rank_file, calls, kinds, comm_gid, started, is_io, io_
     collective = semantics.per_call(rank_file, calls["func"], lambda name, _: semantics.collective_io(name), bool)
     columns["recv_tag"][rows] = np.where(collective[rows], IO_FLAG_COLLECTIVE, 0)
     columns["request"][rows] = np.where(started[rows], columns["request"][rows], BLOCKING_IO | rows.astype(np.uint64))
-    counted = (calls["recv_bytes"][rows] > 0) | (calls["flags"][rows] & CALL_STATUS_BYTES != 0)  # a short read: 0 too
+    counted = _counted_reads(rank_file, calls)[rows]
     reads = rows[~io_write[rows] & counted]
     columns["bytes"][reads] = calls["recv_bytes"][reads]
     op[is_open], op[is_close] = OP_IO_CREATE, OP_IO_DESTROY

@@ -193,6 +193,11 @@ def collective_io(name: str) -> bool:
     return any(part in name for part in COLLECTIVE_IO)
 
 
+def split_io_end(name: str) -> bool:
+    """MPI_File_read_all_end and the like: the second half of a split collective."""
+    return name.startswith("MPI_File_") and name.endswith("_end")
+
+
 @functools.lru_cache(maxsize=None)  # asked per function of each file, for several tables
 def collective_op_value(name: str) -> int:
     """collective_op as OTF2's number (0 for a function that is not a collective)."""

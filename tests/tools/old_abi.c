@@ -12,19 +12,19 @@
 #endif
 const char qmpi_tool_enum_hash[] = QMPI_ENUM_HASH STAMP_SUFFIX;
 
-static int calls;
+static int calls[16]; /* per level: a tool named twice in TOOLS is one library */
 
 _EXTERN_C_ int O_Comm_rank(MPI_Comm comm, int *rank, int i, vector *v)
 {
     const cell *next = v->cells + (size_t)i * NUM_MPI_FUNCS + _MPI_Comm_rank;
-    __atomic_fetch_add(&calls, 1, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&calls[i & 15], 1, __ATOMIC_RELAXED);
     return ((QMPI_Comm_rank_wrapper_t)next->func_ptr)(comm, rank, next->level, v);
 }
 
 _EXTERN_C_ int O_Finalize(int i, vector *v)
 {
     const cell *next = v->cells + (size_t)i * NUM_MPI_FUNCS + _MPI_Finalize;
-    fprintf(stderr, "old_abi@%d rank_calls %d\n", i, calls);
+    fprintf(stderr, "old_abi@%d rank_calls %d\n", i, calls[i & 15]);
     return ((QMPI_Finalize_wrapper_t)next->func_ptr)(next->level, v);
 }
 
