@@ -179,12 +179,13 @@ def test_same_rank_from_two_hosts(tmp_path):
 
 
 def test_rank_killed_before_finalize(tmp_path):
-    """No END record: the merge says the rank's calls after its last flush are lost."""
+    """No END record: the merge says the rank did not finalize, and summary.txt how it ended."""
     w.write_run(tmp_path / "run", 2)
     _file(tmp_path / "run", 1, w.rank_file(1, 2, end=False))
     code, lines = _merge(tmp_path / "run", tmp_path / "out")
     assert code == 0
-    _one_line_for(lines, "synth_node_1_0.L1.qtr", "missing finalize record")
+    _one_line_for(lines, "synth_node_1_0.L1.qtr", "did not finalize (24 calls merged", "summary.txt says how it ended")
+    assert "rank 1 thread 0: last call returned: " in (tmp_path / "out" / "summary.txt").read_text()
 
 
 @pytest.mark.slow  # seconds of merging: `make test-trace`, not `make test-fast`

@@ -105,6 +105,15 @@ static void as_default(int sig, const siginfo_t *info)
         raise(sig);                    /* blocked in the handler: delivered when it returns */
 }
 
+/* Whether `sig` waits to be delivered when the handler returns: a handler that ends the
+ * process by raising the signal again (Open MPI's prints a stack and does) returns first. */
+static int pending(int sig)
+{
+    sigset_t waiting;
+
+    return sigpending(&waiting) == 0 && sigismember(&waiting, sig) == 1;
+}
+
 static void on_signal(int sig, siginfo_t *info, void *context)
 {
     int saved = errno, i, n;
@@ -123,7 +132,7 @@ static void on_signal(int sig, siginfo_t *info, void *context)
         errno = saved;
         return;
     }
-    if (goes_on_after(sig, info)) /* the application's handler returned: the record is taken back */
+    if (goes_on_after(sig, info) && !pending(sig)) /* the handler returned and the process goes on */
         for (i = 0; i < n; i++)
             memset(where[i], 0, 8);
     errno = saved;
