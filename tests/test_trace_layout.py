@@ -30,7 +30,7 @@ def test_generated_parts_are_up_to_date():
 def test_the_c_structs_compile_with_the_layouts_offsets(tmp_path):
     """format.h alone (its _Static_asserts hold the offsets and sizes), and its packer
     read back by the reader: calls at their defaults, with every field, with a few."""
-    from qmpigen.trace import read, walk
+    from qmpigen.trace import walk
 
     compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
     if compiler is None:

@@ -13,6 +13,7 @@ layer (least squares over the layer counts). Load times are the core's own
 (QMPI_VERBOSE's "loaded in X ms" per PMPI level): the small tool and the full one, 8
 copies each. Prints a markdown table.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -27,6 +28,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[2] / "bench"))  # make bench's every-function PMPI tool
 from pmpi_bench import full_pmpi_tool  # noqa: E402
+
 LAYERS = (0, 1, 2, 4, 8)
 
 
@@ -53,8 +55,12 @@ def main() -> None:
     mpi = Path(a.mpi).resolve()
     out = Path(a.out).resolve() / mpi.name
     out.mkdir(parents=True, exist_ok=True)
-    env = dict(os.environ, PATH=f"{mpi / 'bin'}:{os.environ['PATH']}", OMPI_ALLOW_RUN_AS_ROOT="1",
-               OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    env = dict(
+        os.environ,
+        PATH=f"{mpi / 'bin'}:{os.environ['PATH']}",
+        OMPI_ALLOW_RUN_AS_ROOT="1",
+        OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+    )
     env.pop("TOOLS", None)
     env.pop("QMPI_TOOLS", None)
     mpicc, qmpigen = str(mpi / "bin" / "mpicc"), [sys.executable, "-m", "qmpigen"]
@@ -82,11 +88,16 @@ def main() -> None:
     per_layer = {kind: slope([(k, best[(kind, k)]) for k in LAYERS]) for kind in ("typed", "pmpi")}
 
     loads = {}
-    for name, lib in (("pass-through MPI_Comm_rank (1 wrapper)", pmpi), (f"every function ({len(listing)} wrappers)", full)):
+    for name, lib in (
+        ("pass-through MPI_Comm_rank (1 wrapper)", pmpi),
+        (f"every function ({len(listing)} wrappers)", full),
+    ):
         times = []
         for _ in range(a.rounds):
-            proc = run([str(mpi / "bin" / "mpiexec"), "-n", "1", str(app), "1000"],
-                       dict(env, TOOLS=":".join([str(lib)] * 8), QMPI_VERBOSE="1"))
+            proc = run(
+                [str(mpi / "bin" / "mpiexec"), "-n", "1", str(app), "1000"],
+                dict(env, TOOLS=":".join([str(lib)] * 8), QMPI_VERBOSE="1"),
+            )
             times += [float(t) for t in re.findall(r"loaded in ([\d.]+) ms", proc.stderr)]
         loads[name] = times
 
