@@ -145,8 +145,8 @@ def test_counter_tbcast_counter_sees_every_fortran_call_once(fortran_mpi, fortra
     chain = ":".join(str(sample_tools / f"lib{t}.so") for t in ("counter", "tbcast", "counter"))
     proc = run_ok(fortran_mpi, app, init, {"TOOLS": chain})
     assert results(proc.stdout) == baseline
-    counted = reports(proc.stdout, "counter")
-    assert sorted(counted) == [(level, rank) for level in (1, 3) for rank in range(RANKS)], proc.stdout
+    counted = reports(proc.stderr, "counter")  # the counter reports on stderr
+    assert sorted(counted) == [(level, rank) for level in (1, 3) for rank in range(RANKS)], proc.stderr
     want = {k: v for k, v in expected_calls(init).items() if k in COUNTER_FUNCTIONS}
     extra: Counter = Counter()
     for rank in range(RANKS):

@@ -32,14 +32,45 @@ static int qmpi_is_mpi_function(const char *name)
     return strncmp(name, "MPI_", 4) == 0 && qmpi_function_index(name) >= 0;
 }
 
+static int qmpi_in(const struct qmpi_object *object, const void *address)
+{
+    return (uintptr_t)address >= object->low && (uintptr_t)address < object->high;
+}
+
 static int qmpi_is_mpi_library(const struct qmpi_object *object)
 {
     return qmpi_loaded_count(object, qmpi_is_c_pmpi) >= QMPI_MPI_LIBRARY_PMPI;
 }
 
-static int qmpi_in(const struct qmpi_object *object, const void *address)
+/* The MPI library the survey found first (or NULL): what an object's MPI_ definitions are
+ * compared with. Set and read while the survey runs (at load, or under the build lock). */
+static const struct qmpi_object *qmpi_survey_mpi;
+
+/* An MPI function another object can wrap: one the MPI library defines too. Debian's
+ * MPICH 4.0 defines MPI_Status_c2f08 in its Fortran library alone (libmpichfort): that
+ * object provides the function, it does not wrap it. */
+static int qmpi_is_wrappable(const char *name)
 {
-    return (uintptr_t)address >= object->low && (uintptr_t)address < object->high;
+    char pmpi[128];
+
+    if (!qmpi_is_mpi_function(name))
+        return 0;
+    if (qmpi_survey_mpi == NULL || snprintf(pmpi, sizeof pmpi, "P%s", name) >= (int)sizeof pmpi)
+        return 1;
+    return qmpi_loaded_lookup(qmpi_survey_mpi, pmpi) != NULL;
+}
+
+static int qmpi_find_mpi_library(struct dl_phdr_info *info, size_t size, void *data)
+{
+    struct qmpi_object *mpi = (struct qmpi_object *)data;
+    struct qmpi_object object;
+
+    (void)size;
+    if (qmpi_loaded_read(info, &object) != 0 || qmpi_in(&object, (const void *)qmpi_function_index) ||
+        !qmpi_is_mpi_library(&object))
+        return 0;
+    *mpi = object;
+    return 1;
 }
 
 /* The outer tool holding `address`, or NULL. */
@@ -76,7 +107,7 @@ static int qmpi_survey_object(struct dl_phdr_info *info, size_t size, void *data
         survey->mpi_ahead |= !survey->core_found;
         return 0;
     }
-    mpi_functions = qmpi_loaded_count(&object, qmpi_is_mpi_function);
+    mpi_functions = qmpi_loaded_count(&object, qmpi_is_wrappable);
     /* Another QMPI core (a program linked with libqmpi.a, run under qmpirun, which
      * preloads libqmpi.so) defines every MPI function and no PMPI one: it is the core the
      * application uses, and this one stays out of its way, as before it was re-pointed. */
@@ -92,9 +123,13 @@ static int qmpi_survey_object(struct dl_phdr_info *info, size_t size, void *data
 
 QMPI_HIDDEN void qmpi_survey(struct qmpi_survey *survey, int stop_at_core)
 {
+    struct qmpi_object mpi;
+
     memset(survey, 0, sizeof *survey);
     survey->stop_at_core = stop_at_core;
+    qmpi_survey_mpi = dl_iterate_phdr(qmpi_find_mpi_library, &mpi) ? &mpi : NULL;
     dl_iterate_phdr(qmpi_survey_object, survey);
+    qmpi_survey_mpi = NULL;
 }
 
 /* ---- what a re-pointed reference or look-up gets ---- */
@@ -367,6 +402,8 @@ static void *qmpi_inner_target(const char *name, const ElfW(Sym) * symbol, void 
 
     if (symbol->st_shndx != SHN_UNDEF || index < 0 || qmpi_entries[index] == NULL)
         return NULL;
+    if (survey->nmpi > 0 && qmpi_loaded_lookup(&survey->mpi[0], name) == NULL)
+        return NULL; /* not the MPI library's: provided beside it (qmpi_is_wrappable), not wrapped */
     next = dlsym(RTLD_NEXT, name + 1);
     if (next == NULL || qmpi_in(&survey->core, next))
         return NULL;
