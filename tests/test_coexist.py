@@ -12,6 +12,7 @@ docs/development.md.
 
 from __future__ import annotations
 
+import functools
 import re
 import subprocess
 from typing import Dict, List
@@ -117,8 +118,12 @@ def sanitized(mpi, env: Dict[str, str]) -> Dict[str, str]:
     instrumented program (else it runs before ASan is set up: a jump to address 0)."""
     if not SANITIZE or "LD_PRELOAD" not in env:
         return env
-    runtime = subprocess.run([mpi.mpicc, "-print-file-name=libasan.so"], capture_output=True, text=True)
-    return {**env, "LD_PRELOAD": f"{runtime.stdout.strip()}:{env['LD_PRELOAD']}"}
+    return {**env, "LD_PRELOAD": f"{asan_runtime(mpi.mpicc)}:{env['LD_PRELOAD']}"}
+
+
+@functools.lru_cache(maxsize=None)  # asked once per driver, not per run
+def asan_runtime(mpicc: str) -> str:
+    return subprocess.run([mpicc, "-print-file-name=libasan.so"], capture_output=True, text=True).stdout.strip()
 
 
 def run_app(mpi, app, tmp_path, env):

@@ -90,6 +90,7 @@ class Classes:
     is_collective: np.ndarray
     is_io: np.ndarray
     io_write: np.ndarray
+    counted_reads: np.ndarray  # bytes are the status's count (_counted_reads)
 
 
 def _counted_reads(rank_file: RankFile, calls: np.ndarray) -> np.ndarray:
@@ -137,6 +138,7 @@ def _classify(p: Pass2, info, rank_file: RankFile, calls: np.ndarray, position: 
         kinds(semantics.COLLECTIVES) & has_comm,
         kinds(semantics.IO) & (calls["file"] >= 0),
         kinds(semantics.IO_WRITES),
+        _counted_reads(rank_file, calls),
     )
 
 
@@ -155,8 +157,7 @@ def file_events(
             completion = np.concatenate([completion, at_syncs])
             completion = take(completion, np.argsort(completion["call"], kind="stable"))
     io_rows = np.flatnonzero(c.is_io)
-    counted = _counted_reads(rank_file, calls)
-    io_bytes = np.where(c.io_write | ~counted, calls["bytes"], calls["recv_bytes"])
+    io_bytes = np.where(c.io_write | ~c.counted_reads, calls["bytes"], calls["recv_bytes"])
     return FileEvents(
         sends,
         np.concatenate([receives, completed_receives]),
@@ -227,15 +228,16 @@ def _call_columns(p: Pass2, rank_file: RankFile, calls, c: Classes, enter, leave
     receive_only = c.is_recv & ~c.is_sendrecv  # OTF2's MpiRecv: the sender, the bytes received
     columns["peer"][receive_only] = columns["recv_peer"][receive_only]
     columns["bytes"][receive_only] = columns["recv_bytes"][receive_only]
-    _io_columns(p, rank_file, calls, c.kinds, c.comm_gid, c.started, c.is_io, c.io_write, op, columns)
+    _io_columns(p, rank_file, calls, c, op, columns)
     at_syncs = _rma_columns(p, rank_file, calls, c.kinds, c.started, op, columns)
     columns["op"] = op
     return columns, at_syncs
 
 
-def _io_columns(p: Pass2, rank_file, calls, kinds, comm_gid, started, is_io, io_write, op, columns) -> None:
+def _io_columns(p: Pass2, rank_file, calls, c: Classes, op, columns) -> None:
     """MPI-IO: reads and writes as I/O operations on the rank's handle of the file (defined
     at its first use), File_open and File_close as the handle's creation and destruction."""
+    kinds, comm_gid, started, is_io, io_write = c.kinds, c.comm_gid, c.started, c.is_io, c.io_write
     is_open = kinds({"file_open"}) & (calls["file"] >= 0)
     is_close = kinds({"file_close"}) & (calls["file"] >= 0)
     for i in np.flatnonzero(is_io | is_open | is_close).tolist():
@@ -247,7 +249,7 @@ def _io_columns(p: Pass2, rank_file, calls, kinds, comm_gid, started, is_io, io_
     collective = semantics.per_call(rank_file, calls["func"], lambda name, _: semantics.collective_io(name), bool)
     columns["recv_tag"][rows] = np.where(collective[rows], IO_FLAG_COLLECTIVE, 0)
     columns["request"][rows] = np.where(started[rows], columns["request"][rows], BLOCKING_IO | rows.astype(np.uint64))
-    counted = _counted_reads(rank_file, calls)[rows]
+    counted = c.counted_reads[rows]
     reads = rows[~io_write[rows] & counted]
     columns["bytes"][reads] = calls["recv_bytes"][reads]
     op[is_open], op[is_close] = OP_IO_CREATE, OP_IO_DESTROY
