@@ -27,6 +27,10 @@ def measure_codegen(qmpigen: Sequence[str], mpicc: str, mpi: Mpi, repeats: int) 
     with tempfile.TemporaryDirectory(prefix="qmpi-bench-codegen-") as work:
         scratch = Path(work)
         env = {**mpi.env, "QMPIGEN_CACHE": str(scratch / "cache")}
+        # Python as a user has it: the first run writes the modules' bytecode, the rows
+        # after load it (an environment with PYTHONDONTWRITEBYTECODE, such as this
+        # project's CI machine, would compile every module in every timed run).
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
         gen = [*qmpigen, "build-core", "--mpi-header", "auto", "--mpicc", mpicc, "-o"]
         cold_wall, cold_cpu = timed([*gen, str(scratch / "cold")], env, "qmpigen build-core (empty cache)")
         build_core = [timed([*gen, str(scratch / f"core{i}")], env, "qmpigen build-core") for i in range(repeats)]

@@ -211,3 +211,40 @@ def test_preprocessor_failure_carries_its_stderr():
     assert "qmpigen_no_such_header.h" in message
     assert "No such file or directory" in message
     assert "\n" not in message
+
+
+# -- one preprocessor run --------------------------------------------------------------
+
+
+def test_the_driver_runs_once_and_the_macro_table_is_the_final_one(tmp_path):
+    """One `-E -dD` run gives the text and the macro table (a second `-dM` run was half of
+    what a cached command cost): the table is the macros as they stand at the header's
+    end (a #undef removes one, a redefinition replaces it), without the -D flags that
+    neutralise GNU annotations, and the directive lines never reach the C text, whose
+    line numbers still follow its linemarkers."""
+    header = tmp_path / "mpi.h"
+    header.write_text(
+        "#define MPI_GONE 1\n#undef MPI_GONE\n#define MPI_TWICE 1\n#undef MPI_TWICE\n#define MPI_TWICE 2\n"
+        "#define MPI_CALL(x) (x)\n#define MPI_KEPT 3\nint MPI_Line7(void);\n"
+    )
+    log = tmp_path / "runs"
+    driver = tmp_path / "counting-cc"
+    driver.write_text(f'#!/bin/sh\necho run >> "{log}"\nexec {CC} "$@"\n')
+    driver.chmod(0o755)
+    pre = read_header(HeaderRequest(str(header), str(driver)))
+    assert log.read_text().count("run") == 1
+    assert "MPI_GONE" not in pre.macro_names
+    assert pre.object_macros["MPI_TWICE"] == "2" and pre.object_macros["MPI_KEPT"] == "3"
+    assert "MPI_CALL" in pre.function_macros and "MPI_CALL" not in pre.object_macros
+    assert "__attribute__" not in pre.macro_names and "__extension__" not in pre.macro_names
+    assert "__STDC__" in pre.object_macros  # the compiler's own, as -dM lists them
+    assert "#define" not in pre.text and "#undef" not in pre.text
+    line, current = 0, ""
+    for text_line in pre.text.splitlines():
+        marker = linemarker(text_line)
+        if marker:
+            line, current = marker
+            continue
+        if "MPI_Line7" in text_line:
+            assert (current, line) == (str(header), 8)
+        line += 1

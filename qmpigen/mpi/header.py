@@ -1,8 +1,8 @@
 """Stage 1: read mpi.h through the MPI's own compiler driver.
 
 `mpicc -E` gives the exact declarations the MPI's users compile against (its include
-paths, its configuration macros); `mpicc -E -dM` gives the macro table, which tells
-which MPI names are macros and what the version macros say.
+paths, its configuration macros); with `-dD` the same run keeps each #define, which
+gives the macro table: which MPI names are macros and what the version macros say.
 """
 
 from __future__ import annotations
@@ -115,8 +115,10 @@ def read_header(request: HeaderRequest) -> PreprocessedHeader:
         with open(probe, "w") as handle:
             handle.write(include)
         base = list(driver) + list(header_dir) + list(request.cflags)
-        text = _run(base + ["-E"] + list(NEUTRALISING_DEFINES) + [probe], driver, request)
-        macros = _run(base + ["-E", "-dM", probe], driver, request)
+        # One run gives both: -dD keeps each #define where it happens (half the CPU of a
+        # second -dM run, which is most of what a cached command costs).
+        output = _run(base + ["-E", "-dD"] + list(NEUTRALISING_DEFINES) + [probe], driver, request)
+    text, object_macros, function_macros = _split_directives(output)
     # The probe's linemarkers by its name, not its temporary directory: the same MPI gives
     # the same text (the model cache's key, qmpigen.mpi.model_cache).
     text = text.replace(f'"{probe}"', f'"{PROBE}"')
@@ -125,7 +127,6 @@ def read_header(request: HeaderRequest) -> PreprocessedHeader:
         path = _included_header(text, "mpi.h")
         if not path:
             raise QmpigenError(f"'{' '.join(driver)} -E' did not include an mpi.h")
-    object_macros, function_macros = _macro_table(macros)
     return PreprocessedHeader(text, path, driver, object_macros, function_macros)
 
 
@@ -178,22 +179,48 @@ def _included_header(text: str, basename: str) -> str:
     return ""
 
 
-def _macro_table(dump: str) -> Tuple[Dict[str, str], FrozenSet[str]]:
-    """Split `-dM` output ('#define NAME value' / '#define NAME(args) value')."""
+# Names NEUTRALISING_DEFINES gives on the command line: not the MPI's macros.
+NEUTRALISED = frozenset(flag[2:].split("=")[0].split("(")[0] for flag in NEUTRALISING_DEFINES)
+COMMAND_LINE = "<command-line>"
+
+
+def _split_directives(output: str) -> Tuple[str, Dict[str, str], FrozenSet[str]]:
+    """Split `-E -dD` output into the C text and the macro table as it stands at the end
+    (what `-dM` gives). Each directive line becomes an empty line, so the linemarkers'
+    line numbers still hold for the text."""
     object_macros: Dict[str, str] = {}
     function_macros = set()
-    for line in dump.splitlines():
-        if not line.startswith("#define "):
-            continue
-        rest = line[len("#define ") :]
-        name_end = len(rest)
-        for i, ch in enumerate(rest):
-            if ch in "( \t":
-                name_end = i
-                break
-        name = rest[:name_end]
-        if rest[name_end : name_end + 1] == "(":
-            function_macros.add(name)
-        else:
-            object_macros[name] = rest[name_end:].strip()
-    return object_macros, frozenset(function_macros)
+    lines = output.split("\n")
+    on_command_line = False
+    for index, line in enumerate(lines):
+        if line.startswith("#define "):
+            name, value, is_function = _macro_definition(line[len("#define ") :])
+            lines[index] = ""
+            if on_command_line and name in NEUTRALISED:
+                continue
+            object_macros.pop(name, None)
+            function_macros.discard(name)
+            if is_function:
+                function_macros.add(name)
+            else:
+                object_macros[name] = value
+        elif line.startswith("#undef "):
+            name = line[len("#undef ") :].strip()
+            object_macros.pop(name, None)
+            function_macros.discard(name)
+            lines[index] = ""
+        elif line.startswith("# "):
+            marker = linemarker(line)
+            if marker:
+                on_command_line = marker[1] == COMMAND_LINE
+    return "\n".join(lines), object_macros, frozenset(function_macros)
+
+
+def _macro_definition(rest: str) -> Tuple[str, str, bool]:
+    """'NAME value' or 'NAME(args) value' -> (NAME, value, is function-like): a
+    function-like macro's parenthesis follows its name directly."""
+    head, _, value = rest.partition(" ")
+    name, parenthesis, _ = head.partition("(")
+    if parenthesis:
+        return name, "", True
+    return name, value.strip(), False

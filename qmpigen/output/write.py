@@ -11,7 +11,6 @@ so a staging directory found under the lock belongs to a dead writer).
 
 from __future__ import annotations
 
-import ctypes
 import errno
 import fcntl
 import os
@@ -170,6 +169,8 @@ def renameat2(a: str, b: str, flags: int) -> bool:
     """rename(a, b) with renameat2's flags (RENAME_EXCHANGE, RENAME_NOREPLACE); False
     where the C library or the file system cannot (the caller falls back), OSError
     for any other failure."""
+    import ctypes  # here: most commands never rename a directory over another
+
     function = getattr(ctypes.CDLL(None, use_errno=True), "renameat2", None)
     if function is None:
         return False
