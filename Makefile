@@ -199,9 +199,12 @@ test-mpi4py-on-mpich: $(MPICH_STAMP) $(OPENMPI_STAMP)
 test-mpi4py-on-openmpi: $(MPICH_STAMP) $(OPENMPI_STAMP)
 	$(ON_SECOND)openmpi $(MPI4PY_TEST)
 
-# Unit tests, golden files and the CLI in process (no MPI compile-and-run, no wheel build): seconds.
+# Unit tests, golden files and the CLI in process (no MPI compile-and-run, no wheel build,
+# nothing marked slow): seconds. Bytecode is kept between runs as Python does by default
+# (an environment with PYTHONDONTWRITEBYTECODE set would compile every module each run).
 test-fast: $(MPICH_STAMP)
-	QMPIGEN_MPICH=$(MPICH) $(MPICH)/bin/python -m pytest -q -p no:cacheprovider -m "not mpi and not slow" tests
+	PYTHONDONTWRITEBYTECODE= QMPIGEN_MPICH=$(MPICH) $(MPICH)/bin/python -m pytest -q -p no:cacheprovider \
+		-m "not mpi and not slow" tests
 
 # The core's fixed runtime (qmpigen/runtime) as C: every file compiled alone with -Werror
 # against the headers generated for each fixture mpi.h and both wheels, then the C unit

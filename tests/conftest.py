@@ -41,6 +41,12 @@ from qmpigen.mpi.select import enumerate_functions
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE_TOOLS = REPO / "sample_tools"
 
+# The make that runs the tests (make test-fast, make -s ...) passes its flags and its
+# jobserver in MAKEFLAGS: a test's own make must not inherit them (-s would silence the
+# commands a test reads, a jobserver of another process is not ours).
+for _name in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEFILES"):
+    os.environ.pop(_name, None)
+
 
 def shipped_samples() -> List[str]:
     """The sample tools' files the package ships (pyproject.toml's package data), relative

@@ -60,6 +60,7 @@ def test_the_runtime_is_copied_byte_for_byte(tmp_path):
     assert (out / "qmpirun").read_bytes().endswith((runtime_dir() / "qmpirun.sh").read_bytes())
 
 
+@pytest.mark.slow  # seconds: `make test`, not `make test-fast`
 def test_golden_core_compiles_warning_free(tmp_path):
     """Every quirk of the fixture (int ranges[][3], promoted scalars, function-type
     parameters, variadic Pcontrol, non-int returns, macros) must give valid C."""

@@ -185,6 +185,7 @@ def test_completion_in_bash_as_documented():
     assert proc.stdout.split() == ["MPI_Send,point-to-point"], proc.stdout + proc.stderr
 
 
+@pytest.mark.slow  # seconds: `make test`, not `make test-fast`
 def test_quiet_prints_results_and_errors_only(tmp_path):
     """`qmpigen --quiet` (what `make demo` runs the sample tools' specs with): no line
     naming the MPI, none saying what was written; errors still one line."""

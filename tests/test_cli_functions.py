@@ -256,6 +256,7 @@ def test_error_unknown_command():
 # -- as a separate process, as a user runs it ------------------------------------------------------
 
 
+@pytest.mark.slow  # seconds: `make test`, not `make test-fast`
 def test_the_process_reports_an_error_in_one_line():
     broken = FIXTURES / "broken_mpi.h"
     assert_one_line_error(qmpigen("functions", "--mpi-header", str(broken), "--mpicc", "cc"), f"{broken}:5:")
@@ -290,6 +291,7 @@ for args in json.loads(sys.argv[1]):
 """
 
 
+@pytest.mark.slow  # seconds: `make test`, not `make test-fast`
 def test_the_process_generates_what_this_one_does_whatever_the_hash_seed(tmp_path):
     """`python -m qmpigen` in another process, with another hash seed (so that any
     reliance on set or dict iteration order shows), prints and writes the same bytes as

@@ -508,18 +508,21 @@ def parses_or_fails_cleanly(text: str) -> None:
 
 # The examples are the same every run (conftest's derandomized hypothesis profile); 600
 # in all keep the three at about a second, in the fast tier.
+@pytest.mark.slow  # seconds: `make test`, not `make test-fast`
 @settings(max_examples=200, suppress_health_check=list(HealthCheck))
 @given(st.text(max_size=300))
 def test_any_text_gives_a_spec_or_a_clean_error(text):
     parses_or_fails_cleanly(text)
 
 
+@pytest.mark.slow  # seconds: `make test`, not `make test-fast`
 @settings(max_examples=300, suppress_health_check=list(HealthCheck))
 @given(st.one_of(soup, soup.map(lambda s: "tool t; " + s), soup.map(lambda s: "tool t; intercept all { " + s)))
 def test_grammar_soup_gives_a_spec_or_a_clean_error(text):
     parses_or_fails_cleanly(text)
 
 
+@pytest.mark.slow  # seconds: `make test`, not `make test-fast`
 @settings(max_examples=100, suppress_health_check=list(HealthCheck))
 @given(st.integers(min_value=0, max_value=len(EVERYTHING)), st.text(max_size=3))
 def test_damaged_complete_spec_gives_a_spec_or_a_clean_error(cut, noise):

@@ -399,6 +399,7 @@ def _traced_lines(action) -> int:
     return count
 
 
+@pytest.mark.slow  # seconds: `make test`, not `make test-fast`
 def test_spec_work_grows_linearly_with_groups(mpich):
     # Review finding: 25,000 `group` lines took 13 s, 50,000 took 85 s (a duplicate
     # check over all earlier groups, an order table rebuilt per group). Work, counted

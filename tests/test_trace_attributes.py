@@ -21,7 +21,8 @@ import trace_writer as w  # noqa: E402
 
 from qmpigen.trace import layout, merge  # noqa: E402
 
-pytestmark = pytest.mark.trace
+# Seconds of merges of crafted traces: in `make test-trace`, not in `make test-fast`.
+pytestmark = [pytest.mark.trace, pytest.mark.slow]
 
 NAMES = (
     ("MPI_Init", "other"),

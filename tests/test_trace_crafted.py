@@ -24,7 +24,8 @@ import trace_writer as w  # noqa: E402
 from qmpigen.trace import merge, read  # noqa: E402
 from qmpigen.trace.timeline_plot import DPI  # noqa: E402
 
-pytestmark = pytest.mark.trace
+# Seconds of merges of crafted traces: in `make test-trace`, not in `make test-fast`.
+pytestmark = [pytest.mark.trace, pytest.mark.slow]
 
 
 def _merge(directory: Path, out: Path):

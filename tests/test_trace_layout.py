@@ -130,6 +130,7 @@ def test_every_collective_has_its_otf2_operation(name, op):
     assert semantics.collective_op(name) == op
 
 
+@pytest.mark.slow  # seconds: `make test`, not `make test-fast`
 def test_qmpigen_trace_without_its_extra_is_one_line(tmp_path):
     """numpy (or otf2) missing: the modules made unimportable in a fresh interpreter."""
     for module in ("numpy", "otf2"):

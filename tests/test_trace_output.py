@@ -19,7 +19,8 @@ import trace_writer as w  # noqa: E402
 from qmpigen.trace import merge, outdir  # noqa: E402
 from qmpigen.trace.gather import MergeError  # noqa: E402
 
-pytestmark = pytest.mark.trace
+# Seconds of merges of crafted traces: in `make test-trace`, not in `make test-fast`.
+pytestmark = [pytest.mark.trace, pytest.mark.slow]
 
 
 def _tree(root: Path) -> dict:

@@ -11,6 +11,9 @@ import pytest
 
 pytest.importorskip("matplotlib")
 
+# Seconds of matplotlib drawing: in `make test`, not in `make test-fast`.
+pytestmark = pytest.mark.slow
+
 from qmpigen.trace.io_picture import draw_io  # noqa: E402
 from qmpigen.trace.pictures import plot  # noqa: E402
 from qmpigen.trace.timeline import Timeline  # noqa: E402

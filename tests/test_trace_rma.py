@@ -67,6 +67,7 @@ def _events_by_call(archive) -> list:
     return out
 
 
+@pytest.mark.slow  # seconds: `make test-trace`, not `make test-fast`
 def test_one_sided_operations_complete_at_their_synchronisation(tmp_path):
     if shutil.which("otf2-print") is None:
         pytest.skip("otf2-print not installed")

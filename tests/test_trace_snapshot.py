@@ -147,6 +147,7 @@ def test_a_file_truncated_while_the_merge_walks_it(tmp_path, how):
     assert "its 300 calls not merged" in mine[0] and "merged 3 trace files" in lines[-1], lines
 
 
+@pytest.mark.slow  # seconds: `make test-trace`, not `make test-fast`
 def test_a_file_truncated_between_the_passes(tmp_path, monkeypatch):
     """Pass 2 read a shorter file than pass 1 had counted: IndexError before."""
     w.write_run(tmp_path / "run", 3, n_calls=60)
@@ -212,6 +213,7 @@ def test_special_files_named_qtr_are_skipped(tmp_path):
     assert "merged 2 trace files" in lines[-1]
 
 
+@pytest.mark.slow  # seconds: `make test-trace`, not `make test-fast`
 def test_a_file_read_again_up_to_a_bad_call_keeps_its_identity(tmp_path):
     """A call of a function the file never defined: the reader reads the file again up to
     it, which dropped the identity pass 2 compares (an IndexError, found by the fuzzer)."""
