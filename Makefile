@@ -27,7 +27,7 @@ MPI_ENV := PATH=$(MPI_PREFIX)/bin:$$PATH OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN
 MPIEXEC := $(MPI_PREFIX)/bin/mpiexec $(if $(filter openmpi,$(MPI)),--oversubscribe,)
 DEMO := $(abspath $(OUT))/demo-$(MPI)
 
-.PHONY: all demo docs lint wheel test test-on-mpich test-on-openmpi test-trace-on-mpich test-trace-on-openmpi test-threads-on-mpich test-threads-on-openmpi test-debian-on-mpich test-debian-on-openmpi test-trace test-fast test-intelmpi test-debian test-fortran bench-fortran test-threads test-sanitize test-sanitize-mpich test-sanitize-openmpi test-c fuzz fuzz-trace test-mpi4py test-mpi4py-on-mpich test-mpi4py-on-openmpi bench venv clean distclean
+.PHONY: all demo docs lint wheel test test-on-mpich test-on-openmpi test-trace-on-mpich test-trace-on-openmpi test-threads-on-mpich test-threads-on-openmpi test-debian-on-mpich test-debian-on-openmpi test-trace test-fast test-intelmpi test-debian test-fortran bench-fortran test-threads test-sanitize test-sanitize-mpich test-sanitize-openmpi test-c fuzz fuzz-c fuzz-trace test-mpi4py test-mpi4py-on-mpich test-mpi4py-on-openmpi bench venv clean distclean
 
 all: demo
 
@@ -217,14 +217,16 @@ test-c: $(MPICH_STAMP) $(OPENMPI_STAMP)
 
 # libFuzzer harnesses for the configuration parser, the ELF reader and the escaping of
 # error lines, FUZZ_SECONDS each (clang and its libFuzzer runtime: installs clang and
-# libclang-rt-14-dev with apt-get when missing); then fuzz-trace.
+# libclang-rt-14-dev with apt-get when missing), and fuzz-trace: two at a time, each on
+# a core for its full time.
 FUZZ_SECONDS ?= 60
 fuzz: $(MPICH_STAMP)
 	echo 'int LLVMFuzzerTestOneInput(const char *d, long n) { (void)d; (void)n; return 0; }' | \
 		clang -fsanitize=fuzzer -x c - -o /dev/null 2>/dev/null || \
 		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends clang libclang-rt-14-dev; }
+	$(SIDE_BY_SIDE) fuzz-c fuzz-trace
+fuzz-c:
 	$(MAKE) --no-print-directory -C tests/c fuzz OUT=$(TEST_C) FUZZ_SECONDS=$(FUZZ_SECONDS)
-	$(MAKE) --no-print-directory fuzz-trace
 
 # The rank-file reader and `qmpigen trace`'s merge fuzzed for FUZZ_SECONDS (tests/trace_fuzz.py:
 # mutated rank files and the crafted shapes that once cost far more than their bytes), the
