@@ -158,6 +158,27 @@ def test_below_a_tool_that_finalizes_at_exit(mpi, death_app, sample_tools, test_
         assert _names(f) == ["MPI_Init"] + _loop(40) and _open_call(f) == "MPI_Finalize"
 
 
+def test_above_a_tool_that_works_in_its_finalize(mpi, death_app, sample_tools, tmp_path):
+    """TOOLS=trace:finalize_work: the PMPI tool below makes a communicator and reduces on
+    it in its MPI_Finalize (Darshan writing its log), calls that come back through the
+    trace while its own MPI_Finalize is under way: the job ends well (the trace once let
+    its world group go before the finalize, and MPICH stopped the job in
+    MPI_Group_translate_ranks), and the trace holds those calls inside MPI_Finalize."""
+    below = mpi.compile(
+        [APPS.parent / "pmpi_tools" / "finalize_work.c"], tmp_path / "libfinalize_work.so", ["-shared", "-fPIC", "-O2"]
+    )
+    proc, run = _run(mpi, death_app, tmp_path, f"{sample_tools}/libtrace.so:{below}", "finish", 40, ranks=2)
+    assert proc.returncode == 0, proc.stderr
+    files = _files(run)
+    assert sorted(files) == [(0, 1, 0), (1, 1, 0)]
+    for f in files.values():
+        names = _names(f)
+        assert names[:41] == ["MPI_Init"] + _loop(40) and _open_call(f) is None, names
+        assert {"MPI_Comm_dup", "MPI_Allreduce", "MPI_Comm_free", "MPI_Finalize"} <= set(names[41:]), names
+    merged = qmpigen("trace", str(run), "-o", str(tmp_path / "merged"))
+    assert merged.returncode == 0, merged.stderr
+
+
 def test_threads_and_instances_each_keep_their_calls(mpi, death_app, sample_tools, tmp_path):
     """trace:trace, 3 threads of 200 MPI_Allreduce each, then SIGKILL: each instance has a
     file per thread, every thread's calls in it."""

@@ -47,7 +47,9 @@ static void define_comm(struct instance *in, struct thread_buffer *tb, struct ha
     int i, *local = malloc(sizeof(int) * (size_t)e->size);
     struct comm_fixed fixed = {e->id, e->size, 0, 0};
     e->world = malloc(sizeof(int) * (size_t)e->size);
-    if (local == NULL || e->world == NULL) {
+    /* no world group: a session's instance in its last finalize, a call a level below
+     * makes there; its ranks unknown, as without memory */
+    if (local == NULL || e->world == NULL || in->world_group == MPI_GROUP_NULL) {
         free(local);
         free(e->world);
         e->world = NULL; /* its ranks unknown: PEER_NONE (trace_world_rank) */

@@ -134,14 +134,17 @@ static void more_users(int level, void (*start)(int, void *), void *how)
     pthread_mutex_unlock(&lifecycle_lock);
 }
 
-/* Before a finalize: 1 if it is the last user's (the instance stops after it); its world
- * group let go now, while MPI is there. */
-static int last_user(struct instance *in)
+/* Before a finalize: 1 if it is the last user's (the instance stops after it). The world
+ * group stays through the finalize: the levels below make calls there that come back
+ * through this one (Darshan writes its log from its MPI_Finalize, on communicators of its
+ * own), and their communicators need world ranks. MPI_Finalize releases the group with
+ * everything else; a session's (free_group) is let go now, while its session is there. */
+static int last_user(struct instance *in, int free_group)
 {
     int last;
     pthread_mutex_lock(&lifecycle_lock);
     last = in->users == 1;
-    if (last && in->world_group != MPI_GROUP_NULL)
+    if (last && free_group && in->world_group != MPI_GROUP_NULL)
         PMPI_Group_free(&in->world_group);
     pthread_mutex_unlock(&lifecycle_lock);
     return last;
@@ -203,7 +206,7 @@ _EXTERN_C_ int TR_Finalize(int level, vector *v)
         trace_measure_clock(in, 1);
         traced = trace_begin(&t, level, _MPI_Finalize, TRACE_KIND_other);
     }
-    last = last_user(in);
+    last = last_user(in, 0);
     ret = QMPI_Next_Finalize(level, v);
     if (traced)
         trace_end(&t, ret != MPI_SUCCESS);
@@ -255,7 +258,7 @@ _EXTERN_C_ int TR_Session_finalize(MPI_Session *session, int level, vector *v)
     if ((unsigned)level >= MAX_LEVELS)
         return QMPI_Next_Session_finalize(session, level, v);
     traced = trace_begin(&t, level, _MPI_Session_finalize, TRACE_KIND_other);
-    last = last_user(in);
+    last = last_user(in, 1);
     ret = QMPI_Next_Session_finalize(session, level, v);
     if (traced)
         trace_end(&t, ret != MPI_SUCCESS);
