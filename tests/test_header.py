@@ -217,8 +217,8 @@ def test_preprocessor_failure_carries_its_stderr():
 
 
 def test_the_driver_runs_once_and_the_macro_table_is_the_final_one(tmp_path):
-    """One `-E -dD` run gives the text and the macro table (a second `-dM` run was half of
-    what a cached command cost): the table is the macros as they stand at the header's
+    """One `-E -dD` run gives the text and the macro table (a second `-dM` run cost as
+    much again, about a tenth of a cached command): the table is the macros as they stand at the header's
     end (a #undef removes one, a redefinition replaces it), without the -D flags that
     neutralise GNU annotations, and the directive lines never reach the C text, whose
     line numbers still follow its linemarkers."""

@@ -115,8 +115,8 @@ def read_header(request: HeaderRequest) -> PreprocessedHeader:
         with open(probe, "w") as handle:
             handle.write(include)
         base = list(driver) + list(header_dir) + list(request.cflags)
-        # One run gives both: -dD keeps each #define where it happens (half the CPU of a
-        # second -dM run, which is most of what a cached command costs).
+        # One run gives both: -dD keeps each #define where it happens (a second -dM run
+        # cost as much again: about 0.05 s of a cached command's 0.56 s).
         output = _run(base + ["-E", "-dD"] + list(NEUTRALISING_DEFINES) + [probe], driver, request)
     text, object_macros, function_macros = _split_directives(output)
     # The probe's linemarkers by its name, not its temporary directory: the same MPI gives
