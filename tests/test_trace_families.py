@@ -18,6 +18,7 @@ On both wheels (`make test-trace`) and both Debian MPIs (`make test-debian`, mar
 from __future__ import annotations
 
 import re
+import shutil
 from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Dict, Tuple
@@ -26,7 +27,7 @@ import pytest
 from test_trace import _need_trace_tools, otf2_events
 from test_trace_families_app import BYTES_PER_CALL, EXPECTED_CALLS, PIOSIM, RANKS, _reports
 
-from conftest import APPS, qmpigen
+from conftest import APPS, SAMPLE_TOOLS, make, qmpigen
 
 pytestmark = [pytest.mark.mpi, pytest.mark.trace, pytest.mark.families]
 
@@ -111,13 +112,44 @@ def _read_archive(archive: Path):
     return calls, inside, lines
 
 
-@pytest.fixture(scope="module")
-def traced_families(mpi, core, sample_tools, tmp_path_factory):
+def _function_symbols(library: Path) -> set:
+    from elftools.elf.elffile import ELFFile
+
+    with library.open("rb") as f:
+        table = ELFFile(f).get_section_by_name(".symtab")
+        return {s.name for s in table.iter_symbols() if s["st_info"]["type"] == "STT_FUNC"}
+
+
+def _shared_records_tool(mpi, core: Path, sample_tools: Path, work: Path) -> Path:
+    """The trace tool built with TRACE_RECORDS=shared (the records out of line, as the
+    sanitizer sessions build it) from a copy of the session's build: only the wrappers
+    by role are compiled again."""
+    tools = work / "tools"
+    shutil.copytree(sample_tools, tools)
+    make(
+        SAMPLE_TOOLS,
+        f"CORE={core}",
+        f"OUT={tools}",
+        f"MPICC={mpi.mpicc}",
+        "TRACE_RECORDS=shared",
+        str(tools / "libtrace.so"),
+        env=mpi.env(),
+    )
+    return tools
+
+
+# Both builds of the trace tool's records (sample_tools/trace/record.h): inline in each
+# wrapper (as shipped) and shared (TRACE_RECORDS=shared): the same C, the same trace.
+@pytest.fixture(scope="module", params=["inline", "shared"])
+def traced_families(request, mpi, core, sample_tools, tmp_path_factory):
     _need_trace_tools()
-    work = tmp_path_factory.mktemp(f"families-trace-{mpi.name}")
+    work = tmp_path_factory.mktemp(f"families-trace-{mpi.name}-{request.param}")
+    tools = sample_tools if request.param == "inline" else _shared_records_tool(mpi, core, sample_tools, work)
+    out_of_line = {"trace_args_prepare", "trace_args_finish"} & _function_symbols(tools / "libtrace.so")
+    assert bool(out_of_line) == (request.param == "shared"), out_of_line
     app = mpi.build_app(APPS / "trace_families.c", core, work / "trace_families", ["-Wextra", "-Werror"])
     (work / "data").mkdir()
-    env = {"QMPI_TOOLS": f"{sample_tools}/libtrace.so", "QMPI_TRACE_DIR": str(work / "run")}
+    env = {"QMPI_TOOLS": f"{tools}/libtrace.so", "QMPI_TRACE_DIR": str(work / "run")}
     proc = mpi.run(RANKS, [app, work / "data"], env={**env, "QMPI_TRACE_FUNCTIONS": "all"}, cwd=work)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     reported, io = _reports(proc.stdout)
