@@ -4,7 +4,7 @@
  * Do not edit: regenerate with
  *   qmpigen scaffold-tool profiler.qmpi --mpi-header tools_mpi.h --mpicc cc -o profiler
  */
-/* qmpigen-checksum: 7e4e359d5943d5ba2f22b47e61738850e22f3c9bf3de7068a836f6577651263d (qmpigen overwrites this file only while it matches) */
+/* qmpigen-checksum: b3beb56e75f12f30d0fea9652c45726a22f05b6f707f3c35b984f64789aaf7fd (qmpigen overwrites this file only while it matches) */
 /*
  * Build: make (QMPI_CORE=<core dir>), or
  *   mpicc -shared -fPIC -Wall -Wextra -Werror -I<core dir> profiler.c -o libprofiler.so
@@ -67,15 +67,17 @@ static unsigned long long profiler_bytes(long long count, MPI_Datatype type)
 }
 
 /* MPI_Wtime is only asked for while MPI is initialised: calls before MPI_Init
- * (MPI_Initialized, MPI_Init itself) are counted but not timed. */
+ * (MPI_Initialized, MPI_Init itself) are counted but not timed. One function for every
+ * wrapper, not a macro expanded in each: 700 wrappers compile in half the time, and a
+ * call costs one more call next to two MPI_Wtime. */
 #define PROFILER_START(ctx) ((ctx)->active ? PMPI_Wtime() : -1.0)
-#define PROFILER_RECORD(ctx, index, t0, nbytes)                                          \
-    do {                                                                                 \
-        double elapsed_ = (t0) >= 0.0 && (ctx)->active ? PMPI_Wtime() - (t0) : 0.0;      \
-        (ctx)->calls[index]++;                                                           \
-        (ctx)->nanoseconds[index] += elapsed_ > 0.0 ? (unsigned long long)(elapsed_ * 1e9) : 0; \
-        (ctx)->bytes[index] += (nbytes);                                                 \
-    } while (0)
+static void profiler_record(struct profiler_context *ctx, int index, double t0, unsigned long long nbytes)
+{
+    double elapsed = t0 >= 0.0 && ctx->active ? PMPI_Wtime() - t0 : 0.0;
+    ctx->calls[index]++;
+    ctx->nanoseconds[index] += elapsed > 0.0 ? (unsigned long long)(elapsed * 1e9) : 0;
+    ctx->bytes[index] += nbytes;
+}
 
 /* The report file, created here and only here (O_EXCL): two ranks, or two runs, never
  * share one. NULL, after one line on stderr, when it cannot be created. */
@@ -92,7 +94,7 @@ static FILE *profiler_create(const char *path)
     }
     return file;
 }
-#line 96 "profiler.c"
+#line 98 "profiler.c"
 
 /* on init: after MPI is initialised (once per instance) */
 static void profiler_on_init(struct profiler_context *qmpi_ctx, int qmpi_level, vector *qmpi_v)
@@ -100,9 +102,9 @@ static void profiler_on_init(struct profiler_context *qmpi_ctx, int qmpi_level, 
     (void)qmpi_ctx;
     (void)qmpi_level;
     (void)qmpi_v;
-#line 107 "profiler.qmpi"
+#line 109 "profiler.qmpi"
     qmpi_ctx->active = 1;
-#line 106 "profiler.c"
+#line 108 "profiler.c"
 }
 
 /* on finalize: before MPI is finalised (once per instance) */
@@ -111,7 +113,7 @@ static void profiler_on_finalize(struct profiler_context *qmpi_ctx, int qmpi_lev
     (void)qmpi_ctx;
     (void)qmpi_level;
     (void)qmpi_v;
-#line 116 "profiler.qmpi"
+#line 118 "profiler.qmpi"
         int order[NUM_MPI_FUNCS], used = 0, k, j;
         unsigned long long calls = 0, nanoseconds = 0, bytes = 0;
         size_t size = 256 + (size_t)NUM_MPI_FUNCS * 128, length = 0;
@@ -159,7 +161,7 @@ static void profiler_on_finalize(struct profiler_context *qmpi_ctx, int qmpi_lev
             }
         }
         free(report);
-#line 163 "profiler.c"
+#line 165 "profiler.c"
 }
 
 /* MPI is up: the first time, record $rank and run on init. A thread that gets here
@@ -182,13 +184,13 @@ _EXTERN_C_ int PROF_Abort(MPI_Comm comm, int errorcode, int qmpi_level, vector *
 {
     int qmpi_ret;
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
-#line 102 "profiler.qmpi"
+#line 104 "profiler.qmpi"
     double t0 = PROFILER_START(qmpi_ctx);
-#line 188 "profiler.c"
+#line 190 "profiler.c"
     qmpi_ret = QMPI_Next_Abort(comm, errorcode, qmpi_level, qmpi_v);
-#line 103 "profiler.qmpi"
-    PROFILER_RECORD(qmpi_ctx, _MPI_Abort, t0, 0);
-#line 192 "profiler.c"
+#line 105 "profiler.qmpi"
+    profiler_record(qmpi_ctx, _MPI_Abort, t0, 0);
+#line 194 "profiler.c"
     return qmpi_ret;
 }
 
@@ -196,13 +198,13 @@ _EXTERN_C_ MPI_Aint PROF_Aint_add(MPI_Aint base, MPI_Aint disp, int qmpi_level, 
 {
     MPI_Aint qmpi_ret;
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
-#line 102 "profiler.qmpi"
+#line 104 "profiler.qmpi"
     double t0 = PROFILER_START(qmpi_ctx);
-#line 202 "profiler.c"
+#line 204 "profiler.c"
     qmpi_ret = QMPI_Next_Aint_add(base, disp, qmpi_level, qmpi_v);
-#line 103 "profiler.qmpi"
-    PROFILER_RECORD(qmpi_ctx, _MPI_Aint_add, t0, 0);
-#line 206 "profiler.c"
+#line 105 "profiler.qmpi"
+    profiler_record(qmpi_ctx, _MPI_Aint_add, t0, 0);
+#line 208 "profiler.c"
     return qmpi_ret;
 }
 
@@ -210,13 +212,13 @@ _EXTERN_C_ int PROF_Allgather(const void *sendbuf, int sendcount, MPI_Datatype s
 {
     int qmpi_ret;
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
-#line 94 "profiler.qmpi"
-    double t0 = PROFILER_START(qmpi_ctx);
-#line 216 "profiler.c"
-    qmpi_ret = QMPI_Next_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, qmpi_level, qmpi_v);
 #line 96 "profiler.qmpi"
-    PROFILER_RECORD(qmpi_ctx, _MPI_Allgather, t0, sendbuf == MPI_IN_PLACE ? 0 : profiler_bytes(sendcount, sendtype));
-#line 220 "profiler.c"
+    double t0 = PROFILER_START(qmpi_ctx);
+#line 218 "profiler.c"
+    qmpi_ret = QMPI_Next_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, qmpi_level, qmpi_v);
+#line 98 "profiler.qmpi"
+    profiler_record(qmpi_ctx, _MPI_Allgather, t0, sendbuf == MPI_IN_PLACE ? 0 : profiler_bytes(sendcount, sendtype));
+#line 222 "profiler.c"
     return qmpi_ret;
 }
 
@@ -224,13 +226,13 @@ _EXTERN_C_ int PROF_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI
 {
     int qmpi_ret;
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
-#line 89 "profiler.qmpi"
+#line 91 "profiler.qmpi"
     double t0 = PROFILER_START(qmpi_ctx);
-#line 230 "profiler.c"
+#line 232 "profiler.c"
     qmpi_ret = QMPI_Next_Allreduce(sendbuf, recvbuf, count, datatype, op, comm, qmpi_level, qmpi_v);
-#line 90 "profiler.qmpi"
-    PROFILER_RECORD(qmpi_ctx, _MPI_Allreduce, t0, profiler_bytes(count, datatype));
-#line 234 "profiler.c"
+#line 92 "profiler.qmpi"
+    profiler_record(qmpi_ctx, _MPI_Allreduce, t0, profiler_bytes(count, datatype));
+#line 236 "profiler.c"
     return qmpi_ret;
 }
 
@@ -238,13 +240,13 @@ _EXTERN_C_ int PROF_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype se
 {
     int qmpi_ret;
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
-#line 94 "profiler.qmpi"
-    double t0 = PROFILER_START(qmpi_ctx);
-#line 244 "profiler.c"
-    qmpi_ret = QMPI_Next_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, qmpi_level, qmpi_v);
 #line 96 "profiler.qmpi"
-    PROFILER_RECORD(qmpi_ctx, _MPI_Alltoall, t0, sendbuf == MPI_IN_PLACE ? 0 : profiler_bytes(sendcount, sendtype));
-#line 248 "profiler.c"
+    double t0 = PROFILER_START(qmpi_ctx);
+#line 246 "profiler.c"
+    qmpi_ret = QMPI_Next_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, qmpi_level, qmpi_v);
+#line 98 "profiler.qmpi"
+    profiler_record(qmpi_ctx, _MPI_Alltoall, t0, sendbuf == MPI_IN_PLACE ? 0 : profiler_bytes(sendcount, sendtype));
+#line 250 "profiler.c"
     return qmpi_ret;
 }
 
@@ -252,13 +254,13 @@ _EXTERN_C_ int PROF_Attr_get(MPI_Comm comm, int keyval, void *attribute_val, int
 {
     int qmpi_ret;
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
-#line 102 "profiler.qmpi"
+#line 104 "profiler.qmpi"
     double t0 = PROFILER_START(qmpi_ctx);
-#line 258 "profiler.c"
+#line 260 "profiler.c"
     qmpi_ret = QMPI_Next_Attr_get(comm, keyval, attribute_val, flag, qmpi_level, qmpi_v);
-#line 103 "profiler.qmpi"
-    PROFILER_RECORD(qmpi_ctx, _MPI_Attr_get, t0, 0);
-#line 262 "profiler.c"
+#line 105 "profiler.qmpi"
+    profiler_record(qmpi_ctx, _MPI_Attr_get, t0, 0);
+#line 264 "profiler.c"
     return qmpi_ret;
 }
 
@@ -266,13 +268,13 @@ _EXTERN_C_ int PROF_Barrier(MPI_Comm comm, int qmpi_level, vector *qmpi_v)
 {
     int qmpi_ret;
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
-#line 102 "profiler.qmpi"
+#line 104 "profiler.qmpi"
     double t0 = PROFILER_START(qmpi_ctx);
-#line 272 "profiler.c"
+#line 274 "profiler.c"
     qmpi_ret = QMPI_Next_Barrier(comm, qmpi_level, qmpi_v);
-#line 103 "profiler.qmpi"
-    PROFILER_RECORD(qmpi_ctx, _MPI_Barrier, t0, 0);
-#line 276 "profiler.c"
+#line 105 "profiler.qmpi"
+    profiler_record(qmpi_ctx, _MPI_Barrier, t0, 0);
+#line 278 "profiler.c"
     return qmpi_ret;
 }
 
@@ -280,13 +282,13 @@ _EXTERN_C_ int PROF_Bcast(void *buffer, int count, MPI_Datatype datatype, int ro
 {
     int qmpi_ret;
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
-#line 89 "profiler.qmpi"
+#line 91 "profiler.qmpi"
     double t0 = PROFILER_START(qmpi_ctx);
-#line 286 "profiler.c"
+#line 288 "profiler.c"
     qmpi_ret = QMPI_Next_Bcast(buffer, count, datatype, root, comm, qmpi_level, qmpi_v);
-#line 90 "profiler.qmpi"
-    PROFILER_RECORD(qmpi_ctx, _MPI_Bcast, t0, profiler_bytes(count, datatype));
-#line 290 "profiler.c"
+#line 92 "profiler.qmpi"
+    profiler_record(qmpi_ctx, _MPI_Bcast, t0, profiler_bytes(count, datatype));
+#line 292 "profiler.c"
     return qmpi_ret;
 }
 
@@ -294,13 +296,13 @@ _EXTERN_C_ int PROF_Bsend(const void *buf, int count, MPI_Datatype datatype, int
 {
     int qmpi_ret;
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
-#line 89 "profiler.qmpi"
+#line 91 "profiler.qmpi"
     double t0 = PROFILER_START(qmpi_ctx);
-#line 300 "profiler.c"
+#line 302 "profiler.c"
     qmpi_ret = QMPI_Next_Bsend(buf, count, datatype, dest, tag, comm, qmpi_level, qmpi_v);
-#line 90 "profiler.qmpi"
-    PROFILER_RECORD(qmpi_ctx, _MPI_Bsend, t0, profiler_bytes(count, datatype));
-#line 304 "profiler.c"
+#line 92 "profiler.qmpi"
+    profiler_record(qmpi_ctx, _MPI_Bsend, t0, profiler_bytes(count, datatype));
+#line 306 "profiler.c"
     return qmpi_ret;
 }
 
@@ -308,13 +310,13 @@ _EXTERN_C_ MPI_Fint PROF_Comm_c2f(MPI_Comm comm, int qmpi_level, vector *qmpi_v)
 {
     MPI_Fint qmpi_ret;
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
-#line 102 "profiler.qmpi"
+#line 104 "profiler.qmpi"
     double t0 = PROFILER_START(qmpi_ctx);
-#line 314 "profiler.c"
+#line 316 "profiler.c"
     qmpi_ret = QMPI_Next_Comm_c2f(comm, qmpi_level, qmpi_v);
-#line 103 "profiler.qmpi"
-    PROFILER_RECORD(qmpi_ctx, _MPI_Comm_c2f, t0, 0);
-#line 318 "profiler.c"
+#line 105 "profiler.qmpi"
+    profiler_record(qmpi_ctx, _MPI_Comm_c2f, t0, 0);
+#line 320 "profiler.c"
     return qmpi_ret;
 }
 
@@ -322,13 +324,13 @@ _EXTERN_C_ MPI_Comm PROF_Comm_f2c(MPI_Fint comm, int qmpi_level, vector *qmpi_v)
 {
     MPI_Comm qmpi_ret;
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
-#line 102 "profiler.qmpi"
+#line 104 "profiler.qmpi"
     double t0 = PROFILER_START(qmpi_ctx);
-#line 328 "profiler.c"
+#line 330 "profiler.c"
     qmpi_ret = QMPI_Next_Comm_f2c(comm, qmpi_level, qmpi_v);
-#line 103 "profiler.qmpi"
-    PROFILER_RECORD(qmpi_ctx, _MPI_Comm_f2c, t0, 0);
-#line 332 "profiler.c"
+#line 105 "profiler.qmpi"
+    profiler_record(qmpi_ctx, _MPI_Comm_f2c, t0, 0);
+#line 334 "profiler.c"
     return qmpi_ret;
 }
 
@@ -336,13 +338,13 @@ _EXTERN_C_ int PROF_Comm_rank(MPI_Comm arg0, int *arg1, int qmpi_level, vector *
 {
     int qmpi_ret;
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
-#line 102 "profiler.qmpi"
+#line 104 "profiler.qmpi"
     double t0 = PROFILER_START(qmpi_ctx);
-#line 342 "profiler.c"
+#line 344 "profiler.c"
     qmpi_ret = QMPI_Next_Comm_rank(arg0, arg1, qmpi_level, qmpi_v);
-#line 103 "profiler.qmpi"
-    PROFILER_RECORD(qmpi_ctx, _MPI_Comm_rank, t0, 0);
-#line 346 "profiler.c"
+#line 105 "profiler.qmpi"
+    profiler_record(qmpi_ctx, _MPI_Comm_rank, t0, 0);
+#line 348 "profiler.c"
     return qmpi_ret;
 }
 
@@ -350,13 +352,13 @@ _EXTERN_C_ int PROF_Comm_set_handler(MPI_Comm comm, MPI_Fixture_handler_ptr hand
 {
     int qmpi_ret;
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
-#line 102 "profiler.qmpi"
+#line 104 "profiler.qmpi"
     double t0 = PROFILER_START(qmpi_ctx);
-#line 356 "profiler.c"
+#line 358 "profiler.c"
     qmpi_ret = QMPI_Next_Comm_set_handler(comm, handler, qmpi_level, qmpi_v);
-#line 103 "profiler.qmpi"
-    PROFILER_RECORD(qmpi_ctx, _MPI_Comm_set_handler, t0, 0);
-#line 360 "profiler.c"
+#line 105 "profiler.qmpi"
+    profiler_record(qmpi_ctx, _MPI_Comm_set_handler, t0, 0);
+#line 362 "profiler.c"
     return qmpi_ret;
 }
 
@@ -364,13 +366,13 @@ _EXTERN_C_ int PROF_Comm_size(MPI_Comm comm, int *size, int qmpi_level, vector *
 {
     int qmpi_ret;
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
-#line 102 "profiler.qmpi"
+#line 104 "profiler.qmpi"
     double t0 = PROFILER_START(qmpi_ctx);
-#line 370 "profiler.c"
+#line 372 "profiler.c"
     qmpi_ret = QMPI_Next_Comm_size(comm, size, qmpi_level, qmpi_v);
-#line 103 "profiler.qmpi"
-    PROFILER_RECORD(qmpi_ctx, _MPI_Comm_size, t0, 0);
-#line 374 "profiler.c"
+#line 105 "profiler.qmpi"
+    profiler_record(qmpi_ctx, _MPI_Comm_size, t0, 0);
+#line 376 "profiler.c"
     return qmpi_ret;
 }
 
@@ -378,13 +380,13 @@ _EXTERN_C_ int PROF_Exscan(const void *sendbuf, void *recvbuf, int count, MPI_Da
 {
     int qmpi_ret;
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
-#line 89 "profiler.qmpi"
+#line 91 "profiler.qmpi"
     double t0 = PROFILER_START(qmpi_ctx);
-#line 384 "profiler.c"
+#line 386 "profiler.c"
     qmpi_ret = QMPI_Next_Exscan(sendbuf, recvbuf, count, datatype, op, comm, qmpi_level, qmpi_v);
-#line 90 "profiler.qmpi"
-    PROFILER_RECORD(qmpi_ctx, _MPI_Exscan, t0, profiler_bytes(count, datatype));
-#line 388 "profiler.c"
+#line 92 "profiler.qmpi"
+    profiler_record(qmpi_ctx, _MPI_Exscan, t0, profiler_bytes(count, datatype));
+#line 390 "profiler.c"
     return qmpi_ret;
 }
 
@@ -392,13 +394,13 @@ _EXTERN_C_ int PROF_File_close(MPI_File *fh, int qmpi_level, vector *qmpi_v)
 {
     int qmpi_ret;
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
-#line 102 "profiler.qmpi"
+#line 104 "profiler.qmpi"
     double t0 = PROFILER_START(qmpi_ctx);
-#line 398 "profiler.c"
+#line 400 "profiler.c"
     qmpi_ret = QMPI_Next_File_close(fh, qmpi_level, qmpi_v);
-#line 103 "profiler.qmpi"
-    PROFILER_RECORD(qmpi_ctx, _MPI_File_close, t0, 0);
-#line 402 "profiler.c"
+#line 105 "profiler.qmpi"
+    profiler_record(qmpi_ctx, _MPI_File_close, t0, 0);
+#line 404 "profiler.c"
     return qmpi_ret;
 }
 
@@ -406,13 +408,13 @@ _EXTERN_C_ int PROF_File_open(MPI_Comm comm, const char *filename, int amode, MP
 {
     int qmpi_ret;
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
-#line 102 "profiler.qmpi"
+#line 104 "profiler.qmpi"
     double t0 = PROFILER_START(qmpi_ctx);
-#line 412 "profiler.c"
+#line 414 "profiler.c"
     qmpi_ret = QMPI_Next_File_open(comm, filename, amode, info, fh, qmpi_level, qmpi_v);
-#line 103 "profiler.qmpi"
-    PROFILER_RECORD(qmpi_ctx, _MPI_File_open, t0, 0);
-#line 416 "profiler.c"
+#line 105 "profiler.qmpi"
+    profiler_record(qmpi_ctx, _MPI_File_open, t0, 0);
+#line 418 "profiler.c"
     return qmpi_ret;
 }
 
@@ -432,13 +434,13 @@ _EXTERN_C_ int PROF_Fixture_scalars(char c, unsigned char uc, short s, float f, 
 {
     int qmpi_ret;
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
-#line 102 "profiler.qmpi"
+#line 104 "profiler.qmpi"
     double t0 = PROFILER_START(qmpi_ctx);
-#line 438 "profiler.c"
+#line 440 "profiler.c"
     qmpi_ret = QMPI_Next_Fixture_scalars(c, uc, s, f, d, fs, i, name, qmpi_level, qmpi_v);
-#line 103 "profiler.qmpi"
-    PROFILER_RECORD(qmpi_ctx, _MPI_Fixture_scalars, t0, 0);
-#line 442 "profiler.c"
+#line 105 "profiler.qmpi"
+    profiler_record(qmpi_ctx, _MPI_Fixture_scalars, t0, 0);
+#line 444 "profiler.c"
     return qmpi_ret;
 }
 
@@ -446,13 +448,13 @@ _EXTERN_C_ int PROF_Gather(const void *sendbuf, int sendcount, MPI_Datatype send
 {
     int qmpi_ret;
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
-#line 94 "profiler.qmpi"
-    double t0 = PROFILER_START(qmpi_ctx);
-#line 452 "profiler.c"
-    qmpi_ret = QMPI_Next_Gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, qmpi_level, qmpi_v);
 #line 96 "profiler.qmpi"
-    PROFILER_RECORD(qmpi_ctx, _MPI_Gather, t0, sendbuf == MPI_IN_PLACE ? 0 : profiler_bytes(sendcount, sendtype));
-#line 456 "profiler.c"
+    double t0 = PROFILER_START(qmpi_ctx);
+#line 454 "profiler.c"
+    qmpi_ret = QMPI_Next_Gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, qmpi_level, qmpi_v);
+#line 98 "profiler.qmpi"
+    profiler_record(qmpi_ctx, _MPI_Gather, t0, sendbuf == MPI_IN_PLACE ? 0 : profiler_bytes(sendcount, sendtype));
+#line 458 "profiler.c"
     return qmpi_ret;
 }
 
@@ -460,13 +462,13 @@ _EXTERN_C_ int PROF_Group_range_incl(MPI_Group group, int n, int ranges[][3], MP
 {
     int qmpi_ret;
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
-#line 102 "profiler.qmpi"
+#line 104 "profiler.qmpi"
     double t0 = PROFILER_START(qmpi_ctx);
-#line 466 "profiler.c"
+#line 468 "profiler.c"
     qmpi_ret = QMPI_Next_Group_range_incl(group, n, ranges, newgroup, qmpi_level, qmpi_v);
-#line 103 "profiler.qmpi"
-    PROFILER_RECORD(qmpi_ctx, _MPI_Group_range_incl, t0, 0);
-#line 470 "profiler.c"
+#line 105 "profiler.qmpi"
+    profiler_record(qmpi_ctx, _MPI_Group_range_incl, t0, 0);
+#line 472 "profiler.c"
     return qmpi_ret;
 }
 
@@ -474,13 +476,13 @@ _EXTERN_C_ int PROF_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype 
 {
     int qmpi_ret;
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
-#line 94 "profiler.qmpi"
-    double t0 = PROFILER_START(qmpi_ctx);
-#line 480 "profiler.c"
-    qmpi_ret = QMPI_Next_Iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, qmpi_level, qmpi_v);
 #line 96 "profiler.qmpi"
-    PROFILER_RECORD(qmpi_ctx, _MPI_Iallgather, t0, sendbuf == MPI_IN_PLACE ? 0 : profiler_bytes(sendcount, sendtype));
-#line 484 "profiler.c"
+    double t0 = PROFILER_START(qmpi_ctx);
+#line 482 "profiler.c"
+    qmpi_ret = QMPI_Next_Iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, qmpi_level, qmpi_v);
+#line 98 "profiler.qmpi"
+    profiler_record(qmpi_ctx, _MPI_Iallgather, t0, sendbuf == MPI_IN_PLACE ? 0 : profiler_bytes(sendcount, sendtype));
+#line 486 "profiler.c"
     return qmpi_ret;
 }
 
@@ -488,13 +490,13 @@ _EXTERN_C_ int PROF_Iallreduce(const void *sendbuf, void *recvbuf, int count, MP
 {
     int qmpi_ret;
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
-#line 89 "profiler.qmpi"
+#line 91 "profiler.qmpi"
     double t0 = PROFILER_START(qmpi_ctx);
-#line 494 "profiler.c"
+#line 496 "profiler.c"
     qmpi_ret = QMPI_Next_Iallreduce(sendbuf, recvbuf, count, datatype, op, comm, request, qmpi_level, qmpi_v);
-#line 90 "profiler.qmpi"
-    PROFILER_RECORD(qmpi_ctx, _MPI_Iallreduce, t0, profiler_bytes(count, datatype));
-#line 498 "profiler.c"
+#line 92 "profiler.qmpi"
+    profiler_record(qmpi_ctx, _MPI_Iallreduce, t0, profiler_bytes(count, datatype));
+#line 500 "profiler.c"
     return qmpi_ret;
 }
 
@@ -502,13 +504,13 @@ _EXTERN_C_ int PROF_Ialltoall(const void *sendbuf, int sendcount, MPI_Datatype s
 {
     int qmpi_ret;
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
-#line 94 "profiler.qmpi"
-    double t0 = PROFILER_START(qmpi_ctx);
-#line 508 "profiler.c"
-    qmpi_ret = QMPI_Next_Ialltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, qmpi_level, qmpi_v);
 #line 96 "profiler.qmpi"
-    PROFILER_RECORD(qmpi_ctx, _MPI_Ialltoall, t0, sendbuf == MPI_IN_PLACE ? 0 : profiler_bytes(sendcount, sendtype));
-#line 512 "profiler.c"
+    double t0 = PROFILER_START(qmpi_ctx);
+#line 510 "profiler.c"
+    qmpi_ret = QMPI_Next_Ialltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, qmpi_level, qmpi_v);
+#line 98 "profiler.qmpi"
+    profiler_record(qmpi_ctx, _MPI_Ialltoall, t0, sendbuf == MPI_IN_PLACE ? 0 : profiler_bytes(sendcount, sendtype));
+#line 514 "profiler.c"
     return qmpi_ret;
 }
 
@@ -516,13 +518,13 @@ _EXTERN_C_ int PROF_Ibarrier(MPI_Comm comm, MPI_Request *request, int qmpi_level
 {
     int qmpi_ret;
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
-#line 102 "profiler.qmpi"
+#line 104 "profiler.qmpi"
     double t0 = PROFILER_START(qmpi_ctx);
-#line 522 "profiler.c"
+#line 524 "profiler.c"
     qmpi_ret = QMPI_Next_Ibarrier(comm, request, qmpi_level, qmpi_v);
-#line 103 "profiler.qmpi"
-    PROFILER_RECORD(qmpi_ctx, _MPI_Ibarrier, t0, 0);
-#line 526 "profiler.c"
+#line 105 "profiler.qmpi"
+    profiler_record(qmpi_ctx, _MPI_Ibarrier, t0, 0);
+#line 528 "profiler.c"
     return qmpi_ret;
 }
 
@@ -530,13 +532,13 @@ _EXTERN_C_ int PROF_Ibcast(void *buffer, int count, MPI_Datatype datatype, int r
 {
     int qmpi_ret;
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
-#line 89 "profiler.qmpi"
+#line 91 "profiler.qmpi"
     double t0 = PROFILER_START(qmpi_ctx);
-#line 536 "profiler.c"
+#line 538 "profiler.c"
     qmpi_ret = QMPI_Next_Ibcast(buffer, count, datatype, root, comm, request, qmpi_level, qmpi_v);
-#line 90 "profiler.qmpi"
-    PROFILER_RECORD(qmpi_ctx, _MPI_Ibcast, t0, profiler_bytes(count, datatype));
-#line 540 "profiler.c"
+#line 92 "profiler.qmpi"
+    profiler_record(qmpi_ctx, _MPI_Ibcast, t0, profiler_bytes(count, datatype));
+#line 542 "profiler.c"
     return qmpi_ret;
 }
 
@@ -544,13 +546,13 @@ _EXTERN_C_ int PROF_Ibsend(const void *buf, int count, MPI_Datatype datatype, in
 {
     int qmpi_ret;
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
-#line 89 "profiler.qmpi"
+#line 91 "profiler.qmpi"
     double t0 = PROFILER_START(qmpi_ctx);
-#line 550 "profiler.c"
+#line 552 "profiler.c"
     qmpi_ret = QMPI_Next_Ibsend(buf, count, datatype, dest, tag, comm, request, qmpi_level, qmpi_v);
-#line 90 "profiler.qmpi"
-    PROFILER_RECORD(qmpi_ctx, _MPI_Ibsend, t0, profiler_bytes(count, datatype));
-#line 554 "profiler.c"
+#line 92 "profiler.qmpi"
+    profiler_record(qmpi_ctx, _MPI_Ibsend, t0, profiler_bytes(count, datatype));
+#line 556 "profiler.c"
     return qmpi_ret;
 }
 
@@ -558,13 +560,13 @@ _EXTERN_C_ int PROF_Igather(const void *sendbuf, int sendcount, MPI_Datatype sen
 {
     int qmpi_ret;
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
-#line 94 "profiler.qmpi"
-    double t0 = PROFILER_START(qmpi_ctx);
-#line 564 "profiler.c"
-    qmpi_ret = QMPI_Next_Igather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request, qmpi_level, qmpi_v);
 #line 96 "profiler.qmpi"
-    PROFILER_RECORD(qmpi_ctx, _MPI_Igather, t0, sendbuf == MPI_IN_PLACE ? 0 : profiler_bytes(sendcount, sendtype));
-#line 568 "profiler.c"
+    double t0 = PROFILER_START(qmpi_ctx);
+#line 566 "profiler.c"
+    qmpi_ret = QMPI_Next_Igather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request, qmpi_level, qmpi_v);
+#line 98 "profiler.qmpi"
+    profiler_record(qmpi_ctx, _MPI_Igather, t0, sendbuf == MPI_IN_PLACE ? 0 : profiler_bytes(sendcount, sendtype));
+#line 570 "profiler.c"
     return qmpi_ret;
 }
 
@@ -572,13 +574,13 @@ _EXTERN_C_ int PROF_Info_dup(MPI_Info info, MPI_Info *newinfo, int qmpi_level, v
 {
     int qmpi_ret;
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
-#line 102 "profiler.qmpi"
+#line 104 "profiler.qmpi"
     double t0 = PROFILER_START(qmpi_ctx);
-#line 578 "profiler.c"
+#line 580 "profiler.c"
     qmpi_ret = QMPI_Next_Info_dup(info, newinfo, qmpi_level, qmpi_v);
-#line 103 "profiler.qmpi"
-    PROFILER_RECORD(qmpi_ctx, _MPI_Info_dup, t0, 0);
-#line 582 "profiler.c"
+#line 105 "profiler.qmpi"
+    profiler_record(qmpi_ctx, _MPI_Info_dup, t0, 0);
+#line 584 "profiler.c"
     return qmpi_ret;
 }
 
@@ -586,9 +588,9 @@ _EXTERN_C_ int PROF_Init(int *argc, char ***argv, int qmpi_level, vector *qmpi_v
 {
     int qmpi_ret;
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
-#line 102 "profiler.qmpi"
+#line 104 "profiler.qmpi"
     double t0 = PROFILER_START(qmpi_ctx);
-#line 592 "profiler.c"
+#line 594 "profiler.c"
     qmpi_ret = QMPI_Next_Init(argc, argv, qmpi_level, qmpi_v);
     if (qmpi_ret == MPI_SUCCESS) {
         int qmpi_rank = -1;
@@ -597,9 +599,9 @@ _EXTERN_C_ int PROF_Init(int *argc, char ***argv, int qmpi_level, vector *qmpi_v
         __atomic_store_n(&qmpi_ctx->qmpi_world, 1, __ATOMIC_RELEASE);
         profiler_mpi_initialised(qmpi_ctx, qmpi_rank, qmpi_level, qmpi_v);
     }
-#line 103 "profiler.qmpi"
-    PROFILER_RECORD(qmpi_ctx, _MPI_Init, t0, 0);
-#line 603 "profiler.c"
+#line 105 "profiler.qmpi"
+    profiler_record(qmpi_ctx, _MPI_Init, t0, 0);
+#line 605 "profiler.c"
     return qmpi_ret;
 }
 
@@ -607,9 +609,9 @@ _EXTERN_C_ int PROF_Init_thread(int *argc, char ***argv, int required, int *prov
 {
     int qmpi_ret;
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
-#line 102 "profiler.qmpi"
+#line 104 "profiler.qmpi"
     double t0 = PROFILER_START(qmpi_ctx);
-#line 613 "profiler.c"
+#line 615 "profiler.c"
     qmpi_ret = QMPI_Next_Init_thread(argc, argv, required, provided, qmpi_level, qmpi_v);
     if (qmpi_ret == MPI_SUCCESS) {
         int qmpi_rank = -1;
@@ -618,9 +620,9 @@ _EXTERN_C_ int PROF_Init_thread(int *argc, char ***argv, int required, int *prov
         __atomic_store_n(&qmpi_ctx->qmpi_world, 1, __ATOMIC_RELEASE);
         profiler_mpi_initialised(qmpi_ctx, qmpi_rank, qmpi_level, qmpi_v);
     }
-#line 103 "profiler.qmpi"
-    PROFILER_RECORD(qmpi_ctx, _MPI_Init_thread, t0, 0);
-#line 624 "profiler.c"
+#line 105 "profiler.qmpi"
+    profiler_record(qmpi_ctx, _MPI_Init_thread, t0, 0);
+#line 626 "profiler.c"
     return qmpi_ret;
 }
 
@@ -628,13 +630,13 @@ _EXTERN_C_ int PROF_Irecv(void *buf, int count, MPI_Datatype datatype, int sourc
 {
     int qmpi_ret;
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
-#line 89 "profiler.qmpi"
+#line 91 "profiler.qmpi"
     double t0 = PROFILER_START(qmpi_ctx);
-#line 634 "profiler.c"
+#line 636 "profiler.c"
     qmpi_ret = QMPI_Next_Irecv(buf, count, datatype, source, tag, comm, request, qmpi_level, qmpi_v);
-#line 90 "profiler.qmpi"
-    PROFILER_RECORD(qmpi_ctx, _MPI_Irecv, t0, profiler_bytes(count, datatype));
-#line 638 "profiler.c"
+#line 92 "profiler.qmpi"
+    profiler_record(qmpi_ctx, _MPI_Irecv, t0, profiler_bytes(count, datatype));
+#line 640 "profiler.c"
     return qmpi_ret;
 }
 
@@ -642,13 +644,13 @@ _EXTERN_C_ int PROF_Ireduce(const void *sendbuf, void *recvbuf, int count, MPI_D
 {
     int qmpi_ret;
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
-#line 89 "profiler.qmpi"
+#line 91 "profiler.qmpi"
     double t0 = PROFILER_START(qmpi_ctx);
-#line 648 "profiler.c"
+#line 650 "profiler.c"
     qmpi_ret = QMPI_Next_Ireduce(sendbuf, recvbuf, count, datatype, op, root, comm, request, qmpi_level, qmpi_v);
-#line 90 "profiler.qmpi"
-    PROFILER_RECORD(qmpi_ctx, _MPI_Ireduce, t0, profiler_bytes(count, datatype));
-#line 652 "profiler.c"
+#line 92 "profiler.qmpi"
+    profiler_record(qmpi_ctx, _MPI_Ireduce, t0, profiler_bytes(count, datatype));
+#line 654 "profiler.c"
     return qmpi_ret;
 }
 
@@ -656,13 +658,13 @@ _EXTERN_C_ int PROF_Isend(const void *buf, int count, MPI_Datatype datatype, int
 {
     int qmpi_ret;
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
-#line 89 "profiler.qmpi"
+#line 91 "profiler.qmpi"
     double t0 = PROFILER_START(qmpi_ctx);
-#line 662 "profiler.c"
+#line 664 "profiler.c"
     qmpi_ret = QMPI_Next_Isend(buf, count, datatype, dest, tag, comm, request, qmpi_level, qmpi_v);
-#line 90 "profiler.qmpi"
-    PROFILER_RECORD(qmpi_ctx, _MPI_Isend, t0, profiler_bytes(count, datatype));
-#line 666 "profiler.c"
+#line 92 "profiler.qmpi"
+    profiler_record(qmpi_ctx, _MPI_Isend, t0, profiler_bytes(count, datatype));
+#line 668 "profiler.c"
     return qmpi_ret;
 }
 
@@ -670,13 +672,13 @@ _EXTERN_C_ int PROF_Issend(const void *buf, int count, MPI_Datatype datatype, in
 {
     int qmpi_ret;
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
-#line 89 "profiler.qmpi"
+#line 91 "profiler.qmpi"
     double t0 = PROFILER_START(qmpi_ctx);
-#line 676 "profiler.c"
+#line 678 "profiler.c"
     qmpi_ret = QMPI_Next_Issend(buf, count, datatype, dest, tag, comm, request, qmpi_level, qmpi_v);
-#line 90 "profiler.qmpi"
-    PROFILER_RECORD(qmpi_ctx, _MPI_Issend, t0, profiler_bytes(count, datatype));
-#line 680 "profiler.c"
+#line 92 "profiler.qmpi"
+    profiler_record(qmpi_ctx, _MPI_Issend, t0, profiler_bytes(count, datatype));
+#line 682 "profiler.c"
     return qmpi_ret;
 }
 
@@ -684,13 +686,13 @@ _EXTERN_C_ int PROF_Op_create(MPI_User_function *user_fn, int commute, MPI_Op *o
 {
     int qmpi_ret;
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
-#line 102 "profiler.qmpi"
+#line 104 "profiler.qmpi"
     double t0 = PROFILER_START(qmpi_ctx);
-#line 690 "profiler.c"
+#line 692 "profiler.c"
     qmpi_ret = QMPI_Next_Op_create(user_fn, commute, op, qmpi_level, qmpi_v);
-#line 103 "profiler.qmpi"
-    PROFILER_RECORD(qmpi_ctx, _MPI_Op_create, t0, 0);
-#line 694 "profiler.c"
+#line 105 "profiler.qmpi"
+    profiler_record(qmpi_ctx, _MPI_Op_create, t0, 0);
+#line 696 "profiler.c"
     return qmpi_ret;
 }
 
@@ -703,13 +705,13 @@ _EXTERN_C_ int PROF_Pcontrol(const int level, int qmpi_level, vector *qmpi_v, va
     (void)qmpi_level;
     (void)qmpi_v;
     (void)qmpi_args;
-#line 102 "profiler.qmpi"
+#line 104 "profiler.qmpi"
     double t0 = PROFILER_START(qmpi_ctx);
-#line 112 "profiler.qmpi"
+#line 114 "profiler.qmpi"
     qmpi_ctx->pcontrol = level;
-#line 103 "profiler.qmpi"
-    PROFILER_RECORD(qmpi_ctx, _MPI_Pcontrol, t0, 0);
-#line 713 "profiler.c"
+#line 105 "profiler.qmpi"
+    profiler_record(qmpi_ctx, _MPI_Pcontrol, t0, 0);
+#line 715 "profiler.c"
     return qmpi_ret;
 }
 
@@ -717,13 +719,13 @@ _EXTERN_C_ int PROF_Pready_list(int length, const int array_of_partitions[], MPI
 {
     int qmpi_ret;
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
-#line 102 "profiler.qmpi"
+#line 104 "profiler.qmpi"
     double t0 = PROFILER_START(qmpi_ctx);
-#line 723 "profiler.c"
+#line 725 "profiler.c"
     qmpi_ret = QMPI_Next_Pready_list(length, array_of_partitions, request, qmpi_level, qmpi_v);
-#line 103 "profiler.qmpi"
-    PROFILER_RECORD(qmpi_ctx, _MPI_Pready_list, t0, 0);
-#line 727 "profiler.c"
+#line 105 "profiler.qmpi"
+    profiler_record(qmpi_ctx, _MPI_Pready_list, t0, 0);
+#line 729 "profiler.c"
     return qmpi_ret;
 }
 
@@ -731,13 +733,13 @@ _EXTERN_C_ int PROF_Recv(void *buf, int count, MPI_Datatype datatype, int source
 {
     int qmpi_ret;
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
-#line 89 "profiler.qmpi"
+#line 91 "profiler.qmpi"
     double t0 = PROFILER_START(qmpi_ctx);
-#line 737 "profiler.c"
+#line 739 "profiler.c"
     qmpi_ret = QMPI_Next_Recv(buf, count, datatype, source, tag, comm, status, qmpi_level, qmpi_v);
-#line 90 "profiler.qmpi"
-    PROFILER_RECORD(qmpi_ctx, _MPI_Recv, t0, profiler_bytes(count, datatype));
-#line 741 "profiler.c"
+#line 92 "profiler.qmpi"
+    profiler_record(qmpi_ctx, _MPI_Recv, t0, profiler_bytes(count, datatype));
+#line 743 "profiler.c"
     return qmpi_ret;
 }
 
@@ -745,13 +747,13 @@ _EXTERN_C_ int PROF_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Da
 {
     int qmpi_ret;
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
-#line 89 "profiler.qmpi"
+#line 91 "profiler.qmpi"
     double t0 = PROFILER_START(qmpi_ctx);
-#line 751 "profiler.c"
+#line 753 "profiler.c"
     qmpi_ret = QMPI_Next_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm, qmpi_level, qmpi_v);
-#line 90 "profiler.qmpi"
-    PROFILER_RECORD(qmpi_ctx, _MPI_Reduce, t0, profiler_bytes(count, datatype));
-#line 755 "profiler.c"
+#line 92 "profiler.qmpi"
+    profiler_record(qmpi_ctx, _MPI_Reduce, t0, profiler_bytes(count, datatype));
+#line 757 "profiler.c"
     return qmpi_ret;
 }
 
@@ -759,13 +761,13 @@ _EXTERN_C_ int PROF_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Data
 {
     int qmpi_ret;
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
-#line 89 "profiler.qmpi"
+#line 91 "profiler.qmpi"
     double t0 = PROFILER_START(qmpi_ctx);
-#line 765 "profiler.c"
+#line 767 "profiler.c"
     qmpi_ret = QMPI_Next_Scan(sendbuf, recvbuf, count, datatype, op, comm, qmpi_level, qmpi_v);
-#line 90 "profiler.qmpi"
-    PROFILER_RECORD(qmpi_ctx, _MPI_Scan, t0, profiler_bytes(count, datatype));
-#line 769 "profiler.c"
+#line 92 "profiler.qmpi"
+    profiler_record(qmpi_ctx, _MPI_Scan, t0, profiler_bytes(count, datatype));
+#line 771 "profiler.c"
     return qmpi_ret;
 }
 
@@ -773,13 +775,13 @@ _EXTERN_C_ int PROF_Send(const void *buf, int count, MPI_Datatype datatype, int 
 {
     int qmpi_ret;
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
-#line 89 "profiler.qmpi"
+#line 91 "profiler.qmpi"
     double t0 = PROFILER_START(qmpi_ctx);
-#line 779 "profiler.c"
+#line 781 "profiler.c"
     qmpi_ret = QMPI_Next_Send(buf, count, datatype, dest, tag, comm, qmpi_level, qmpi_v);
-#line 90 "profiler.qmpi"
-    PROFILER_RECORD(qmpi_ctx, _MPI_Send, t0, profiler_bytes(count, datatype));
-#line 783 "profiler.c"
+#line 92 "profiler.qmpi"
+    profiler_record(qmpi_ctx, _MPI_Send, t0, profiler_bytes(count, datatype));
+#line 785 "profiler.c"
     return qmpi_ret;
 }
 
@@ -787,13 +789,13 @@ _EXTERN_C_ int PROF_Send_c(const void *buf, MPI_Count count, MPI_Datatype dataty
 {
     int qmpi_ret;
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
-#line 102 "profiler.qmpi"
+#line 104 "profiler.qmpi"
     double t0 = PROFILER_START(qmpi_ctx);
-#line 793 "profiler.c"
+#line 795 "profiler.c"
     qmpi_ret = QMPI_Next_Send_c(buf, count, datatype, dest, tag, comm, qmpi_level, qmpi_v);
-#line 103 "profiler.qmpi"
-    PROFILER_RECORD(qmpi_ctx, _MPI_Send_c, t0, 0);
-#line 797 "profiler.c"
+#line 105 "profiler.qmpi"
+    profiler_record(qmpi_ctx, _MPI_Send_c, t0, 0);
+#line 799 "profiler.c"
     return qmpi_ret;
 }
 
@@ -801,9 +803,9 @@ _EXTERN_C_ int PROF_Session_finalize(MPI_Session *session, int qmpi_level, vecto
 {
     int qmpi_ret;
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
-#line 102 "profiler.qmpi"
+#line 104 "profiler.qmpi"
     double t0 = PROFILER_START(qmpi_ctx);
-#line 807 "profiler.c"
+#line 809 "profiler.c"
     /* Counted down before the call, so that of two threads closing the last two sessions
      * exactly one runs on finalize, while MPI is still usable. */
     int qmpi_last_session = __atomic_sub_fetch(&qmpi_ctx->qmpi_sessions, 1, __ATOMIC_ACQ_REL) == 0 &&
@@ -814,9 +816,9 @@ _EXTERN_C_ int PROF_Session_finalize(MPI_Session *session, int qmpi_level, vecto
     qmpi_ret = QMPI_Next_Session_finalize(session, qmpi_level, qmpi_v);
     if (qmpi_ret != MPI_SUCCESS)
         __atomic_add_fetch(&qmpi_ctx->qmpi_sessions, 1, __ATOMIC_ACQ_REL); /* still open */
-#line 103 "profiler.qmpi"
-    PROFILER_RECORD(qmpi_ctx, _MPI_Session_finalize, t0, 0);
-#line 820 "profiler.c"
+#line 105 "profiler.qmpi"
+    profiler_record(qmpi_ctx, _MPI_Session_finalize, t0, 0);
+#line 822 "profiler.c"
     return qmpi_ret;
 }
 
@@ -824,18 +826,18 @@ _EXTERN_C_ int PROF_Session_init(MPI_Info info, MPI_Errhandler errhandler, MPI_S
 {
     int qmpi_ret;
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
-#line 102 "profiler.qmpi"
+#line 104 "profiler.qmpi"
     double t0 = PROFILER_START(qmpi_ctx);
-#line 830 "profiler.c"
+#line 832 "profiler.c"
     qmpi_ret = QMPI_Next_Session_init(info, errhandler, session, qmpi_level, qmpi_v);
     if (qmpi_ret == MPI_SUCCESS) {
         int qmpi_rank = -1;
         __atomic_add_fetch(&qmpi_ctx->qmpi_sessions, 1, __ATOMIC_ACQ_REL);
         profiler_mpi_initialised(qmpi_ctx, qmpi_rank, qmpi_level, qmpi_v);
     }
-#line 103 "profiler.qmpi"
-    PROFILER_RECORD(qmpi_ctx, _MPI_Session_init, t0, 0);
-#line 839 "profiler.c"
+#line 105 "profiler.qmpi"
+    profiler_record(qmpi_ctx, _MPI_Session_init, t0, 0);
+#line 841 "profiler.c"
     return qmpi_ret;
 }
 
@@ -843,13 +845,13 @@ _EXTERN_C_ int PROF_Ssend(const void *buf, int count, MPI_Datatype datatype, int
 {
     int qmpi_ret;
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
-#line 89 "profiler.qmpi"
+#line 91 "profiler.qmpi"
     double t0 = PROFILER_START(qmpi_ctx);
-#line 849 "profiler.c"
+#line 851 "profiler.c"
     qmpi_ret = QMPI_Next_Ssend(buf, count, datatype, dest, tag, comm, qmpi_level, qmpi_v);
-#line 90 "profiler.qmpi"
-    PROFILER_RECORD(qmpi_ctx, _MPI_Ssend, t0, profiler_bytes(count, datatype));
-#line 853 "profiler.c"
+#line 92 "profiler.qmpi"
+    profiler_record(qmpi_ctx, _MPI_Ssend, t0, profiler_bytes(count, datatype));
+#line 855 "profiler.c"
     return qmpi_ret;
 }
 
@@ -857,13 +859,13 @@ _EXTERN_C_ int PROF_T_event_handle_free(MPI_T_event_registration event_registrat
 {
     int qmpi_ret;
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
-#line 102 "profiler.qmpi"
+#line 104 "profiler.qmpi"
     double t0 = PROFILER_START(qmpi_ctx);
-#line 863 "profiler.c"
+#line 865 "profiler.c"
     qmpi_ret = QMPI_Next_T_event_handle_free(event_registration, user_data, free_cb_function, qmpi_level, qmpi_v);
-#line 103 "profiler.qmpi"
-    PROFILER_RECORD(qmpi_ctx, _MPI_T_event_handle_free, t0, 0);
-#line 867 "profiler.c"
+#line 105 "profiler.qmpi"
+    profiler_record(qmpi_ctx, _MPI_T_event_handle_free, t0, 0);
+#line 869 "profiler.c"
     return qmpi_ret;
 }
 
@@ -871,13 +873,13 @@ _EXTERN_C_ int PROF_Test(MPI_Request *request, int *flag, MPI_Status *status, in
 {
     int qmpi_ret;
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
-#line 102 "profiler.qmpi"
+#line 104 "profiler.qmpi"
     double t0 = PROFILER_START(qmpi_ctx);
-#line 877 "profiler.c"
+#line 879 "profiler.c"
     qmpi_ret = QMPI_Next_Test(request, flag, status, qmpi_level, qmpi_v);
-#line 103 "profiler.qmpi"
-    PROFILER_RECORD(qmpi_ctx, _MPI_Test, t0, 0);
-#line 881 "profiler.c"
+#line 105 "profiler.qmpi"
+    profiler_record(qmpi_ctx, _MPI_Test, t0, 0);
+#line 883 "profiler.c"
     return qmpi_ret;
 }
 
@@ -885,13 +887,13 @@ _EXTERN_C_ double PROF_Wtick(int qmpi_level, vector *qmpi_v)
 {
     double qmpi_ret;
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
-#line 102 "profiler.qmpi"
+#line 104 "profiler.qmpi"
     double t0 = PROFILER_START(qmpi_ctx);
-#line 891 "profiler.c"
+#line 893 "profiler.c"
     qmpi_ret = QMPI_Next_Wtick(qmpi_level, qmpi_v);
-#line 103 "profiler.qmpi"
-    PROFILER_RECORD(qmpi_ctx, _MPI_Wtick, t0, 0);
-#line 895 "profiler.c"
+#line 105 "profiler.qmpi"
+    profiler_record(qmpi_ctx, _MPI_Wtick, t0, 0);
+#line 897 "profiler.c"
     return qmpi_ret;
 }
 
@@ -899,13 +901,13 @@ _EXTERN_C_ double PROF_Wtime(int qmpi_level, vector *qmpi_v)
 {
     double qmpi_ret;
     struct profiler_context *qmpi_ctx = profiler_context_of(qmpi_level, qmpi_v);
-#line 102 "profiler.qmpi"
+#line 104 "profiler.qmpi"
     double t0 = PROFILER_START(qmpi_ctx);
-#line 905 "profiler.c"
+#line 907 "profiler.c"
     qmpi_ret = QMPI_Next_Wtime(qmpi_level, qmpi_v);
-#line 103 "profiler.qmpi"
-    PROFILER_RECORD(qmpi_ctx, _MPI_Wtime, t0, 0);
-#line 909 "profiler.c"
+#line 105 "profiler.qmpi"
+    profiler_record(qmpi_ctx, _MPI_Wtime, t0, 0);
+#line 911 "profiler.c"
     return qmpi_ret;
 }
 
