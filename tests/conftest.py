@@ -417,7 +417,7 @@ def built_once(name: str, tmp_path_factory, build) -> Path:
     return directory
 
 
-def _build_core(mpi: Mpi, out: Path) -> None:
+def build_core(mpi: Mpi, out: Path) -> None:
     proc = qmpigen("build-core", "--mpi-header", "auto", "--mpicc", mpi.mpicc, "-o", str(out / "core"), env=mpi.env())
     assert proc.returncode == 0, proc.stderr
     make(out / "core", f"MPICC={mpi.mpicc}", "CFLAGS=-O2 -Wall -Wextra -Werror", env=mpi.env())
@@ -426,7 +426,7 @@ def _build_core(mpi: Mpi, out: Path) -> None:
 @pytest.fixture(scope="session")
 def core(mpi: Mpi, tmp_path_factory) -> Path:
     """The generated core for `mpi`, built with its mpicc (libqmpi.so, libqmpi.a)."""
-    return built_once(f"core-{mpi.name}", tmp_path_factory, functools.partial(_build_core, mpi)) / "core"
+    return built_once(f"core-{mpi.name}", tmp_path_factory, functools.partial(build_core, mpi)) / "core"
 
 
 @pytest.fixture(scope="session")
