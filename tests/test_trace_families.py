@@ -27,7 +27,7 @@ import pytest
 from test_trace import _need_trace_tools, otf2_events
 from test_trace_families_app import BYTES_PER_CALL, EXPECTED_CALLS, PIOSIM, RANKS, _reports
 
-from conftest import APPS, SAMPLE_TOOLS, make, qmpigen
+from conftest import APPS, build_sample_tools, qmpigen
 
 pytestmark = [pytest.mark.mpi, pytest.mark.trace, pytest.mark.families]
 
@@ -126,15 +126,7 @@ def _shared_records_tool(mpi, core: Path, sample_tools: Path, work: Path) -> Pat
     by role are compiled again."""
     tools = work / "tools"
     shutil.copytree(sample_tools, tools)
-    make(
-        SAMPLE_TOOLS,
-        f"CORE={core}",
-        f"OUT={tools}",
-        f"MPICC={mpi.mpicc}",
-        "TRACE_RECORDS=shared",
-        str(tools / "libtrace.so"),
-        env=mpi.env(),
-    )
+    build_sample_tools(mpi, core, tools, "TRACE_RECORDS=shared", str(tools / "libtrace.so"))
     return tools
 
 
