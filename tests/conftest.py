@@ -31,6 +31,7 @@ from typing import Dict, List, Optional, Sequence
 import pytest
 from click.testing import CliRunner
 from hypothesis import settings as hypothesis_settings
+from shm_sweep import ShmSweeper
 
 from qmpigen.cli.commands import main as cli_main
 from qmpigen.mpi.header import HeaderRequest, PreprocessedHeader, read_header
@@ -273,6 +274,21 @@ REQUIRED = [n for n in os.environ.get("QMPIGEN_REQUIRE_MPIS", "").split(",") if 
 # the other session.
 SESSION_MPIS = [n for n in os.environ.get("QMPIGEN_SESSION_MPIS", "").split(",") if n]
 SESSION_PER_MPI_ONLY = bool(os.environ.get("QMPIGEN_SESSION_PER_MPI_ONLY"))
+
+
+# The MPI shared-memory files of the jobs the tests end before MPI_Finalize, removed
+# after each test when orphaned (tests/shm_sweep.py says which and why).
+SHM_SWEEPER = ShmSweeper()
+
+
+@pytest.fixture(autouse=True)
+def _sweep_orphaned_mpi_segments():
+    yield
+    SHM_SWEEPER.sweep()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    SHM_SWEEPER.finish()
 
 
 def pytest_collection_modifyitems(config, items):
