@@ -104,8 +104,10 @@ def _counted_reads(rank_file: RankFile, calls: np.ndarray) -> np.ndarray:
 def _classify(p: Pass2, info, rank_file: RankFile, calls: np.ndarray, position: np.ndarray) -> Classes:
     g, rank, n = p.g, rank_file.rank, len(calls)
 
+    per_call_kind = semantics.call_kinds(rank_file, calls["func"])
+
     def kinds(wanted) -> np.ndarray:
-        return semantics.of_kinds(rank_file, calls["func"], wanted)
+        return semantics.kinds_in(per_call_kind, wanted)
 
     comm_gid = lookup(*g.comm_tables[rank], calls["comm"])
     has_comm = comm_gid >= 0

@@ -218,7 +218,10 @@ def per_call(rank_file: RankFile, func: np.ndarray, value_of: Callable[[str, str
     table = np.zeros(max(rank_file.functions, default=0) + 1, dtype)
     for code, name in rank_file.functions.items():
         table[code] = value_of(name, rank_file.kinds.get(code, "other"))
-    return np.where(func < len(table), table[np.minimum(func, len(table) - 1)], 0).astype(dtype)
+    # one gather in the table's own type (no 8-byte temporaries, no np.where and copy)
+    values = table[np.minimum(func, len(table) - 1)]
+    values[func >= len(table)] = 0
+    return values
 
 
 _KIND_TABLE: list = [lambda: None, None]  # the last file's (weak reference, table): one file at a time
@@ -235,9 +238,24 @@ def _kind_table(rank_file: RankFile) -> np.ndarray:
     return _KIND_TABLE[1]
 
 
-def of_kinds(rank_file: RankFile, func: np.ndarray, kinds: Iterable[str]) -> np.ndarray:
-    """Per call (its function code), whether its function is of one of these kinds."""
-    table = _kind_table(rank_file)
+def call_kinds(rank_file: RankFile, func: np.ndarray) -> np.ndarray:
+    """Per call (its function code), the index in KINDS of its function's kind, one byte
+    each (len(KINDS): a code the file does not name). A caller that asks of_kinds many
+    questions of the same calls makes this once and asks kinds_in: one byte gather per
+    question instead of two gathers and a clip of 8-byte indexes."""
+    table = _kind_table(rank_file).astype(np.uint8)
+    per_call = table[np.minimum(func, len(table) - 1)]
+    per_call[func >= len(table)] = len(KINDS)
+    return per_call
+
+
+def kinds_in(per_call: np.ndarray, kinds: Iterable[str]) -> np.ndarray:
+    """Per call (call_kinds' index), whether its function is of one of these kinds."""
     wanted = np.zeros(len(KINDS) + 1, bool)
     wanted[[KINDS.index(k) for k in kinds if k in KINDS]] = True
-    return wanted[table[np.minimum(func, len(table) - 1)]] & (func < len(table))
+    return wanted[per_call]
+
+
+def of_kinds(rank_file: RankFile, func: np.ndarray, kinds: Iterable[str]) -> np.ndarray:
+    """Per call (its function code), whether its function is of one of these kinds."""
+    return kinds_in(call_kinds(rank_file, func), kinds)
