@@ -24,7 +24,7 @@ import os
 import re
 import time
 from pathlib import Path
-from typing import Iterable, Set
+from typing import Iterable, Optional, Set
 
 SHM = Path("/dev/shm")
 # MPICH's initshm and VCI files; Open MPI 5's and 4's shared-memory transport.
@@ -32,11 +32,29 @@ MPI_SEGMENT = re.compile(r"(mpich_shm_|mpich_vci_|sm_segment\.|vader_segment\.)"
 MIN_AGE_S = 2.0
 
 
-def in_use(directory: Path) -> Set[str]:
-    """Names of the files in `directory` that a live process has mapped or open."""
+def descendants(root: int) -> Set[str]:
+    """The pids (as /proc names them) of `root` and every process below it."""
+    parent = {}
+    for pid in (p for p in os.listdir("/proc") if p.isdigit()):
+        try:
+            with open(f"/proc/{pid}/stat") as stat:
+                parent[pid] = stat.read().rsplit(")", 1)[1].split()[1]
+        except (OSError, IndexError):
+            continue
+    found, grew = {str(root)}, True
+    while grew:
+        below = {pid for pid, ppid in parent.items() if ppid in found} - found
+        found |= below
+        grew = bool(below)
+    return found
+
+
+def in_use(directory: Path, pids: Optional[Iterable[str]] = None) -> Set[str]:
+    """Names of the files in `directory` that a live process (of `pids`, else any) has
+    mapped or open."""
     prefix = f"{directory}/"
     used: Set[str] = set()
-    for pid in (p for p in os.listdir("/proc") if p.isdigit()):
+    for pid in pids if pids is not None else (p for p in os.listdir("/proc") if p.isdigit()):
         try:
             with open(f"/proc/{pid}/maps", "rb") as maps:
                 for line in maps:
