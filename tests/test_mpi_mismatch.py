@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import build_core, built_once, mpi_named, qmpigen
+from conftest import OPENMPI_RUN_ENV, build_core, built_once, mpi_named, qmpigen
 
 pytestmark = pytest.mark.mpi
 
@@ -206,12 +206,7 @@ def test_an_application_built_with_another_mpi_stops_at_its_first_call(tmp_path,
         capture_output=True,
         text=True,
         timeout=120,
-        env={
-            **os.environ,
-            "OMPI_ALLOW_RUN_AS_ROOT": "1",
-            "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
-            "OMPI_MCA_btl": "^ofi",
-        },
+        env={**os.environ, **OPENMPI_RUN_ENV},
     )
     assert job.returncode != 0 and "app rank" not in job.stdout
     qmpi_lines = [line for line in job.stderr.splitlines() if line.startswith("qmpi:")]

