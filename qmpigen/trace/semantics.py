@@ -218,9 +218,14 @@ def per_call(rank_file: RankFile, func: np.ndarray, value_of: Callable[[str, str
     table = np.zeros(max(rank_file.functions, default=0) + 1, dtype)
     for code, name in rank_file.functions.items():
         table[code] = value_of(name, rank_file.kinds.get(code, "other"))
-    # one gather in the table's own type (no 8-byte temporaries, no np.where and copy)
+    return by_code(table, func, 0)
+
+
+def by_code(table: np.ndarray, func: np.ndarray, missing: int) -> np.ndarray:
+    """Per call, table[its function code], `missing` for a code past the table: one
+    gather in the table's own type (no 8-byte temporaries, no np.where and copy)."""
     values = table[np.minimum(func, len(table) - 1)]
-    values[func >= len(table)] = 0
+    values[func >= len(table)] = missing
     return values
 
 
@@ -243,10 +248,7 @@ def call_kinds(rank_file: RankFile, func: np.ndarray) -> np.ndarray:
     each (len(KINDS): a code the file does not name). A caller that asks of_kinds many
     questions of the same calls makes this once and asks kinds_in: one byte gather per
     question instead of two gathers and a clip of 8-byte indexes."""
-    table = _kind_table(rank_file).astype(np.uint8)
-    per_call = table[np.minimum(func, len(table) - 1)]
-    per_call[func >= len(table)] = len(KINDS)
-    return per_call
+    return by_code(_kind_table(rank_file).astype(np.uint8), func, len(KINDS))
 
 
 def kinds_in(per_call: np.ndarray, kinds: Iterable[str]) -> np.ndarray:
