@@ -138,6 +138,7 @@ def _c_pack() -> List[str]:
         "    uint32_t present = 0;",
         "    uint64_t word;",
     ]
+    assert RECORD_ALIGNMENT <= 8, "call_record_pack pads with one 8-byte store"
     for bit, f in enumerate(PACKED_FIELDS):
         value = f"(int64_t)r->{f.name}" if f.ctype == "uint64_t" else f"r->{f.name}"
         out.append(
@@ -145,8 +146,8 @@ def _c_pack() -> List[str]:
             f"p += sizeof r->{f.name}; present |= 1u << {bit}; }}"
         )
     out += [
-        "    while ((size_t)(p - out) % RECORD_ALIGNMENT)",
-        "        *p++ = 0;",
+        "    memset(p, 0, 8); /* the padding to RECORD_ALIGNMENT (8: fewer than 8 bytes), no loop */",
+        "    p = out + (((size_t)(p - out) + RECORD_ALIGNMENT - 1) & ~(size_t)(RECORD_ALIGNMENT - 1));",
         "    memset(p, 0, 8);",
         "    memset(out + 16, 0, 8); /* where no record was: leave 0 before the head is there */",
         "    __atomic_signal_fence(__ATOMIC_SEQ_CST);",

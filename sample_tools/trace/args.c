@@ -73,26 +73,27 @@ void trace_remember_message(struct traced *t, MPI_Message message)
     messages[slot].comm = t->comm;
 }
 
-void trace_take_message(struct traced *t, MPI_Message message)
+int trace_take_message(struct traced *t, MPI_Message message)
 {
     uint64_t bits = trace_handle_bits(&message, sizeof message);
     unsigned i;
     for (i = 0; i < MESSAGES; i++)
         if (messages[i].comm != NULL && messages[i].bits == bits) {
             t->comm = messages[i].comm;
-            t->r.comm = t->comm->id;
             messages[i].comm = NULL;
-            return;
+            return 1;
         }
+    return 0;
 }
 
 /* MPI_File_delete: a file named, with no handle (an id of its own, forgotten at once). */
-void trace_record_deleted(struct traced *t, const char *name)
+int trace_deleted_file_id(struct traced *t, const char *name)
 {
     struct definition d = {name, -1, NULL};
     uint64_t unique = (uint64_t)-1 - (uint64_t)t->in->next_id[R_FILE];
-    t->r.file = trace_handle_id(t, R_FILE, &unique, sizeof unique, &d);
+    int id = trace_handle_id(t, R_FILE, &unique, sizeof unique, &d);
     trace_forget(t->in, R_FILE, &unique, sizeof unique);
+    return id;
 }
 
 /* The handles a call made, and the one it freed forgotten (later handles with the same

@@ -63,29 +63,37 @@ static inline struct thread_buffer *trace_open(int level, int index, int kind, s
     return tb;
 }
 
-/* Before the call: its record so far at the buffer's end, entered (leave 0); then the
- * enter ticks, read last. */
-static inline ALWAYS_INLINE void trace_enter(struct traced *t)
+/* Before the call: record `r` at the buffer's end, entered (leave 0); then the enter
+ * ticks, read last, into r->enter. */
+static inline ALWAYS_INLINE void trace_enter_record(struct traced *t, struct call_record *r)
 {
     struct thread_buffer *tb = t->tb;
     if (__builtin_expect(tb->used + CALL_ROOM + RESERVED_BYTES > tb->limit, 0))
         trace_make_room(t->in, tb, CALL_ROOM);
     t->opened = t->ts->opened;
-    t->size = (uint32_t)call_record_pack(&t->r, 0, tb->data + tb->used);
-    t->r.enter = trace_ticks();
-    memcpy(tb->data + tb->used + 8, &t->r.enter, sizeof t->r.enter);
+    t->size = (uint32_t)call_record_pack(r, 0, tb->data + tb->used);
+    r->enter = trace_ticks();
+    memcpy(tb->data + tb->used + 8, &r->enter, sizeof r->enter);
+}
+
+/* trace_enter_record of the record made in t->r. */
+static inline ALWAYS_INLINE void trace_enter(struct traced *t)
+{
+    trace_enter_record(t, &t->r);
 }
 
 /* After a call whose record did not change in it: the leave ticks complete the record
  * written before (last, after the failed flag), unless a call began on this thread
  * meanwhile (one nested in it, which may have written where the record was): then it is
  * written again. */
-static inline ALWAYS_INLINE void trace_leave(struct traced *t, int failed)
+static inline ALWAYS_INLINE void trace_leave_record(struct traced *t, const struct call_record *r, int failed)
 {
     struct thread_buffer *tb = t->tb;
     char *at = tb->data + tb->used;
     uint64_t leave;
     if (__builtin_expect(t->ts->opened != t->opened, 0)) {
+        if (r != &t->r)
+            t->r = *r;
         trace_end(t, failed);
         return;
     }
@@ -99,6 +107,12 @@ static inline ALWAYS_INLINE void trace_leave(struct traced *t, int failed)
     tb->used += t->size;
     if (__builtin_expect(tb->limit == 0, 0)) /* QMPI_TRACE_FLUSH=record */
         trace_make_room(t->in, tb, 0);
+}
+
+/* trace_leave_record of the record in t->r. */
+static inline ALWAYS_INLINE void trace_leave(struct traced *t, int failed)
+{
+    trace_leave_record(t, &t->r, failed);
 }
 
 #endif

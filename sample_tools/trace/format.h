@@ -392,8 +392,8 @@ static inline __attribute__((always_inline)) size_t call_record_pack(const struc
     if (r->window != -1) { memcpy(p, &r->window, sizeof r->window); p += sizeof r->window; present |= 1u << 11; }
     if (r->created != -1) { memcpy(p, &r->created, sizeof r->created); p += sizeof r->created; present |= 1u << 12; }
     if (r->recv_bytes != 0) { memcpy(p, &r->recv_bytes, sizeof r->recv_bytes); p += sizeof r->recv_bytes; present |= 1u << 13; }
-    while ((size_t)(p - out) % RECORD_ALIGNMENT)
-        *p++ = 0;
+    memset(p, 0, 8); /* the padding to RECORD_ALIGNMENT (8: fewer than 8 bytes), no loop */
+    p = out + (((size_t)(p - out) + RECORD_ALIGNMENT - 1) & ~(size_t)(RECORD_ALIGNMENT - 1));
     memset(p, 0, 8);
     memset(out + 16, 0, 8); /* where no record was: leave 0 before the head is there */
     __atomic_signal_fence(__ATOMIC_SEQ_CST);

@@ -42,11 +42,11 @@ static inline struct handle_entry *trace_lookup(struct instance *in, struct thre
     return trace_lookup_slow(in, tb, kind, bits, handle, d);
 }
 
-static inline void trace_set_comm(struct traced *t, MPI_Comm comm)
+/* The call's communicator entry into t->comm; its id, or -1 if it is not known. */
+static inline int trace_set_comm(struct traced *t, MPI_Comm comm)
 {
     t->comm = trace_lookup(t->in, t->tb, R_COMM, &comm, sizeof comm, NULL);
-    if (t->comm != NULL)
-        t->r.comm = t->comm->id;
+    return t->comm != NULL ? t->comm->id : -1;
 }
 
 /* A datatype's size (and its id into *id). */

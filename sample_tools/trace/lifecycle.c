@@ -274,7 +274,7 @@ _EXTERN_C_ int TR_Abort(MPI_Comm comm, int errorcode, int level, vector *v)
     struct traced t;
     int ret, traced = trace_start(&t, level, _MPI_Abort, TRACE_KIND_other);
     if (traced) {
-        trace_set_comm(&t, comm);
+        t.r.comm = trace_set_comm(&t, comm);
         t.r.tag = errorcode;
         trace_enter(&t);
     }

@@ -24,7 +24,7 @@
 /* A wrapper's record: inline, so that each keeps only the code of its roles (the shipped
  * build); or, with TRACE_RECORDS_SHARED (make -C sample_tools TRACE_RECORDS=shared), one
  * copy that tests the role bits at run time: the same C, compiled once instead of in each
- * of some 360 wrappers (trace_roles.c in 10 s against 45 at -O2 -g, under ASan 17 s
+ * of some 360 wrappers (trace_roles.c in 10 s against 28 at -O2 -g, under ASan 17 s
  * against 152), for builds whose speed is not the point, as sanitizer builds; a traced
  * call then costs more (docs/tracing.md). */
 #ifdef TRACE_RECORDS_SHARED
@@ -126,107 +126,120 @@ static inline int at_root(const struct traced *t, const struct trace_args *a, ui
     return t->comm->rank == a->root; /* the rank is the communicator entry's: no PMPI call per collective */
 }
 
-static inline ALWAYS_INLINE void record_data(struct traced *t, const struct trace_args *a, int kind, uint32_t have)
+static inline ALWAYS_INLINE void record_data(struct traced *t, struct call_record *r, const struct trace_args *a,
+                                             int kind, uint32_t have)
 {
     const struct handle_entry *c = t->comm;
     int neighbors = is_neighborhood(kind), root_side = at_root(t, a, have), datatype = -1;
     int send_peers = c == NULL ? 0 : neighbors ? c->out_degree : c->peers;
     int recv_peers = c == NULL ? 0 : neighbors ? c->in_degree : c->peers;
     if ((have & HAVE_count) && (have & HAVE_datatype)) {
-        t->r.count = a->count;
-        t->r.bytes = a->count * trace_type_size(t, a->datatype, &datatype);
-        t->r.datatype = datatype;
+        r->count = a->count;
+        r->bytes = a->count * trace_type_size(t, a->datatype, &datatype);
+        r->datatype = datatype;
         if (is_collective(kind)) /* one buffer description for both sides: Bcast, Reduce, Scan */
-            t->r.recv_bytes = t->r.bytes;
+            r->recv_bytes = r->bytes;
     } else if ((have & HAVE_datatype) && kind == TRACE_KIND_rma_atomic) { /* Fetch_and_op: one element */
-        t->r.count = 1;
-        t->r.bytes = t->r.recv_bytes = trace_type_size(t, a->datatype, &datatype);
-        t->r.datatype = datatype;
+        r->count = 1;
+        r->bytes = r->recv_bytes = trace_type_size(t, a->datatype, &datatype);
+        r->datatype = datatype;
     } else if (have & HAVE_datatype) { /* MPI_Type_commit, a datatype's constructor's old type */
         trace_type_size(t, a->datatype, &datatype);
-        t->r.datatype = datatype;
+        r->datatype = datatype;
     }
     if ((have & (HAVE_send_count | HAVE_send_counts)) && (have & (HAVE_send_type | HAVE_send_types))) {
         int significant = !(have & HAVE_send_counts) && !(a->per_peer & SEND_PER_PEER) ? 1 : root_side;
-        t->r.count = have & HAVE_send_count ? a->send_count : 0;
-        t->r.bytes = significant ? side_bytes(t, a->send_count, a->per_peer & SEND_PER_PEER,
-                                              have & HAVE_send_counts ? a->send_counts : NULL,
-                                              have & HAVE_send_counts ? a->send_counts_c : NULL, a->send_type,
-                                              have & HAVE_send_types ? a->send_types : NULL, send_peers, &datatype)
-                                 : 0;
-        t->r.datatype = datatype;
+        r->count = have & HAVE_send_count ? a->send_count : 0;
+        r->bytes = significant ? side_bytes(t, a->send_count, a->per_peer & SEND_PER_PEER,
+                                            have & HAVE_send_counts ? a->send_counts : NULL,
+                                            have & HAVE_send_counts ? a->send_counts_c : NULL, a->send_type,
+                                            have & HAVE_send_types ? a->send_types : NULL, send_peers, &datatype)
+                               : 0;
+        r->datatype = datatype;
     }
     if ((have & (HAVE_recv_count | HAVE_recv_counts)) && (have & (HAVE_recv_type | HAVE_recv_types | HAVE_datatype))) {
         int significant = !(have & HAVE_recv_counts) && !(a->per_peer & RECV_PER_PEER) ? 1 : root_side;
         MPI_Datatype type = have & HAVE_recv_type ? a->recv_type : a->datatype; /* Reduce_scatter_block */
-        t->r.recv_bytes = significant ? side_bytes(t, a->recv_count, a->per_peer & RECV_PER_PEER,
-                                                   have & HAVE_recv_counts ? a->recv_counts : NULL,
-                                                   have & HAVE_recv_counts ? a->recv_counts_c : NULL, type,
-                                                   have & HAVE_recv_types ? a->recv_types : NULL, recv_peers, NULL)
-                                      : 0;
+        r->recv_bytes = significant ? side_bytes(t, a->recv_count, a->per_peer & RECV_PER_PEER,
+                                                 have & HAVE_recv_counts ? a->recv_counts : NULL,
+                                                 have & HAVE_recv_counts ? a->recv_counts_c : NULL, type,
+                                                 have & HAVE_recv_types ? a->recv_types : NULL, recv_peers, NULL)
+                                    : 0;
     }
 }
 
 /* The files and windows a call names, and the handle it frees (read before the call,
  * TRACE_SET_FREED). */
-static inline ALWAYS_INLINE void record_objects(struct traced *t, const struct trace_args *a, uint32_t have)
+static inline ALWAYS_INLINE void record_objects(struct traced *t, struct call_record *r, const struct trace_args *a,
+                                                uint32_t have)
 {
     if (have & HAVE_file)
-        t->r.file = trace_handle_id(t, R_FILE, &a->file, sizeof a->file, NULL);
-    else if (a->file_name != NULL && !(have & HAVE_new_file)) /* MPI_File_delete: a name, no handle */
-        trace_record_deleted(t, a->file_name);
+        r->file = trace_handle_id(t, R_FILE, &a->file, sizeof a->file, NULL);
+    else if ((have & HAVE_file_name) && a->file_name != NULL && !(have & HAVE_new_file)) /* MPI_File_delete */
+        r->file = trace_deleted_file_id(t, a->file_name);
     if (have & HAVE_window) {
         struct handle_entry *w = trace_lookup(t->in, t->tb, R_WINDOW, &a->window, sizeof a->window, NULL);
         if (w != NULL) {
-            t->r.window = w->id;
+            r->window = w->id;
             if (have & HAVE_target)
-                t->r.peer = trace_world_rank(w->parent, a->target);
+                r->peer = trace_world_rank(w->parent, a->target);
         }
     }
+    if (!(have & HAVE_freed))
+        return;
     if (a->freed_kind == R_COMM)
-        t->r.comm = a->freed_id;
+        r->comm = a->freed_id;
     else if (a->freed_kind == R_FILE)
-        t->r.file = a->freed_id;
+        r->file = a->freed_id;
     else if (a->freed_kind == R_WINDOW)
-        t->r.window = a->freed_id;
+        r->window = a->freed_id;
     else if (a->freed_kind != 0)
-        t->r.datatype = a->freed_id;
+        r->datatype = a->freed_id;
 }
 
 /* Before the call: the record holds everything the arguments going in say, and the
  * lookups they need happen here, while the tracer's data is still in the cache (after
- * an MPI call that entered the kernel it is not: docs/performance.md). */
-static RECORD_INLINE void trace_args_prepare(struct trace_args *a, int kind, uint32_t have)
+ * an MPI call that entered the kernel it is not: docs/performance.md).
+ *
+ * The record is the wrapper's own local (`record`, and `r` here), never t->r: no call
+ * out of line can reach it, so the compiler knows each field the wrapper's roles leave
+ * at its default and packing keeps no test for it. Made in t->r, every call out of line
+ * (a rank's translation, a cache miss) would have it reload and test all 14 fields: a
+ * third more instructions per traced call, and a third more code to compile.
+ * trace_args_finish copies it to t->r only on the paths that call out of line with it. */
+static RECORD_INLINE void trace_args_prepare(struct trace_args *a, struct call_record *record, int kind, uint32_t have)
 {
     struct traced *t = &a->t;
+    struct call_record r = {
+        .kind = R_CALL, .size = sizeof r, .func = (uint16_t)a->index, .depth = a->depth, CALL_RECORD_DEFAULTS};
     a->have = have; /* for args.c's parts */
     t->comm = NULL;
-    t->r = (struct call_record){
-        .kind = R_CALL, .size = sizeof t->r, .func = (uint16_t)a->index, .depth = a->depth, CALL_RECORD_DEFAULTS};
     if (have & HAVE_comm)
-        trace_set_comm(t, a->comm);
-    if ((have & HAVE_message) && (kind == TRACE_KIND_mrecv || kind == TRACE_KIND_imrecv))
-        trace_take_message(t, a->message);
+        r.comm = trace_set_comm(t, a->comm);
+    if ((have & HAVE_message) && (kind == TRACE_KIND_mrecv || kind == TRACE_KIND_imrecv) &&
+        trace_take_message(t, a->message))
+        r.comm = t->comm->id;
     if (have & HAVE_dest)
-        t->r.peer = trace_world_rank(t->comm, a->dest);
+        r.peer = trace_world_rank(t->comm, a->dest);
     if (have & HAVE_root)
-        t->r.root = trace_world_rank(t->comm, a->root);
+        r.root = trace_world_rank(t->comm, a->root);
     if (have & HAVE_source)
-        t->r.source = trace_world_rank(t->comm, a->source);
+        r.source = trace_world_rank(t->comm, a->source);
     if (have & HAVE_tag)
-        t->r.tag = a->tag;
-    else if (have & HAVE_new_file)
-        t->r.tag = access_mode(a->mode);
-    else
-        t->r.tag = a->mode; /* MPI-IO: whence, atomicity */
+        r.tag = a->tag;
+    else if ((have & HAVE_new_file) && (have & HAVE_mode))
+        r.tag = access_mode(a->mode);
+    else if (have & HAVE_mode)
+        r.tag = a->mode; /* MPI-IO: whence, atomicity */
     if (have & HAVE_recv_tag)
-        t->r.recv_tag = a->recv_tag;
+        r.recv_tag = a->recv_tag;
     if (moves_data(kind) || kind == TRACE_KIND_type_commit || kind == TRACE_KIND_type_create)
-        record_data(t, a, kind, have);
+        record_data(t, &r, a, kind, have);
     if (have & HAVE_offset)
-        t->r.offset = a->offset;
-    record_objects(t, a, have);
-    trace_enter(t); /* the record written, entered; the call's time starts here */
+        r.offset = a->offset;
+    record_objects(t, &r, a, have);
+    trace_enter_record(t, &r); /* the record written, entered; the call's time starts here */
+    *record = r;
 }
 
 /* Whether a call's record changes in the call (a status read, a request or handle made):
@@ -238,34 +251,47 @@ static inline int changes_in_call(int kind, uint32_t have)
 }
 
 /* After the call: what it made or says (handles, statuses, requests), the leave time;
- * the record is completed, or written again. */
-static RECORD_INLINE void trace_args_finish(struct trace_args *a, int kind, uint32_t have, int failed)
+ * the record is completed, or written again. What is out of line works on t->r, so the
+ * record goes there only on the paths that call it. */
+static RECORD_INLINE void trace_args_finish(struct trace_args *a, struct call_record *r, int kind, uint32_t have,
+                                            int failed)
 {
     struct traced *t = &a->t;
-    int changed = 0;
+    int changed = 0, status_read, made;
     if (!changes_in_call(kind, have)) {
-        if (a->freed_kind != 0)
+        if ((have & HAVE_freed) && a->freed_kind != 0)
             trace_record_made(t, a, failed); /* the freed handle forgotten */
-        trace_leave(t, failed);
+        trace_leave_record(t, r, failed);
         return;
     }
-    if ((have & HAVE_status) && !failed && a->status != NULL && trace_reads_status(kind))
-        changed = trace_record_status(t, a);
     if ((have & HAVE_message) && !failed && kind == TRACE_KIND_probe && a->message_out != NULL &&
         *a->message_out != MPI_MESSAGE_NULL)
         trace_remember_message(t, *a->message_out);
     if ((have & HAVE_request) && !failed && a->request != NULL) {
-        t->r.request = trace_handle_bits(a->request, sizeof *a->request);
-        t->r.flags |= CALL_HAS_REQUEST;
+        r->request = trace_handle_bits(a->request, sizeof *a->request);
+        r->flags |= CALL_HAS_REQUEST;
         changed = 1;
     }
-    if (have & (HAVE_new_file | HAVE_new_window | HAVE_new_type | HAVE_new_comm) || a->freed_kind != 0) {
+    /* a status still MPI_ANY_SOURCE was not filled in (TRACE_SET_STATUS): a probe that
+     * matched nothing calls nothing */
+    status_read = (have & HAVE_status) && !failed && a->status != NULL && trace_reads_status(kind) &&
+                  (kind == TRACE_KIND_file_read || a->status->MPI_SOURCE != MPI_ANY_SOURCE);
+    made = (have & (HAVE_new_file | HAVE_new_window | HAVE_new_type | HAVE_new_comm)) ||
+           ((have & HAVE_freed) && a->freed_kind != 0);
+    if (!changed && !status_read && !made) { /* a probe that matched nothing, a call that failed */
+        trace_leave_record(t, r, failed);
+        return;
+    }
+    t->r = *r;
+    if (status_read)
+        changed |= trace_record_status(t, a);
+    if (made) {
         trace_record_made(t, a, failed);
         changed = 1;
     }
     if (changed)
         trace_end(t, failed);
-    else /* a probe that matched nothing, a call that failed */
+    else
         trace_leave(t, failed);
 }
 

@@ -12,7 +12,8 @@
 #include <stdint.h>
 #include "format.h"
 
-/* One bit per role a wrapper stored (have). */
+/* One bit per role a wrapper stored (have): record.h tests only what a wrapper's bits say
+ * it stored, so what it did not is no test in its code. */
 enum {
     HAVE_comm = 1u << 0,
     HAVE_dest = 1u << 1,
@@ -35,15 +36,14 @@ enum {
     HAVE_status = 1u << 18,
     HAVE_file = 1u << 19,
     HAVE_new_file = 1u << 20,
-    HAVE_freed_file = 1u << 21,
+    HAVE_freed = 1u << 21, /* a handle freed (TRACE_SET_FREED: freed_kind says which) */
     HAVE_offset = 1u << 22,
     HAVE_window = 1u << 23,
     HAVE_new_window = 1u << 24,
-    HAVE_freed_window = 1u << 25,
+    HAVE_mode = 1u << 25, /* access mode, whence, atomicity flag */
     HAVE_new_type = 1u << 26,
-    HAVE_freed_type = 1u << 27,
+    HAVE_file_name = 1u << 27,
     HAVE_new_comm = 1u << 28,
-    HAVE_freed_comm = 1u << 29,
     HAVE_message = 1u << 30,
 };
 enum { SEND_PER_PEER = 1, RECV_PER_PEER = 2 }; /* per_peer: the scalar count is for each peer */
@@ -105,7 +105,8 @@ static inline int trace_reads_status(int kind)
 #define TRACE_SET(a, role, value) ((a).role = (value), a##_have |= HAVE_##role)
 /* A handle the call frees, read before the call (it comes back as the null handle). */
 #define TRACE_SET_FREED(a, on, kind, pointer)                                                                          \
-    ((on) && (pointer) != NULL ? trace_args_freed(&(a), kind, (pointer), sizeof *(pointer)) : (void)0)
+    ((on) && (pointer) != NULL ? trace_args_freed(&(a), kind, (pointer), sizeof *(pointer)) : (void)0,                 \
+     a##_have |= HAVE_freed)
 /* A handle the call reads through a pointer (MPI_Type_commit's datatype). */
 #define TRACE_SET_FROM(a, role, pointer) ((pointer) != NULL ? (void)TRACE_SET(a, role, *(pointer)) : (void)0)
 /* A matched message: its handle before the call (Mrecv takes it), and where it goes
