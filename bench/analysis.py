@@ -14,7 +14,8 @@ from conf_bench import conf_targets
 from measure import ENTRY_LABELS, EXTRA_VARIANTS, VARIANTS, Config, cpu_model, median_difference, row_median
 from pmpi_bench import pmpi_load_targets, pmpi_summary, pmpi_targets
 from stacks_bench import stacks_summary, stacks_targets
-from trace_bench import thread_start_summary, trace_call_summary, trace_call_targets, trace_targets
+from trace_bench import BASELINE_REV, thread_start_summary, trace_call_summary, trace_call_targets, trace_targets
+from trace_instructions import instruction_targets
 
 # Targets (this machine: 2 cores).
 TARGET_CORE0_OVER_INTERPOSER_NS = 0.5
@@ -98,6 +99,7 @@ def summarise(
     pmpi_loads: Optional[dict] = None,
     conf_parse: Optional[dict] = None,
     codegen_rows: Optional[dict] = None,
+    trace_instructions: Optional[dict] = None,
 ) -> dict:
     rows: Dict[str, dict] = {}
     failures: Dict[str, List[str]] = {}
@@ -315,6 +317,7 @@ def summarise(
     trace_calls = trace_call_summary(rows)
     trace_call_targets(trace_calls, target, fmt)
     trace_targets(rows, trace_merge, target, fmt)
+    instruction_targets(trace_instructions, target, fmt, BASELINE_REV)
     conf_targets(conf_parse, target, fmt)
 
     return {
@@ -359,6 +362,7 @@ def summarise(
         "rows": rows,
         "fortran": fortran,
         "trace_merge": trace_merge,
+        "trace_instructions": trace_instructions,
         "trace_calls": trace_calls,
         "trace_thread_start": thread_start_summary(rows),
         "seconds_per_config": {c.key: round(c.seconds, 2) for c in configs},

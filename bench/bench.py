@@ -16,7 +16,8 @@ For one MPI implementation (its mpicc and mpiexec):
      The tracing rows (trace_bench.py) run with them: a call of each parameter-role mix
      (MPI_Iprobe, MPI_Allreduce, MPI_File_write_at; MPI_Comm_rank without arguments)
      through the trace tool against one empty tool; then a 4-rank traced run is merged
-     into OTF2 and JSON, timed;
+     into OTF2 and JSON, timed; and the trace tool's own instructions per call of each mix,
+     counted under valgrind's callgrind (trace_instructions.py: the same run after run);
      the configuration parser's row (conf_bench.py): 100,000 against 10,000 sections;
      the code generation rows (codegen_bench.py; alone with --codegen-only): CPU time of
      build-core and scaffold-tool, wall time of building the sample tools with -j2;
@@ -75,6 +76,7 @@ from pmpi_bench import measure_pmpi_loads, pmpi_configs
 from report import combine, markdown, plot
 from stacks_bench import stacks_configs
 from trace_bench import build_baseline, trace_configs
+from trace_instructions import measure_trace_instructions
 from trace_merge_rows import run_merge_rows, trace_dir_root
 
 
@@ -236,6 +238,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         for failure in config.failures:
             log(f"FAILED {config.key}: {failure}")
     trace_merge = run_merge_rows(mpi, bindir, args.quick)
+    trace_instructions = measure_trace_instructions(
+        mpi,
+        bindir,
+        {
+            "empty": bindir / "libqbtyped.so",
+            "traced": bindir / "libqbtrace.so",
+            "baseline": bindir / "libqbtrace-base.so",
+        },
+    )
     pmpi_loads = measure_pmpi_loads(mpi, bindir, qmpigen, jobs=1 if args.quick else args.rounds)
     conf_parse = measure_conf_parse(mpi, bindir)
 
@@ -254,6 +265,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         pmpi_loads,
         conf_parse,
         codegen_rows,
+        trace_instructions,
     )
     results["codegen_cpu_s"] = codegen_cpu
     results["compile_cpu_s"] = compile_cpu

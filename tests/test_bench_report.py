@@ -83,3 +83,42 @@ def test_trace_call_rows_are_paired_with_pmpi_and_reported(results, tmp_path):
     combined = report.combine([str(with_calls), str(RESULTS)])
     assert "| io | 88.00 (890.00 − 852.00; 1.04x) | — |" in combined
     assert "| other | 35.00 unpaired (41.00 − 6.00; 6.83x) | — |" in combined
+
+
+def test_instruction_rows_count_an_objects_self_cost_from_callgrind(tmp_path):
+    """bench/trace_instructions.py: an object's own cost, compressed names resolved (also
+    when first named by a call's cob=), a call's inclusive cost not counted twice."""
+    import trace_instructions
+
+    out = tmp_path / "callgrind.out"
+    out.write_text(
+        "version: 1\ncreator: callgrind-3.19.0\nevents: Ir\n"
+        "ob=(1) /lib/app\nfl=(1) app.c\nfn=(1) main\n10 5\n"
+        "cob=(2) /lib/libtool.so\ncfi=(2) tool.c\ncfn=(2) tool_Send\ncalls=3 20\n11 900\n"  # inclusive: skipped
+        "+1 7\n"
+        "ob=(2)\nfl=(2)\nfn=(2)\n20 40\n+1 2\n*  3\n"
+        "fi=(3) inlined.h\n-1 10\n"
+        "ob=(1)\nfn=(1)\n12 1\n"
+    )
+    assert trace_instructions.object_instructions(out, "/lib/libtool.so") == 40 + 2 + 3 + 10
+    assert trace_instructions.object_instructions(out, "/lib/app") == 5 + 7 + 1
+
+    rows = []
+
+    def target(what, measured, bound, ok, note=""):
+        rows.append((what, measured, ok))
+
+    counts = {
+        "per_call": {
+            "p2p": {"empty": 11.0, "traced": 216.0, "baseline": 315.0},
+            "io": {"traced": 320.0, "baseline": 304.0},
+        }
+    }
+    trace_instructions.instruction_targets(counts, target, lambda v, d=2: "—" if v is None else f"{v:.{d}f}", "486cabe")
+    assert [(r[1], r[2]) for r in rows] == [
+        ("216 vs 315 (one empty tool: 11)", True),
+        ("320 vs 304 (one empty tool: —)", False),
+    ]
+    rows.clear()
+    trace_instructions.instruction_targets({"skipped": "valgrind not found"}, target, str, "486cabe")
+    assert rows == [("tracing, instructions per traced call (callgrind)", "not measured", None)]
