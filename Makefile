@@ -248,6 +248,9 @@ BENCH_FLAGS ?=
 bench: $(MPICH_STAMP) $(if $(BENCH_OWN_MPI),,$(MPI_STAMP))
 	$(MPICH)/bin/python -c 'import matplotlib' 2>/dev/null || \
 		$(MPICH)/bin/pip install --quiet --disable-pip-version-check matplotlib
+	command -v valgrind >/dev/null || \
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends valgrind; } || \
+		echo "bench: no valgrind: the instruction rows will say 'not measured'"
 	$(MPICH)/bin/python bench/bench.py --mpicc '$(BENCH_MPICC)' --mpiexec '$(BENCH_MPIEXEC)' \
 		--qmpigen $(QMPIGEN) --name $(if $(BENCH_OWN_MPI),auto,$(MPI)) --out-root $(abspath $(OUT))/bench $(BENCH_FLAGS)
 
