@@ -105,7 +105,7 @@ void trace_record_made(struct traced *t, const struct trace_args *a, int failed)
         return;
     if (have & HAVE_new_file) {
         MPI_Offset size = 0;
-        struct definition d = {a->file_name, 0, NULL};
+        struct definition d = {have & HAVE_file_name ? a->file_name : NULL, 0, NULL};
         PMPI_File_get_size(*a->new_file, &size); /* the size the file had when it was opened */
         d.file_size = size;
         t->r.file = t->r.created = trace_handle_id(t, R_FILE, a->new_file, sizeof *a->new_file, &d);

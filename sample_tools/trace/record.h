@@ -38,8 +38,6 @@
 static inline ALWAYS_INLINE int trace_args_begin(struct trace_args *a, int level, int index, int kind)
 {
     a->per_peer = 0;
-    a->mode = 0;
-    a->file_name = NULL;
     a->freed_kind = 0;
     if ((a->t.tb = trace_open(level, index, kind, &a->t.ts, &a->depth)) == NULL)
         return 0;
@@ -201,45 +199,44 @@ static inline ALWAYS_INLINE void record_objects(struct traced *t, struct call_re
  * lookups they need happen here, while the tracer's data is still in the cache (after
  * an MPI call that entered the kernel it is not: docs/performance.md).
  *
- * The record is the wrapper's own local (`record`, and `r` here), never t->r: no call
+ * The record `r` is the wrapper's own local (trace_record), never t->r: no call
  * out of line can reach it, so the compiler knows each field the wrapper's roles leave
  * at its default and packing keeps no test for it. Made in t->r, every call out of line
  * (a rank's translation, a cache miss) would have it reload and test all 14 fields: a
  * third more instructions per traced call, and a third more code to compile.
  * trace_args_finish copies it to t->r only on the paths that call out of line with it. */
-static RECORD_INLINE void trace_args_prepare(struct trace_args *a, struct call_record *record, int kind, uint32_t have)
+static RECORD_INLINE void trace_args_prepare(struct trace_args *a, struct call_record *r, int kind, uint32_t have)
 {
     struct traced *t = &a->t;
-    struct call_record r = {
-        .kind = R_CALL, .size = sizeof r, .func = (uint16_t)a->index, .depth = a->depth, CALL_RECORD_DEFAULTS};
+    *r = (struct call_record){
+        .kind = R_CALL, .size = sizeof *r, .func = (uint16_t)a->index, .depth = a->depth, CALL_RECORD_DEFAULTS};
     a->have = have; /* for args.c's parts */
     t->comm = NULL;
     if (have & HAVE_comm)
-        r.comm = trace_set_comm(t, a->comm);
+        r->comm = trace_set_comm(t, a->comm);
     if ((have & HAVE_message) && (kind == TRACE_KIND_mrecv || kind == TRACE_KIND_imrecv) &&
         trace_take_message(t, a->message))
-        r.comm = t->comm->id;
+        r->comm = t->comm->id;
     if (have & HAVE_dest)
-        r.peer = trace_world_rank(t->comm, a->dest);
+        r->peer = trace_world_rank(t->comm, a->dest);
     if (have & HAVE_root)
-        r.root = trace_world_rank(t->comm, a->root);
+        r->root = trace_world_rank(t->comm, a->root);
     if (have & HAVE_source)
-        r.source = trace_world_rank(t->comm, a->source);
+        r->source = trace_world_rank(t->comm, a->source);
     if (have & HAVE_tag)
-        r.tag = a->tag;
+        r->tag = a->tag;
     else if ((have & HAVE_new_file) && (have & HAVE_mode))
-        r.tag = access_mode(a->mode);
+        r->tag = access_mode(a->mode);
     else if (have & HAVE_mode)
-        r.tag = a->mode; /* MPI-IO: whence, atomicity */
+        r->tag = a->mode; /* MPI-IO: whence, atomicity */
     if (have & HAVE_recv_tag)
-        r.recv_tag = a->recv_tag;
+        r->recv_tag = a->recv_tag;
     if (moves_data(kind) || kind == TRACE_KIND_type_commit || kind == TRACE_KIND_type_create)
-        record_data(t, &r, a, kind, have);
+        record_data(t, r, a, kind, have);
     if (have & HAVE_offset)
-        r.offset = a->offset;
-    record_objects(t, &r, a, have);
-    trace_enter_record(t, &r); /* the record written, entered; the call's time starts here */
-    *record = r;
+        r->offset = a->offset;
+    record_objects(t, r, a, have);
+    trace_enter_record(t, r); /* the record written, entered; the call's time starts here */
 }
 
 /* Whether a call's record changes in the call (a status read, a request or handle made):
