@@ -1,7 +1,19 @@
 /* args.c: the rare and long parts of a call record made by role (args.h; record.h has
- * the rest, inline in the generated wrappers). */
+ * the rest, inline in the generated wrappers), and the record made out of line (record.h:
+ * the calls made once per object, and every call with TRACE_RECORDS=shared). */
 #include "args.h"
 #include "handles.h"
+#include "record.h"
+
+void trace_record_prepare_shared(struct trace_args *a, struct call_record *r, int kind, uint32_t have)
+{
+    record_prepare(a, r, kind, have);
+}
+
+void trace_record_finish_shared(struct trace_args *a, struct call_record *r, int kind, uint32_t have, int failed)
+{
+    record_finish(a, r, kind, have, failed);
+}
 
 /* Matched probes: the communicator of each message an Mprobe/Improbe matched, until
  * the Mrecv/Imrecv that takes it (which names no communicator). Per thread: a message

@@ -12,7 +12,11 @@ HIDDEN void trace_forget(struct instance *in, int kind, const void *handle, size
 /* A rank of communicator `comm` as a world rank (PEER_ANY, PEER_NONE). */
 HIDDEN int trace_world_rank(const struct handle_entry *comm, int rank);
 
-static inline uint64_t trace_handle_bits(const void *handle, size_t size)
+/* The lookups below are always inline: left to GCC, whether a wrapper keeps them inline
+ * depends on the size of the whole generated file (its unit-growth budget), and making
+ * the record of the calls made once per object out of line (record.h) had them called
+ * out of line in every wrapper: 13 more instructions per traced call. */
+static inline __attribute__((always_inline)) uint64_t trace_handle_bits(const void *handle, size_t size)
 {
     uint64_t bits = 0;
     memcpy(&bits, handle, size < sizeof bits ? size : sizeof bits);
@@ -21,7 +25,7 @@ static inline uint64_t trace_handle_bits(const void *handle, size_t size)
 
 /* A handle's home slot in the thread's cache (CACHE_SLOTS = 16: the top 4 bits of a
  * multiplicative hash of the handle and its kind). */
-static inline unsigned trace_cache_slot(int kind, uint64_t bits)
+static inline __attribute__((always_inline)) unsigned trace_cache_slot(int kind, uint64_t bits)
 {
     _Static_assert(CACHE_SLOTS == 16, "the hash keeps 4 bits");
     return (unsigned)(((bits ^ (bits >> 32)) + (uint64_t)kind) * 0x9E3779B97F4A7C15u >> 60);
@@ -30,8 +34,10 @@ static inline unsigned trace_cache_slot(int kind, uint64_t bits)
 /* The entry for a communicator, datatype, file or window handle: from its home slot in
  * this thread's cache, else trace_lookup_slow (the other slots, the instance's table, or
  * a new entry defined in this thread's file). */
-static inline struct handle_entry *trace_lookup(struct instance *in, struct thread_buffer *tb, int kind,
-                                                const void *handle, size_t handle_size, const struct definition *d)
+static inline __attribute__((always_inline)) struct handle_entry *trace_lookup(struct instance *in,
+                                                                               struct thread_buffer *tb, int kind,
+                                                                               const void *handle, size_t handle_size,
+                                                                               const struct definition *d)
 {
     uint64_t bits = trace_handle_bits(handle, handle_size);
     struct handle_entry *e = tb->cache[trace_cache_slot(kind, bits)];
@@ -43,7 +49,7 @@ static inline struct handle_entry *trace_lookup(struct instance *in, struct thre
 }
 
 /* The call's communicator entry into t->comm; its id, or -1 if it is not known. */
-static inline int trace_set_comm(struct traced *t, MPI_Comm comm)
+static inline __attribute__((always_inline)) int trace_set_comm(struct traced *t, MPI_Comm comm)
 {
     t->comm = trace_lookup(t->in, t->tb, R_COMM, &comm, sizeof comm, NULL);
     return t->comm != NULL ? t->comm->id : -1;

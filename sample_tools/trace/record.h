@@ -21,17 +21,28 @@
 #include "calls.h"
 #include "handles.h"
 
-/* A wrapper's record: inline, so that each keeps only the code of its roles (the shipped
- * build); or, with TRACE_RECORDS_SHARED (make -C sample_tools TRACE_RECORDS=shared), one
- * copy that tests the role bits at run time: the same C, compiled once instead of in each
- * of some 360 wrappers (trace_roles.c in 10 s against 28 at -O2 -g, under ASan 17 s
- * against 152), for builds whose speed is not the point, as sanitizer builds; a traced
- * call then costs more (docs/tracing.md). */
+/* A wrapper's record: inline, so that each keeps only the code of its roles; or one copy
+ * out of line that tests the role bits at run time (args.c), for the calls
+ * a program makes once per object, whose speed is not the point: a persistent request's
+ * init (its starts are traced in requests.c), a handle made or freed, a file opened,
+ * closed or deleted. Those are a third of the generated wrappers: inline, a third of
+ * trace_roles.c's compile time. With TRACE_RECORDS_SHARED (make -C sample_tools
+ * TRACE_RECORDS=shared) every wrapper uses the copy out of line: the same C, compiled once
+ * instead of in each of some 360 wrappers (trace_roles.c in 10 s against 28 at -O2 -g,
+ * under ASan 17 s against 152), for builds whose speed is not the point, as sanitizer
+ * builds; a traced call then costs more (docs/tracing.md). `kind` is a constant in every
+ * wrapper: the compiler keeps one of the two calls. */
 #ifdef TRACE_RECORDS_SHARED
-#define RECORD_INLINE __attribute__((noinline, unused))
+#define RECORD_SHARED(kind) 1
 #else
-#define RECORD_INLINE inline ALWAYS_INLINE
+#define RECORD_SHARED(kind)                                                                                            \
+    ((kind) == TRACE_KIND_send_init || (kind) == TRACE_KIND_recv_init || (kind) == TRACE_KIND_collective_init ||       \
+     (kind) == TRACE_KIND_neighbor_init || (kind) == TRACE_KIND_window_create || (kind) == TRACE_KIND_window_free ||   \
+     (kind) == TRACE_KIND_file_open || (kind) == TRACE_KIND_file_close || (kind) == TRACE_KIND_file_delete ||          \
+     (kind) == TRACE_KIND_comm_create || (kind) == TRACE_KIND_comm_free || (kind) == TRACE_KIND_type_create ||         \
+     (kind) == TRACE_KIND_type_commit || (kind) == TRACE_KIND_type_free)
 #endif
+#define RECORD_INLINE inline ALWAYS_INLINE
 
 /* 1 if the call is recorded (then trace_args_prepare must come before the call and
  * trace_args_finish after it); the wrapper stores arguments either way. */
@@ -205,7 +216,7 @@ static inline ALWAYS_INLINE void record_objects(struct traced *t, struct call_re
  * (a rank's translation, a cache miss) would have it reload and test all 14 fields: a
  * third more instructions per traced call, and a third more code to compile.
  * trace_args_finish copies it to t->r only on the paths that call out of line with it. */
-static RECORD_INLINE void trace_args_prepare(struct trace_args *a, struct call_record *r, int kind, uint32_t have)
+static RECORD_INLINE void record_prepare(struct trace_args *a, struct call_record *r, int kind, uint32_t have)
 {
     struct traced *t = &a->t;
     *r = (struct call_record){
@@ -250,8 +261,8 @@ static inline int changes_in_call(int kind, uint32_t have)
 /* After the call: what it made or says (handles, statuses, requests), the leave time;
  * the record is completed, or written again. What is out of line works on t->r, so the
  * record goes there only on the paths that call it. */
-static RECORD_INLINE void trace_args_finish(struct trace_args *a, struct call_record *r, int kind, uint32_t have,
-                                            int failed)
+static RECORD_INLINE void record_finish(struct trace_args *a, struct call_record *r, int kind, uint32_t have,
+                                        int failed)
 {
     struct traced *t = &a->t;
     int changed = 0, status_read, made;
@@ -291,5 +302,17 @@ static RECORD_INLINE void trace_args_finish(struct trace_args *a, struct call_re
     else
         trace_leave(t, failed);
 }
+
+/* The copies out of line (args.c, compiled once): the role bits tested at run time. */
+HIDDEN void trace_record_prepare_shared(struct trace_args *a, struct call_record *r, int kind, uint32_t have);
+HIDDEN void trace_record_finish_shared(struct trace_args *a, struct call_record *r, int kind, uint32_t have,
+                                       int failed);
+
+/* What a generated wrapper calls, before and after the call. */
+#define trace_args_prepare(a, r, kind, have)                                                                           \
+    (RECORD_SHARED(kind) ? trace_record_prepare_shared(a, r, kind, have) : record_prepare(a, r, kind, have))
+#define trace_args_finish(a, r, kind, have, failed)                                                                    \
+    (RECORD_SHARED(kind) ? trace_record_finish_shared(a, r, kind, have, failed)                                        \
+                         : record_finish(a, r, kind, have, failed))
 
 #endif
