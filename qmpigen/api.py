@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Dict, Mapping, Optional, Tuple
 
 from qmpigen.errors import QmpigenError
-from qmpigen.mpi.header import HeaderRequest, PreprocessedHeader, read_header
+from qmpigen.mpi.header import HeaderRequest, PreprocessedHeader, read_header_and_search_path
+from qmpigen.mpi.header_cache import cached_header
 from qmpigen.mpi.model import Enumeration, MpiApi
 from qmpigen.mpi.model_cache import cached_model
 from qmpigen.mpi.select import Selection, enumerate_functions
@@ -76,7 +77,9 @@ class Core:
 
 def read_model(source: MpiSource) -> Tuple[PreprocessedHeader, MpiApi]:
     """Stages 1-2: preprocess mpi.h with the MPI's driver and parse it (no selection)."""
-    header = read_header(HeaderRequest(source.header, source.mpicc, tuple(source.cflags)))
+    header = cached_header(
+        HeaderRequest(source.header, source.mpicc, tuple(source.cflags)), read_header_and_search_path
+    )
     return header, cached_model(header, _parse)
 
 

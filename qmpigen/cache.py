@@ -1,5 +1,6 @@
-"""The user's cache of work done by earlier runs: the model parsed from an mpi.h
-(qmpigen.mpi.model_cache) and the compiled templates (qmpigen.output.render). What it
+"""The user's cache of work done by earlier runs: the preprocessed mpi.h
+(qmpigen.mpi.header_cache), the model parsed from it (qmpigen.mpi.model_cache) and the
+compiled templates (qmpigen.output.render). What it
 holds is loaded as code (pickle, Python bytecode), so it is used only when it is the
 user's own: the directory and every entry owned by the user and writable by nobody
 else, entries regular files opened without following links. Anything else, or a

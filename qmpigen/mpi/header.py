@@ -19,6 +19,7 @@ from qmpigen.errors import QmpigenError
 from qmpigen.mpi.quirks import NEUTRALISING_DEFINES
 
 PREPROCESS_TIMEOUT_S = 120
+NONEXISTENT = 'ignoring nonexistent directory "'
 PROBE = "qmpigen_probe.c"  # the one-line file preprocessed: #include <mpi.h>
 
 
@@ -97,6 +98,12 @@ def _check_header_file(given: str, path: str) -> None:
 
 def read_header(request: HeaderRequest) -> PreprocessedHeader:
     """Preprocess `#include <mpi.h>` (or the given header) and collect its macros."""
+    return read_header_and_search_path(request)[0]
+
+
+def read_header_and_search_path(request: HeaderRequest) -> Tuple[PreprocessedHeader, Tuple[str, ...]]:
+    """read_header, and the preprocessor's #include <...> search path (from `-v`; empty
+    where it does not print one): what qmpigen.mpi.header_cache checks for new files."""
     if request.mpi_header != "auto":
         path = os.path.abspath(request.mpi_header)
         _check_header_file(request.mpi_header, path)
@@ -116,8 +123,9 @@ def read_header(request: HeaderRequest) -> PreprocessedHeader:
             handle.write(include)
         base = list(driver) + list(header_dir) + list(request.cflags)
         # One run gives both: -dD keeps each #define where it happens (a second -dM run
-        # cost as much again: about 0.05 s of a cached command's 0.56 s).
-        output = _run(base + ["-E", "-dD"] + list(NEUTRALISING_DEFINES) + [probe], driver, request)
+        # cost as much again: about 0.05 s of a cached command's 0.56 s); -Wp,-v prints the
+        # search path on stderr (plain -v is the driver's own: MPICH's prints its version).
+        output, stderr = _run(base + ["-E", "-dD", "-Wp,-v"] + list(NEUTRALISING_DEFINES) + [probe], driver, request)
     text, object_macros, function_macros = _split_directives(output)
     # The probe's linemarkers by its name, not its temporary directory: the same MPI gives
     # the same text (the model cache's key, qmpigen.mpi.model_cache).
@@ -127,10 +135,25 @@ def read_header(request: HeaderRequest) -> PreprocessedHeader:
         path = _included_header(text, "mpi.h")
         if not path:
             raise QmpigenError(f"'{' '.join(driver)} -E' did not include an mpi.h")
-    return PreprocessedHeader(text, path, driver, object_macros, function_macros)
+    return PreprocessedHeader(text, path, driver, object_macros, function_macros), _search_path(stderr)
 
 
-def _run(cmd: Sequence[str], driver: Tuple[str, ...], request: HeaderRequest) -> str:
+def _search_path(stderr: str) -> Tuple[str, ...]:
+    """The directories GCC's and Clang's `-v` list between '#include <...> search starts
+    here:' and 'End of search list.', and those they name as 'ignoring nonexistent
+    directory' (one made later could shadow a header); () if the list is not there whole."""
+    lines = stderr.splitlines()
+    try:
+        start = lines.index("#include <...> search starts here:")
+        end = lines.index("End of search list.", start)
+    except ValueError:
+        return ()
+    listed = [line.strip() for line in lines[start + 1 : end] if line.startswith(" ")]
+    missing = [line[len(NONEXISTENT) : -1] for line in lines if line.startswith(NONEXISTENT) and line.endswith('"')]
+    return tuple(listed + missing)
+
+
+def _run(cmd: Sequence[str], driver: Tuple[str, ...], request: HeaderRequest) -> Tuple[str, str]:
     what = "mpi.h" if request.mpi_header == "auto" else request.mpi_header
     try:
         proc = subprocess.run(
@@ -145,6 +168,8 @@ def _run(cmd: Sequence[str], driver: Tuple[str, ...], request: HeaderRequest) ->
         raise QmpigenError(
             f"preprocessing {what} with '{' '.join(driver)} -E' took longer than {PREPROCESS_TIMEOUT_S} s"
         ) from None
+    if proc.returncode != 0 and "-Wp,-v" in cmd:  # the message again, without -v's lines
+        return _run([arg for arg in cmd if arg != "-Wp,-v"], driver, request)
     if proc.returncode != 0:
         stderr = proc.stderr.decode("utf-8", errors="replace")
         detail = " | ".join(line.strip() for line in stderr.splitlines() if line.strip())[:600]
@@ -153,7 +178,7 @@ def _run(cmd: Sequence[str], driver: Tuple[str, ...], request: HeaderRequest) ->
         )
     # Bytes, decoded here: a binary file given as the header is bad input, not a crash.
     try:
-        return proc.stdout.decode("utf-8")
+        return proc.stdout.decode("utf-8"), proc.stderr.decode("utf-8", errors="replace")
     except UnicodeDecodeError as exc:
         raise QmpigenError(f"{what} is not a C header: its preprocessed text is not UTF-8 (byte {exc.start})") from None
 

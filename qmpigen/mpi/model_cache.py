@@ -3,8 +3,9 @@ in the user's cache (qmpigen.cache).
 
 Parsing MPICH's mpi.h with pycparser is most of what a command costs (a second of CPU),
 and `make -C sample_tools` reads the same MPI ten times. An entry is keyed by
-everything the model is made from: the preprocessed text and macro table (`mpicc -E`
-runs every time, so a changed header, include path, flag or driver gives another key),
+everything the model is made from: the preprocessed text and macro table (read again
+whenever anything it was read from changed: qmpigen.mpi.header_cache; so a changed
+header, include path, flag or driver gives another key),
 the header's path (what parse_header reads of its input), and the code that builds the model (qmpigen's version,
 Python's, pycparser's and the source of the modules that parse). A stale model cannot
 come back: other input is another key, never an overwrite.
