@@ -12,8 +12,10 @@ drivers and compilers read, and qmpigen's code. The entry holds the preprocessed
 and a manifest: the size, modification time and inode of every file the preprocessor
 read (its linemarkers), and the modification time of every directory of its include
 search path (`-Wp,-v`, those it ignored as nonexistent included) and of those files'
-directories, where a new file would shadow one it read. It is used only when every one of them is as recorded; otherwise the preprocessor
-runs, and a new entry replaces it. An entry is the user's own (qmpigen.cache).
+directories, where a new file would shadow one it read. It is used only when every one
+of them is as recorded; otherwise the preprocessor runs, and a new entry replaces it.
+Files are stamped after the run, so a file changed in the last seconds (maybe during the
+run) gives no entry. An entry is the user's own (qmpigen.cache).
 """
 
 from __future__ import annotations
