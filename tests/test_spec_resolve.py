@@ -108,7 +108,7 @@ def test_every_built_in_group_is_well_formed():
     assert len(BY_NAME) == len(GROUPS)
     for group in GROUPS:
         assert group.name == group.name.lower() and " " not in group.name
-        assert group.include or group.categories or group.kinds
+        assert group.include or group.categories or group.kinds or group.roles
 
 
 @pytest.mark.parametrize(
@@ -412,3 +412,18 @@ def test_spec_work_grows_linearly_with_groups(mpich):
     # in half the time 300 and 1200 take.
     small, large = (_traced_lines(lambda n=n: tool_of(spec_with(n), mpich)) for n in (150, 600))
     assert large / small < 4.6  # 4x the groups: linear gives ~4, quadratic ~10 or more
+
+
+@pytest.mark.parametrize("which", ["mpich", "ompi"])
+def test_the_requests_group_is_every_function_that_hands_out_a_request(which, request):
+    """By role, not by name: the functions outside the completion group with an
+    MPI_Request * parameter, whatever they are called (MPI_Comm_idup, MPI_Grequest_start)."""
+    enumeration = request.getfixturevalue(which)
+    completion = set(wrapped("tool t; intercept completion;", enumeration))
+    handing_out = sorted(
+        f.name
+        for f in enumeration
+        if f.name not in completion and any(p.type.replace(" ", "") == "MPI_Request*" for p in f.params)
+    )
+    assert wrapped("tool t; intercept requests;", enumeration) == handing_out
+    assert {"MPI_Isend", "MPI_Ibarrier"} <= set(handing_out) and "MPI_Waitall" in completion

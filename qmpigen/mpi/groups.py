@@ -24,6 +24,21 @@ from qmpigen.mpi.roles import KINDS, roles_of
 _CONVERSIONS = tuple("*" + suffix for suffix in CONVERSION_SUFFIXES)
 
 
+# The functions that start, wait for, test, cancel and free requests.
+_COMPLETION = (
+    "MPI_Start",
+    "MPI_Startall",
+    "MPI_Wait",
+    "MPI_Wait[as]*",
+    "MPI_Test",
+    "MPI_Test[as]*",
+    "MPI_Test_cancelled",
+    "MPI_Cancel",
+    "MPI_Request_free",
+    "MPI_Request_get_status*",
+)
+
+
 @dataclass(frozen=True)
 class Group:
     name: str
@@ -32,17 +47,20 @@ class Group:
     exclude: Tuple[str, ...] = ()  # globs taken away again
     categories: Tuple[str, ...] = ()  # model categories that also belong
     kinds: Tuple[str, ...] = ()  # function kinds (qmpigen.mpi.roles) that also belong
+    roles: Tuple[str, ...] = ()  # parameter roles (qmpigen.mpi.roles): a function with one belongs
 
     def matches(self, function: MpiFunction) -> bool:
         name = function.name
         if any(fnmatch.fnmatchcase(name, glob) for glob in self.exclude):
             return False
-        return (
-            any(fnmatch.fnmatchcase(name, glob) for glob in self.include)
-            or any(function.has_category(c) for c in self.categories)
-            or bool(self.kinds)
-            and roles_of(function).kind in self.kinds
-        )
+        if any(fnmatch.fnmatchcase(name, glob) for glob in self.include) or any(
+            function.has_category(c) for c in self.categories
+        ):
+            return True
+        if not self.kinds and not self.roles:
+            return False
+        roles = roles_of(function)
+        return roles.kind in self.kinds or any(role in self.roles for role in roles.present)
 
 
 GROUPS: Tuple[Group, ...] = (
@@ -77,21 +95,14 @@ GROUPS: Tuple[Group, ...] = (
         "partitioned communication (MPI 4.0)",
         ("MPI_Psend_init", "MPI_Precv_init", "MPI_Pready*", "MPI_Parrived"),
     ),
+    Group("completion", "starting, waiting for, testing, cancelling and freeing requests", _COMPLETION),
     Group(
-        "completion",
-        "starting, waiting for, testing, cancelling and freeing requests",
-        (
-            "MPI_Start",
-            "MPI_Startall",
-            "MPI_Wait",
-            "MPI_Wait[as]*",
-            "MPI_Test",
-            "MPI_Test[as]*",
-            "MPI_Test_cancelled",
-            "MPI_Cancel",
-            "MPI_Request_free",
-            "MPI_Request_get_status*",
-        ),
+        "requests",
+        "every function that hands out a request: nonblocking and persistent calls, partitioned and generalized "
+        "requests, request-based RMA, nonblocking I/O (the completion group takes them back)",
+        (),
+        exclude=_COMPLETION,  # their request parameter has the role too: the one they take back
+        roles=("request",),
     ),
     Group(
         "collectives",
