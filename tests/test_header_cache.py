@@ -6,6 +6,7 @@ driver that cannot say what it runs, a header changed just now) runs it again.""
 from __future__ import annotations
 
 import os
+import shutil
 import time
 from pathlib import Path
 
@@ -48,12 +49,15 @@ def setup(monkeypatch, tmp_path):
     inc, later = tmp_path / "inc", tmp_path / "later"
     inc.mkdir()
     later.mkdir()
-    (inc / "mpi.h").write_text(MPI_H.format(quirks=QUIRKS))
+    # A copy of the fixture: the checkout's own may be younger than the settle time.
+    quirks = tmp_path / "quirks_mpi.h"
+    shutil.copyfile(QUIRKS, quirks)
+    (inc / "mpi.h").write_text(MPI_H.format(quirks=quirks))
     (later / "extra.h").write_text(EXTRA_H.format(name="later"))
     driver = tmp_path / "mpicc"
     driver.write_text(DRIVER.format(inc=inc, later=later))
     driver.chmod(0o755)
-    settled(inc / "mpi.h", later / "extra.h")
+    settled(quirks, inc / "mpi.h", later / "extra.h")
     runs = []
     real = header_module._run
 
@@ -85,7 +89,7 @@ def test_a_second_read_runs_no_preprocessor(setup, tmp_path):
 def test_a_changed_header_is_read_again(setup):
     runs, driver, inc, _ = setup
     names(driver)
-    (inc / "mpi.h").write_text(MPI_H.format(quirks=QUIRKS).replace("Extra_one", "Extra_two"))
+    (inc / "mpi.h").write_text(MPI_H.format(quirks=inc.parent / "quirks_mpi.h").replace("Extra_one", "Extra_two"))
     settled(inc / "mpi.h")
     changed = names(driver)
     assert "MPI_Extra_two" in changed and "MPI_Extra_one" not in changed and len(runs) == 2

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Callable, Optional, Tuple
 
 from qmpigen.cache import cache_dir, read_entry, write_entry
-from qmpigen.mpi.header import PROBE, HeaderRequest, PreprocessedHeader, linemarker, resolve_driver
+from qmpigen.mpi.header import COMMAND_LINE, PROBE, HeaderRequest, PreprocessedHeader, linemarker, resolve_driver
 from qmpigen.mpi.model_cache import code_fingerprint
 
 SUFFIX = ".header"
@@ -39,8 +39,8 @@ SHOW_TIMEOUT_S = 10
 ENVIRONMENT = ("PATH", "CPATH", "C_INCLUDE_PATH", "GCC_EXEC_PREFIX", "COMPILER_PATH", "SDKROOT")
 ENVIRONMENT_PREFIXES = ("MPICH_", "OMPI_", "OPAL_", "I_MPI_", "MPI", "CC", "CFLAGS")
 SETTLE_NS = 2_000_000_000
-# Linemarker names that are not files.
-NOT_FILES = ("<built-in>", "<command-line>", PROBE)
+# Linemarker names that are not files (Clang writes "<command line>").
+NOT_FILES = ("<built-in>", COMMAND_LINE, "<command line>", PROBE)
 
 FileStamp = Tuple[str, int, int, int, int]  # path, size, mtime_ns, inode, device
 DirStamp = Tuple[str, int, int, int]  # path, mtime_ns, inode, device
@@ -82,7 +82,11 @@ def _key(request: HeaderRequest) -> Optional[str]:
         return None
     try:
         shown = subprocess.run(
-            [*driver, "-show"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, timeout=SHOW_TIMEOUT_S
+            [*driver, "-show"],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            timeout=SHOW_TIMEOUT_S,
         )
     except (OSError, subprocess.TimeoutExpired):
         return None
