@@ -80,9 +80,15 @@ NOT_A_FILE = (
 )
 
 
-def _check_header_file(given: str, path: str) -> None:
+def check_header_file(request: HeaderRequest) -> None:
     """A header given by path is a regular file (a FIFO or /dev/zero would hang or fill
-    the preprocessor): say what it is otherwise."""
+    the preprocessor): say what it is otherwise. Checked before the driver, whatever
+    reads the header first (the header cache asks the driver what it runs)."""
+    if request.mpi_header != "auto":
+        _check_header_file(request.mpi_header, os.path.abspath(request.mpi_header))
+
+
+def _check_header_file(given: str, path: str) -> None:
     try:
         mode = os.stat(path).st_mode
     except FileNotFoundError:
@@ -138,13 +144,19 @@ def read_header_and_search_path(request: HeaderRequest) -> Tuple[PreprocessedHea
     return PreprocessedHeader(text, path, driver, object_macros, function_macros), _search_path(stderr)
 
 
+QUOTE_SEARCH = '#include "..." search starts here:'
+BRACKET_SEARCH = "#include <...> search starts here:"
+
+
 def _search_path(stderr: str) -> Tuple[str, ...]:
-    """The directories GCC's and Clang's `-v` list between '#include <...> search starts
-    here:' and 'End of search list.', and those they name as 'ignoring nonexistent
-    directory' (one made later could shadow a header); () if the list is not there whole."""
+    """The directories GCC's and Clang's `-v` list from '#include "..." search starts
+    here:' (the -iquote directories; the line is there without any) or '#include <...>
+    search starts here:' to 'End of search list.', and those they name as 'ignoring
+    nonexistent directory' (one made later could shadow a header); () if the list is
+    not there whole."""
     lines = stderr.splitlines()
     try:
-        start = lines.index("#include <...> search starts here:")
+        start = lines.index(QUOTE_SEARCH) if QUOTE_SEARCH in lines else lines.index(BRACKET_SEARCH)
         end = lines.index("End of search list.", start)
     except ValueError:
         return ()

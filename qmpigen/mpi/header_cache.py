@@ -10,12 +10,16 @@ Open MPI's and Intel MPI's drivers answer it; a driver that does not gets no ent
 preprocessor runs every time), that compiler's file, the environment variables that
 drivers and compilers read, and qmpigen's code. The entry holds the preprocessed header
 and a manifest: the size, modification time and inode of every file the preprocessor
-read (its linemarkers), and the modification time of every directory of its include
-search path (`-Wp,-v`, those it ignored as nonexistent included) and of those files'
-directories, where a new file would shadow one it read. It is used only when every one
-of them is as recorded; otherwise the preprocessor runs, and a new entry replaces it.
-Files are stamped after the run, so a file changed in the last seconds (maybe during the
-run) gives no entry. An entry is the user's own (qmpigen.cache).
+read (its linemarkers), with its inode change time (which no one can set back), and the
+modification time of every directory where a new file would shadow one it read: those
+of its include search path (`-Wp,-v`: the -iquote ones and those it ignored as
+nonexistent included), those files' own directories, and, for a file read from a
+subdirectory of a search directory (`<sub/x.h>`), that subdirectory under every other
+search directory. It is used only when every one of them is as recorded; otherwise the
+preprocessor runs, and a new entry replaces it. Files and directories are stamped after
+the run, so one changed in the last seconds (maybe during the run) gives no entry.
+Paths are stamped as the preprocessor names them, not normalised: `link/../inc` is not
+`inc`. An entry is the user's own (qmpigen.cache).
 """
 
 from __future__ import annotations
@@ -24,13 +28,22 @@ import hashlib
 import os
 import pickle
 import shutil
+import signal
 import subprocess
 import time
 from dataclasses import dataclass
-from typing import Callable, Optional, Tuple
+from typing import Callable, Optional, Sequence, Set, Tuple
 
 from qmpigen.cache import cache_dir, read_entry, write_entry
-from qmpigen.mpi.header import COMMAND_LINE, PROBE, HeaderRequest, PreprocessedHeader, linemarker, resolve_driver
+from qmpigen.mpi.header import (
+    COMMAND_LINE,
+    PROBE,
+    HeaderRequest,
+    PreprocessedHeader,
+    check_header_file,
+    linemarker,
+    resolve_driver,
+)
 from qmpigen.mpi.model_cache import code_fingerprint
 
 SUFFIX = ".header"
@@ -42,8 +55,8 @@ SETTLE_NS = 2_000_000_000
 # Linemarker names that are not files (Clang writes "<command line>").
 NOT_FILES = ("<built-in>", COMMAND_LINE, "<command line>", PROBE)
 
-FileStamp = Tuple[str, int, int, int, int]  # path, size, mtime_ns, inode, device
-DirStamp = Tuple[str, int, int, int]  # path, mtime_ns, inode, device
+FileStamp = Tuple[str, int, int, int, int, int]  # path, size, mtime_ns, ctime_ns, inode, device
+DirStamp = Tuple[str, int, int, int, int]  # path, mtime_ns, ctime_ns, inode, device
 
 
 @dataclass(frozen=True)
@@ -60,6 +73,7 @@ def cached_header(
     """read(request)'s header (it returns the include search path too), or the one an
     earlier run read while nothing it read has changed."""
     directory = cache_dir("headers")
+    check_header_file(request)  # its message before any about the driver, as without the cache
     key = _key(request) if directory is not None else None
     if directory is None or key is None:
         return read(request)[0]
@@ -80,18 +94,9 @@ def _key(request: HeaderRequest) -> Optional[str]:
     program = shutil.which(driver[0])
     if program is None:
         return None
-    try:
-        shown = subprocess.run(
-            [*driver, "-show"],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            timeout=SHOW_TIMEOUT_S,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    words = shown.stdout.decode("utf-8", errors="replace").split()
-    compiler = shutil.which(words[0]) if shown.returncode == 0 and words else None
+    shown = _show(driver)
+    words = shown.decode("utf-8", errors="replace").split() if shown is not None else []
+    compiler = shutil.which(words[0]) if words else None
     if compiler is None:
         return None
     header = os.path.abspath(request.mpi_header) if request.mpi_header != "auto" else "auto"
@@ -119,14 +124,17 @@ def _entry(header: PreprocessedHeader, search_path: Tuple[str, ...]) -> Optional
     markers = (linemarker(line) for line in header.text.split("\n") if line.startswith("# "))
     read = sorted({marker[1] for marker in markers if marker} - set(NOT_FILES))
     relative = any(not os.path.isabs(name) for name in (*read, *search_path))
-    names = sorted({os.path.abspath(name) for name in read})
-    directories = sorted({os.path.abspath(name) for name in search_path} | {os.path.dirname(name) for name in names})
+    names = sorted({_absolute(name) for name in read})
+    search = [_absolute(name) for name in search_path]
+    directories = set(search) | {os.path.dirname(name) for name in names} | _subdirectories(names, search)
     files = [_file_stamp(name) for name in names]
-    dirs = [_dir_stamp(name) for name in directories]
+    dirs = [_dir_stamp(name) for name in sorted(directories)]
     # A file changed within the last seconds may change again within its clock's tick,
-    # unseen by its modification time: no entry until it has settled.
+    # unseen by its stamp: no entry until everything has settled.
     settled = time.time_ns() - SETTLE_NS
-    if not names or any(stamp is None or stamp[2] > settled for stamp in files):
+    if not names or any(stamp is None or max(stamp[2], stamp[3]) > settled for stamp in files):
+        return None
+    if any(max(stamp[1], stamp[2]) > settled for stamp in dirs):
         return None
     return Entry(
         header,
@@ -134,6 +142,54 @@ def _entry(header: PreprocessedHeader, search_path: Tuple[str, ...]) -> Optional
         tuple(stamp for stamp in files if stamp is not None),
         tuple(dirs),
     )
+
+
+def _absolute(name: str) -> str:
+    """The path as the preprocessor meant it: not normalised (after a symbolic link,
+    `link/../inc` is not `inc`)."""
+    return name if os.path.isabs(name) else os.path.join(os.getcwd(), name)
+
+
+def _subdirectories(names: Sequence[str], search: Sequence[str]) -> Set[str]:
+    """For each file read from a subdirectory of a search directory (`<sub/x.h>`), that
+    subdirectory under every search directory: a new `sub/x.h` in one of them would
+    change nothing else the entry stamps."""
+    found: Set[str] = set()
+    for name in names:
+        for base in search:
+            prefix = base.rstrip("/") + "/"
+            sub = os.path.dirname(name[len(prefix) :]) if name.startswith(prefix) else ""
+            if sub:
+                found.update(os.path.join(other, sub) for other in search)
+    return found
+
+
+def _show(driver: Tuple[str, ...]) -> Optional[bytes]:
+    """What `DRIVER -show` prints; None if it fails or does not answer in time. It runs
+    in a session of its own, killed whole on time-out: a child left holding the pipe
+    would keep the read waiting."""
+    try:
+        proc = subprocess.Popen(
+            [*driver, "-show"],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    except OSError:
+        return None
+    try:
+        shown, _ = proc.communicate(timeout=SHOW_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except OSError:
+            proc.kill()
+        if proc.stdout is not None:
+            proc.stdout.close()
+        proc.wait()
+        return None
+    return shown if proc.returncode == 0 else None
 
 
 def _unchanged(entry: Entry) -> bool:
@@ -149,13 +205,13 @@ def _file_stamp(path: str) -> Optional[FileStamp]:
         info = os.stat(path)
     except OSError:
         return None
-    return (path, info.st_size, info.st_mtime_ns, info.st_ino, info.st_dev)
+    return (path, info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino, info.st_dev)
 
 
 def _dir_stamp(path: str) -> DirStamp:
-    """A directory's stamp; (path, -1, -1, -1) while it does not exist."""
+    """A directory's stamp; (path, -1, -1, -1, -1) while it does not exist."""
     try:
         info = os.stat(path)
     except OSError:
-        return (path, -1, -1, -1)
-    return (path, info.st_mtime_ns, info.st_ino, info.st_dev)
+        return (path, -1, -1, -1, -1)
+    return (path, info.st_mtime_ns, info.st_ctime_ns, info.st_ino, info.st_dev)
