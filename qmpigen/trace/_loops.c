@@ -397,11 +397,31 @@ struct record_head {
 /* A PACKED_CALL of `size` bytes as a whole CALL record at `call` (NULL: only checked): its
  * head, then each field whose bit is set in `present`. 0 if its bits name no field, or
  * its fields do not fill its size (to the alignment). */
+/* A field's bytes: the sizes fields have as moves of their own, not a call to memcpy. */
+static inline void copy_field(uint8_t *to, const uint8_t *from, uint16_t size)
+{
+    switch (size) {
+    case 8:
+        memcpy(to, from, 8);
+        break;
+    case 4:
+        memcpy(to, from, 4);
+        break;
+    case 2:
+        memcpy(to, from, 2);
+        break;
+    case 1:
+        *to = *from;
+        break;
+    default:
+        memcpy(to, from, size);
+    }
+}
+
 static int unpack_call(const uint8_t *record, uint16_t size, const struct kinds *k, uint8_t *call)
 {
-    uint32_t present;
+    uint32_t present, bits;
     int64_t at = k->packed_size;
-    unsigned i;
     memcpy(&present, record + k->packed_size - sizeof present, sizeof present);
     if (present >> k->packed_fields)
         return 0;
@@ -410,14 +430,14 @@ static int unpack_call(const uint8_t *record, uint16_t size, const struct kinds 
         memcpy(call + sizeof(struct record_head), record + sizeof(struct record_head),
                k->packed_size - sizeof(struct record_head) - sizeof present);
     }
-    for (i = 0; i < k->packed_fields; i++)
-        if (present >> i & 1) {
-            if (at + k->field_size[i] > size)
-                return 0;
-            if (call != NULL)
-                memcpy(call + k->field_at[i], record + at, k->field_size[i]);
-            at += k->field_size[i];
-        }
+    for (bits = present; bits != 0; bits &= bits - 1) { /* the fields present, in order */
+        unsigned i = (unsigned)__builtin_ctz(bits);
+        if (at + k->field_size[i] > size)
+            return 0;
+        if (call != NULL)
+            copy_field(call + k->field_at[i], record + at, k->field_size[i]);
+        at += k->field_size[i];
+    }
     return (at + k->alignment - 1) / k->alignment * k->alignment == size;
 }
 
