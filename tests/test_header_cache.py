@@ -26,6 +26,7 @@ pytestmark = needs_cc
 MPI_H = """#include "{quirks}"
 #include <extra.h>
 #include <sub/deep.h>
+#include <impl/a.h>
 #include "quoted.h"
 int MPI_Extra_one(int a);
 int PMPI_Extra_one(int a);
@@ -33,7 +34,8 @@ int PMPI_Extra_one(int a);
 EXTRA_H = "int MPI_Extra_{name}(int a);\nint PMPI_Extra_{name}(int a);\n"
 # A driver as MPICH's mpicc is: a script that says what it runs (-show), or runs it.
 # The search path: inc/ (mpi.h), middle/, outer/absent/ (not there), then later/, which has
-# extra.h and sub/deep.h; quoted.h is in quote2/, after quote1/ (-iquote).
+# extra.h, sub/deep.h, impl/a.h and sub2/b.h (which impl/a.h includes as "sub2/b.h"); quoted.h
+# is in quote2/, after quote1/ (-iquote). inc/sub, middle/sub and later/impl/sub2 are empty.
 DRIVER = """#!/bin/sh
 FLAGS="-I{tmp}/inc -I{tmp}/middle -I{tmp}/outer/absent -I{tmp}/later -iquote{tmp}/quote1 -iquote{tmp}/quote2"
 if [ "$1" = -show ]; then echo "{compiler} $FLAGS"; exit 0; fi
@@ -48,7 +50,17 @@ def setup(monkeypatch, tmp_path):
     at once (SETTLE_NS 0), except where a test is about that."""
     monkeypatch.setenv("QMPIGEN_CACHE", str(tmp_path / "cache"))
     monkeypatch.setattr(header_cache, "SETTLE_NS", 0)
-    for name in ("inc", "middle", "outer", "later/sub", "inc/sub", "quote1", "quote2", "quirks"):
+    for name in (
+        "inc/sub",
+        "middle/sub",
+        "outer",
+        "later/sub",
+        "later/impl/sub2",
+        "later/sub2",
+        "quote1",
+        "quote2",
+        "quirks",
+    ):
         (tmp_path / name).mkdir(parents=True, exist_ok=True)
     quirks = tmp_path / "quirks" / "quirks_mpi.h"
     shutil.copyfile(QUIRKS, quirks)
@@ -56,6 +68,8 @@ def setup(monkeypatch, tmp_path):
     (tmp_path / "later" / "extra.h").write_text(EXTRA_H.format(name="later"))
     (tmp_path / "later" / "sub" / "deep.h").write_text(EXTRA_H.format(name="deep_later"))
     (tmp_path / "quote2" / "quoted.h").write_text(EXTRA_H.format(name="quoted_later"))
+    (tmp_path / "later" / "impl" / "a.h").write_text('#include "sub2/b.h"\n')
+    (tmp_path / "later" / "sub2" / "b.h").write_text(EXTRA_H.format(name="b_later"))
     compiler = tmp_path / "compiler"
     compiler.write_text('#!/bin/sh\nexec cc "$@"\n')
     driver = tmp_path / "mpicc"
@@ -116,12 +130,21 @@ def test_a_rewrite_that_keeps_size_and_modification_time_is_seen(setup):
     assert "MPI_Extra_LATER" in text(driver) and len(runs) == 2
 
 
-# Where a new extra.h (or sub/deep.h, quoted.h) would be found before the one read:
-# the header's own directory, a search directory, one the preprocessor found missing,
-# the same subdirectory of an earlier search directory, an earlier -iquote directory.
+# Where a new extra.h (or sub/deep.h, quoted.h, sub2/b.h) would be found before the one
+# read: the header's own directory, a search directory, one the preprocessor found
+# missing, the same subdirectory of an earlier search directory, an earlier -iquote
+# directory, the subdirectory beside the file that includes "sub2/b.h".
 @pytest.mark.parametrize(
     "new",
-    ["inc/extra.h", "middle/extra.h", "outer/absent/extra.h", "inc/sub/deep.h", "middle/sub/deep.h", "quote1/quoted.h"],
+    [
+        "inc/extra.h",
+        "middle/extra.h",
+        "outer/absent/extra.h",
+        "inc/sub/deep.h",
+        "middle/sub/deep.h",
+        "quote1/quoted.h",
+        "later/impl/sub2/b.h",
+    ],
 )
 def test_a_new_header_earlier_on_the_search_path_is_seen(setup, new):
     runs, driver, tmp = setup
@@ -174,6 +197,41 @@ def test_each_part_of_the_key_makes_its_own_entry(setup, monkeypatch, tmp_path):
     text(driver)
     text(driver)  # the last one again: its entry
     assert len(runs) == 6 and len(entries(tmp_path)) == 6
+
+
+def test_a_compiler_behind_a_launcher_is_in_the_key(setup, tmp_path):
+    """`-show` says `launcher compiler ...` (as with ccache): the compiler's file counts."""
+    runs, driver, tmp = setup
+    launcher = tmp / "launcher"
+    launcher.write_text('#!/bin/sh\nexec "$@"\n')
+    launcher.chmod(0o755)
+    driver.write_text(driver.read_text().replace(f"{tmp}/compiler", f"{launcher} {tmp}/compiler"))
+    text(driver)
+    compiler = tmp / "compiler"
+    compiler.write_text(compiler.read_text() + "# changed\n")
+    text(driver)
+    assert len(runs) == 2 and len(entries(tmp_path)) == 2
+
+
+def test_a_header_changed_during_a_slow_run_gets_no_entry(setup, monkeypatch, tmp_path):
+    """The run takes 3 s (by the clock the cache reads); mpi.h changes 0.5 s into it: what
+    was read may be the old text, its stamp the new one."""
+    runs, driver, tmp = setup
+    start = time.time_ns() + 60 * 10**9
+    clock = iter([start] + [start + 3 * 10**9] * 10)
+    monkeypatch.setattr(header_cache, "time", SimpleNamespace(time_ns=lambda: next(clock)))
+    monkeypatch.setattr(header_cache, "SETTLE_NS", 2 * 10**9)
+    real = header_module._run
+
+    def slow(cmd, *args):
+        output = real(cmd, *args)
+        during = start + 5 * 10**8
+        os.utime(tmp / "inc" / "mpi.h", ns=(during, during))
+        return output
+
+    monkeypatch.setattr(header_module, "_run", slow)
+    text(driver)
+    assert not entries(tmp_path)
 
 
 def test_a_driver_that_cannot_say_what_it_runs_gets_no_entry(setup, tmp_path):

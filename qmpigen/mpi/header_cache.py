@@ -81,8 +81,9 @@ def cached_header(
     entry = read_entry(path, pickle.load)
     if isinstance(entry, Entry) and _unchanged(entry):
         return entry.header
+    started = time.time_ns()
     header, search_path = read(request)
-    made = _entry(header, search_path)
+    made = _entry(header, search_path, started)
     if made is not None:
         write_entry(path, lambda handle: pickle.dump(made, handle, protocol=pickle.HIGHEST_PROTOCOL))
     return header
@@ -101,7 +102,9 @@ def _key(request: HeaderRequest) -> Optional[str]:
         return None
     header = os.path.abspath(request.mpi_header) if request.mpi_header != "auto" else "auto"
     parts = [code_fingerprint(), header, "\0".join(driver), "\0".join(request.cflags), " ".join(words)]
-    for name in (program, compiler):
+    # Every program the command names: a launcher's (`ccache gcc ...`) compiler too.
+    programs = [program, compiler, *filter(None, (shutil.which(word) for word in words[1:] if word[:1] != "-"))]
+    for name in programs:
         stamp = _file_stamp(os.path.realpath(name))
         if stamp is None:
             return None
@@ -117,8 +120,9 @@ def _read_by_compilers(name: str) -> bool:
     return name in ENVIRONMENT or name.startswith(ENVIRONMENT_PREFIXES)
 
 
-def _entry(header: PreprocessedHeader, search_path: Tuple[str, ...]) -> Optional[Entry]:
-    """The entry of a header just read; None without a search path (no `-v` list)."""
+def _entry(header: PreprocessedHeader, search_path: Tuple[str, ...], started: int) -> Optional[Entry]:
+    """The entry of a header read by a run that started at `started` (ns); None without a
+    search path (no `-v` list)."""
     if not search_path:
         return None
     markers = (linemarker(line) for line in header.text.split("\n") if line.startswith("# "))
@@ -129,9 +133,10 @@ def _entry(header: PreprocessedHeader, search_path: Tuple[str, ...]) -> Optional
     directories = set(search) | {os.path.dirname(name) for name in names} | _subdirectories(names, search)
     files = [_file_stamp(name) for name in names]
     dirs = [_dir_stamp(name) for name in sorted(directories)]
-    # A file changed within the last seconds may change again within its clock's tick,
+    # A file changed during the run, or within the seconds before it, may have been read
+    # before the change and stamped after it, or change again within its clock's tick,
     # unseen by its stamp: no entry until everything has settled.
-    settled = time.time_ns() - SETTLE_NS
+    settled = min(started, time.time_ns()) - SETTLE_NS
     if not names or any(stamp is None or max(stamp[2], stamp[3]) > settled for stamp in files):
         return None
     if any(max(stamp[1], stamp[2]) > settled for stamp in dirs):
@@ -152,16 +157,18 @@ def _absolute(name: str) -> str:
 
 def _subdirectories(names: Sequence[str], search: Sequence[str]) -> Set[str]:
     """For each file read from a subdirectory of a search directory (`<sub/x.h>`), that
-    subdirectory under every search directory: a new `sub/x.h` in one of them would
+    subdirectory under every search directory and under the directory of every file
+    read (where `"sub/x.h"` is looked for first): a new `sub/x.h` in one of them would
     change nothing else the entry stamps."""
-    found: Set[str] = set()
+    subs: Set[str] = set()
     for name in names:
         for base in search:
             prefix = base.rstrip("/") + "/"
             sub = os.path.dirname(name[len(prefix) :]) if name.startswith(prefix) else ""
             if sub:
-                found.update(os.path.join(other, sub) for other in search)
-    return found
+                subs.add(sub)
+    bases = set(search) | {os.path.dirname(name) for name in names}
+    return {os.path.join(base, sub) for base in bases for sub in subs}
 
 
 def _show(driver: Tuple[str, ...]) -> Optional[bytes]:
