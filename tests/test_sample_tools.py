@@ -15,7 +15,7 @@ import re
 
 import pytest
 
-from conftest import APPS, SAMPLE_TOOLS
+from conftest import APPS, SAMPLE_TOOLS, build_sample_tools
 
 pytestmark = pytest.mark.mpi
 
@@ -53,6 +53,22 @@ def test_the_samples_are_the_ones_we_know():
         "tbcast",
         "trace",
     ]
+
+
+def test_other_flags_rebuild_the_tools_and_quotes_in_them_hold(mpi, core, tmp_path):
+    """sample_tools/Makefile remembers the flags it built with (`make CFLAGS='-O2 -g'`
+    after a default build rebuilds), and passes flags with quotes whole to the spec tools'
+    own Makefiles."""
+    targets = [str(tmp_path / "libprinter.so"), str(tmp_path / "libcounter.so")]
+
+    def built(cflags):
+        build_sample_tools(mpi, core, tmp_path, f"CFLAGS={cflags}", *targets)
+        return [(tmp_path / name).stat().st_mtime_ns for name in ("libprinter.so", "libcounter.so")]
+
+    first = built("-O1 -DQMPI_TEST_FLAG='a b'")
+    assert built("-O1 -DQMPI_TEST_FLAG='a b'") == first  # the same flags: nothing to do
+    second = built("-O2")
+    assert all(new > old for new, old in zip(second, first))
 
 
 @pytest.mark.parametrize("name", SAMPLES)
