@@ -7,17 +7,17 @@ preprocessor again while nothing it read has changed (as ccache's direct mode do
 An entry's key is what decides which files the preprocessor reads, and how: the request
 (header, driver, flags), the driver's file, what `DRIVER -show` says it runs (MPICH's,
 Open MPI's and Intel MPI's drivers answer it; a driver that does not gets no entry: the
-preprocessor runs every time), that compiler's file, the environment variables that
+preprocessor runs every time), the files of the programs it names, the environment variables that
 drivers and compilers read, and qmpigen's code. The entry holds the preprocessed header
 and a manifest: the size, modification time and inode of every file the preprocessor
 read (its linemarkers), with its inode change time (which no one can set back), and the
 modification time of every directory where a new file would shadow one it read: those
 of its include search path (`-Wp,-v`: the -iquote ones and those it ignored as
 nonexistent included), those files' own directories, and, for a file read from a
-subdirectory of a search directory (`<sub/x.h>`), that subdirectory under every other
-search directory. It is used only when every one of them is as recorded; otherwise the
+subdirectory of a search directory (`<sub/x.h>`), that subdirectory under every search
+directory and beside every file read. It is used only when every one of them is as recorded; otherwise the
 preprocessor runs, and a new entry replaces it. Files and directories are stamped after
-the run, so one changed in the last seconds (maybe during the run) gives no entry.
+the run, so one changed during the run or in the seconds before it gives no entry.
 Paths are stamped as the preprocessor names them, not normalised: `link/../inc` is not
 `inc`. An entry is the user's own (qmpigen.cache).
 """
