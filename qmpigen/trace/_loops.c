@@ -394,9 +394,6 @@ struct record_head {
     uint16_t kind, size;
 };
 
-/* A PACKED_CALL of `size` bytes as a whole CALL record at `call` (NULL: only checked): its
- * head, then each field whose bit is set in `present`. 0 if its bits name no field, or
- * its fields do not fill its size (to the alignment). */
 /* A field's bytes: the sizes fields have as moves of their own, not a call to memcpy. */
 static inline void copy_field(uint8_t *to, const uint8_t *from, uint16_t size)
 {
@@ -418,6 +415,9 @@ static inline void copy_field(uint8_t *to, const uint8_t *from, uint16_t size)
     }
 }
 
+/* A PACKED_CALL of `size` bytes as a whole CALL record at `call` (NULL: only checked): its
+ * head, then each field whose bit is set in `present`. 0 if its bits name no field, or
+ * its fields do not fill its size (to the alignment). */
 static int unpack_call(const uint8_t *record, uint16_t size, const struct kinds *k, uint8_t *call)
 {
     uint32_t present, bits;
