@@ -108,11 +108,12 @@ def read_header(request: HeaderRequest) -> PreprocessedHeader:
 
 
 def read_header_and_search_path(request: HeaderRequest) -> Tuple[PreprocessedHeader, Tuple[str, ...]]:
-    """read_header, and the preprocessor's #include <...> search path (from `-Wp,-v`;
-    empty where it does not print one): what qmpigen.mpi.header_cache checks for new files."""
+    """read_header, and the preprocessor's include search path, -iquote directories first
+    (from `-Wp,-v`; empty where it does not print one): what qmpigen.mpi.header_cache
+    checks for new files."""
+    check_header_file(request)
     if request.mpi_header != "auto":
         path = os.path.abspath(request.mpi_header)
-        _check_header_file(request.mpi_header, path)
         include = f'#include "{path}"\n'
         # Its siblings come from its own directory (MPICH's mpi.h has #include <mpi_proto.h>),
         # not from some other MPI's include directory or nowhere (plain cc).
