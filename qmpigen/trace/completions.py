@@ -13,7 +13,6 @@ from typing import Tuple
 import numpy as np
 
 from . import semantics
-from .layout import KINDS
 from .match import take
 from .otf2_ops import (
     CANCELLED,
@@ -59,8 +58,8 @@ def persistent_starts(p: Pass2, info, rank_file: RankFile, position: np.ndarray)
         position[rank_file.completions["call"][info.started]],
         peer_local,
         ok & rr.is_isend[ps] & (peer_local >= 0),
-        ok & np.isin(kind, [KINDS.index(k) for k in semantics.PERSISTENT_RECEIVES]),
-        ok & np.isin(kind, [KINDS.index(k) for k in semantics.PERSISTENT_COLLECTIVES]),
+        ok & semantics.kinds_in(kind, semantics.PERSISTENT_RECEIVES),
+        ok & semantics.kinds_in(kind, semantics.PERSISTENT_COLLECTIVES),
     )
 
 
@@ -77,7 +76,7 @@ def completion_events(
     start_kind = np.where(found, 255 if no_start else rr.kind[k], 255)
 
     def start_is(wanted) -> np.ndarray:
-        return found & np.isin(start_kind, [KINDS.index(w) for w in wanted])
+        return found & semantics.kinds_in(start_kind, wanted)
 
     flags = done["flags"][info.done]
     source = done["source"][info.done].astype(np.int64)

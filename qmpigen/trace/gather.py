@@ -27,6 +27,7 @@ from .read import (
     TraceFileError,
     read_rank_file,
 )
+from .records import codes_in
 from .requests import START_DTYPE, RankRequests, fill_start, match_rank_requests
 
 
@@ -122,8 +123,8 @@ def _pass1(path: Path, report: MergeReport, members: Dict[Tuple[int, ...], Tuple
         int(calls["enter"].min()) if len(calls) else 0,
         int(calls["leave"].max()) if len(calls) else 0,
     )
-    init = np.isin(calls["func"], _codes(rank_file, {"MPI_Init", "MPI_Init_thread"}))
-    finalize = np.isin(calls["func"], _codes(rank_file, {"MPI_Finalize"}))
+    init = codes_in(calls["func"], _codes(rank_file, {"MPI_Init", "MPI_Init_thread"}))
+    finalize = codes_in(calls["func"], _codes(rank_file, {"MPI_Finalize"}))
     info.init_leave = int(calls["leave"][init].max()) if init.any() else None
     info.finalize_enter = int(calls["enter"][finalize].min()) if finalize.any() else None
     has_request = calls["flags"] & CALL_HAS_REQUEST != 0

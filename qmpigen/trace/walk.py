@@ -70,7 +70,7 @@ def read_records(data: Data, pos: int, out: RankFile, end: Optional[int] = None)
         calls, offsets, completions, problem = _scan_native(lib, data, pos, end, out)
     else:
         calls, offsets, completions, problem = _scan_python(data, pos, end, out)
-    bad = (calls["leave"] < calls["enter"]) | ~np.isin(calls["func"], list(out.functions))
+    bad = (calls["leave"] < calls["enter"]) | ~records.codes_in(calls["func"], out.functions)
     if bad.any():  # read again up to the first bad call, so nothing after it counts
         at = int(offsets[int(np.argmax(bad))])
         fresh = RankFile(
