@@ -272,10 +272,13 @@ REQUIRED = [n for n in os.environ.get("QMPIGEN_REQUIRE_MPIS", "").split(",") if 
 # `make test` runs a session per MPI side by side (most of a test's time is spent
 # waiting on compilers and launchers): QMPIGEN_SESSION_MPIS names the MPIs the `mpi`
 # fixture takes in this session (all of them stay known, for tests of one MPI against
-# another), and QMPIGEN_SESSION_PER_MPI_ONLY leaves the tests that take no `mpi` to
-# the other session.
+# another), and QMPIGEN_SESSION_OTHERS says which of the tests that take no `mpi` it runs:
+# all (the default), none, fast (those not marked slow) or slow: the two sessions share
+# them, so that neither waits long for the other.
 SESSION_MPIS = [n for n in os.environ.get("QMPIGEN_SESSION_MPIS", "").split(",") if n]
-SESSION_PER_MPI_ONLY = bool(os.environ.get("QMPIGEN_SESSION_PER_MPI_ONLY"))
+SESSION_OTHERS = os.environ.get("QMPIGEN_SESSION_OTHERS", "all")
+if SESSION_OTHERS not in ("all", "none", "fast", "slow"):
+    raise pytest.UsageError(f"QMPIGEN_SESSION_OTHERS={SESSION_OTHERS}: all, none, fast or slow")
 
 
 # The MPI shared-memory files of the jobs the tests end before MPI_Finalize, removed
@@ -297,11 +300,12 @@ def pytest_collection_modifyitems(config, items):
     missing = [n for n in REQUIRED + SESSION_MPIS if n not in {m.name for m in MPIS}]
     if missing:
         raise pytest.UsageError(f"required MPIs not found: {', '.join(missing)} (run the tests through `make test`)")
-    if SESSION_PER_MPI_ONLY:
-        others = [item for item in items if "mpi" not in item.fixturenames]
-        if others:
-            config.hook.pytest_deselected(items=others)
-            items[:] = [item for item in items if "mpi" in item.fixturenames]
+    if SESSION_OTHERS != "all":
+        elsewhere = [item for item in items if "mpi" not in item.fixturenames and not _session_takes(item)]
+        if elsewhere:
+            config.hook.pytest_deselected(items=elsewhere)
+            gone = set(elsewhere)
+            items[:] = [item for item in items if item not in gone]
     if SESSION_MPIS:
         # A test that names its MPI (parametrize("mpi", [...], indirect=True)) runs in
         # the session of that MPI only, not once more in every side-by-side session.
@@ -314,6 +318,13 @@ def pytest_collection_modifyitems(config, items):
             reason = NOT_SANITIZED.get(item.path.name)
             if reason:
                 item.add_marker(pytest.mark.skip(reason=f"not run sanitized: {reason}"))
+
+
+def _session_takes(item) -> bool:
+    """Whether this session runs a test that takes no `mpi` (QMPIGEN_SESSION_OTHERS)."""
+    if SESSION_OTHERS in ("all", "none"):
+        return SESSION_OTHERS == "all"
+    return (SESSION_OTHERS == "slow") == (item.get_closest_marker("slow") is not None)
 
 
 def _session_param(item) -> Optional[str]:
