@@ -16,7 +16,9 @@ from pathlib import Path
 BENCH_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH_DIR.parent / "tests"))
 
-ROWS = ((1024, 200), (8192, 200))
+# 1,024 and 8,192 files of 200 calls; the same calls as 8,192 x 200 in 64 files, the floor
+# of the per-file row (trace_merge_rows.scale_targets)
+ROWS = ((1024, 200), (8192, 200), (64, 25600))
 
 
 def row(files: int, calls: int, outputs: str = "otf2,json,timeline") -> dict:
