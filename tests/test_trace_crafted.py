@@ -21,7 +21,7 @@ pytest.importorskip("matplotlib")
 
 import trace_writer as w  # noqa: E402
 
-from qmpigen.trace import merge, read  # noqa: E402
+from qmpigen.trace import merge, read, records  # noqa: E402
 from qmpigen.trace.timeline_plot import DPI  # noqa: E402
 
 # Seconds of merges of crafted traces: in `make test-trace`, not in `make test-fast`.
@@ -55,6 +55,24 @@ def test_a_communicator_listed_one_member_per_record_is_put_together_once(tmp_pa
     got = read.read_rank_file(path)
     assert got.comms[0] == tuple(range(5000)) and not got.comm_parts
     assert len(sorts) <= 1
+
+
+def test_member_lists_are_shared_but_large_ones_are_not_kept(tmp_path):
+    """Files that list the same members share one list (8,192 ranks: made and hashed once,
+    not per file), through a cache that keeps small lists only and is emptied by each
+    merge: a crafted file's million members are not held past its own reading."""
+    small = [tmp_path / f"small{i}.qtr" for i in range(2)]
+    for path in small:
+        path.write_bytes(w.rank_file(0, 4, extra=w.comm(5, range(8192))))
+    first, second = (read.read_rank_file(path).comms[5] for path in small)
+    assert first is second and first == tuple(range(8192)) and hash(first) == hash(tuple(range(8192)))
+    big = tmp_path / "big.qtr"
+    big.write_bytes(w.rank_file(0, 4, extra=w.comm(5, range(1, 1_000_001))))
+    first, second = (read.read_rank_file(big).comms[5] for _ in range(2))
+    assert first == second and first[-1] == 1_000_000 and first is not second  # not kept by the cache
+    run = _one_file(tmp_path, w.rank_file(0, 1, extra=w.comm(5, range(8192))))
+    merge.merge(run, tmp_path / "out", outputs=frozenset({"json"}))
+    assert records._members.cache_info().currsize == 0  # emptied by the merge
 
 
 def test_a_world_claim_makes_locations_only_for_files(tmp_path):

@@ -44,6 +44,7 @@ from .read import (
     read_rank_file,
     trace_files,
 )
+from .records import forget_member_lists
 from .requests import lookup
 from .story import ending_of, summary_text
 
@@ -81,6 +82,7 @@ def merge(directory: Path, out: Path, level: Optional[int] = None, outputs: Froz
     finally:
         for archive in archive_box:  # after an error: the otf2 package's Writer.__del__ would close it noisily
             archive.abandon()
+        forget_member_lists()
 
 
 def _merge(directory: Path, out: Path, level: Optional[int], outputs: FrozenSet[str], archive_box: List) -> MergeReport:

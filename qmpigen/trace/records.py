@@ -185,7 +185,8 @@ def _comm(data: Data, pos: int, values: tuple, tail: Tuple[int, int], out: RankF
     if listed == comm_size:  # complete (its records follow each other): put together once, not per record
         ordered = sorted(parts.items())
         if [f for f, _ in ordered] == list(np.cumsum([0] + [len(m) // 4 for _, m in ordered[:-1]])):
-            out.comms[comm_id] = _members(b"".join(m for _, m in ordered))
+            raw = b"".join(m for _, m in ordered)
+            out.comms[comm_id] = _members(raw) if len(raw) <= SHARED_LIST_BYTES else Members(_ints(raw))
         del out.comm_parts[comm_id], out.comm_listed[comm_id]
     return None
 
@@ -203,11 +204,26 @@ class Members(tuple):
         return cached
 
 
+# Lists of up to 65,536 members are shared through the cache below (the last 16, cleared
+# by forget_member_lists after each merge): at most 16 x 2.6 MB held, never a large list
+# of a crafted file past its own.
+SHARED_LIST_BYTES = 4 * 65536
+
+
 @lru_cache(maxsize=16)
 def _members(raw: bytes) -> Members:
     """The member list of `raw` (little-endian int32s), one object for the files that
-    list the same members (each would make 8,192 ints anew); the last 16 lists kept."""
-    return Members(np.frombuffer(raw, "<i4").tolist())
+    list the same members (each would make 8,192 ints anew)."""
+    return Members(_ints(raw))
+
+
+def _ints(raw: bytes) -> list:
+    return np.frombuffer(raw, "<i4").tolist()
+
+
+def forget_member_lists() -> None:
+    """The shared member lists let go (the end of a merge: a process may run many)."""
+    _members.cache_clear()
 
 
 def _type(name: str, values: tuple, out: RankFile) -> None:
