@@ -300,12 +300,11 @@ def pytest_collection_modifyitems(config, items):
     missing = [n for n in REQUIRED + SESSION_MPIS if n not in {m.name for m in MPIS}]
     if missing:
         raise pytest.UsageError(f"required MPIs not found: {', '.join(missing)} (run the tests through `make test`)")
-    if SESSION_OTHERS != "all":
-        elsewhere = [item for item in items if "mpi" not in item.fixturenames and not _session_takes(item)]
-        if elsewhere:
-            config.hook.pytest_deselected(items=elsewhere)
-            gone = set(elsewhere)
-            items[:] = [item for item in items if item not in gone]
+    elsewhere = [item for item in items if "mpi" not in item.fixturenames and not _session_takes(item)]
+    if elsewhere:
+        config.hook.pytest_deselected(items=elsewhere)
+        gone = set(elsewhere)
+        items[:] = [item for item in items if item not in gone]
     if SESSION_MPIS:
         # A test that names its MPI (parametrize("mpi", [...], indirect=True)) runs in
         # the session of that MPI only, not once more in every side-by-side session.

@@ -150,12 +150,15 @@ def _merge(directory: Path, out: Path, level: Optional[int], outputs: FrozenSet[
             # could put a call there, and OTF2 takes unsigned times)
             enter = np.maximum(aligned[rank](to_ns[rank](calls["enter"])) - origin, 0)
             leave = np.maximum(aligned[rank](to_ns[rank](calls["leave"])) - origin, 0)
+            # position: file index -> time-order index
             if n > 1 and not (enter[1:] >= enter[:-1]).all():  # not in time order (rare: a call rewritten)
                 order = np.argsort(enter, kind="stable")
                 calls = calls.view(RECORD)[order].view(calls.dtype)  # rows as bytes: fields one by one is slow
                 enter, leave = enter[order], leave[order]
+                position = np.empty(n, np.int64)
+                position[order] = np.arange(n)
             else:  # what the stable sort would give: the copy of every record (a seventh of a merge) saved
-                order = np.arange(n)
+                position = np.arange(n, dtype=np.int64)
             rank_file.calls = calls[:0]  # the file-order copy freed (a rank file of records less at the peak)
             unfinished = ending_of(
                 rank_file, calls, leave, _namer(rank_file), _to_axis(aligned[rank], to_ns[rank], origin)
@@ -163,8 +166,6 @@ def _merge(directory: Path, out: Path, level: Optional[int], outputs: FrozenSet[
             if unfinished is not None:  # it did not finalize: how it ended (story.py)
                 endings.append(unfinished)
                 timeline.add_ending(rank, thread, unfinished.time, unfinished.label)
-            position = np.empty(n, np.int64)
-            position[order] = np.arange(n)  # file index -> time-order index
             # a thread's calls never overlap in the output: each starts after the previous ends
             if n > 1:
                 enter[1:] = np.maximum(enter[1:], np.maximum.accumulate(leave)[:-1])
