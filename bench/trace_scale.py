@@ -2,7 +2,8 @@
 """`make bench`'s merge rows at scale, on synthetic rank files (tests/trace_writer.py,
 the documented format): merge time and peak memory at 1,024 and 8,192 rank files of the
 same calls each (memory should stay flat in the number of files, time linear in the
-events), and the 8,192 files' calls in 64 files (the floor of the per-file row). One JSON line per row; `python bench/trace_scale.py [FILES:CALLS ...]`."""
+events), and the 8,192 files' calls in 64 files (the floor of the per-file row). One JSON
+line per row; `python bench/trace_scale.py [FILES:CALLS ...]`."""
 
 from __future__ import annotations
 
