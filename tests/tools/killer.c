@@ -4,7 +4,7 @@
  * tests/apps/trace_death.c's loop) and, at the one numbered KILLER_AT (from 1), raises
  * KILLER_SIGNAL (a number, default 9: SIGKILL) instead of passing it on; if the process
  * survives the signal, the call goes on. With KILLER_FINALIZE set, MPI_Finalize raises it
- * too: a rank that never returns from finalizing.
+ * too, once every rank is in MPI_Finalize: a rank that never returns from finalizing.
  *
  * Build: mpicc -shared -fPIC -Wall -Wextra -Werror -I<core> killer.c -o libkiller.so
  * Run:   TOOLS=./libtrace.so:./libkiller.so KILLER_AT=40 mpiexec -n 1 ./trace_death finish 100
@@ -45,8 +45,12 @@ _EXTERN_C_ int KI_Iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Stat
 _EXTERN_C_ int KI_Finalize(int i, vector *v)
 {
     const char *sig = getenv("KILLER_SIGNAL");
-    if (getenv("KILLER_FINALIZE") != NULL)
+    if (getenv("KILLER_FINALIZE") != NULL) {
+        /* every rank inside MPI_Finalize before one dies: the first death has the launcher
+         * kill the others, and one still on its way to finalizing would never enter it */
+        PMPI_Barrier(MPI_COMM_WORLD);
         raise(sig != NULL ? atoi(sig) : SIGKILL);
+    }
     return QMPI_Next_Finalize(i, v);
 }
 
