@@ -27,7 +27,7 @@ MPI_ENV := PATH=$(MPI_PREFIX)/bin:$$PATH OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN
 MPIEXEC := $(MPI_PREFIX)/bin/mpiexec $(if $(filter openmpi,$(MPI)),--oversubscribe,)
 DEMO := $(abspath $(OUT))/demo-$(MPI)
 
-.PHONY: all demo docs lint wheel test test-on-mpich test-on-openmpi test-trace-on-mpich test-trace-on-openmpi test-threads-on-mpich test-threads-on-openmpi test-debian-on-mpich test-debian-on-openmpi test-trace test-fast test-intelmpi test-debian test-fortran bench-fortran test-threads test-sanitize test-sanitize-mpich test-sanitize-openmpi test-c fuzz fuzz-c fuzz-trace test-mpi4py test-mpi4py-on-mpich test-mpi4py-on-openmpi bench venv clean distclean
+.PHONY: all demo docs lint wheel ci-setup apt-otf2 apt-debian apt-clang apt-clang-format test test-on-mpich test-on-openmpi test-trace-on-mpich test-trace-on-openmpi test-threads-on-mpich test-threads-on-openmpi test-debian-on-mpich test-debian-on-openmpi test-trace test-fast test-intelmpi test-debian test-fortran bench-fortran test-threads test-sanitize test-sanitize-mpich test-sanitize-openmpi test-c fuzz fuzz-c fuzz-trace test-mpi4py test-mpi4py-on-mpich test-mpi4py-on-openmpi bench venv clean distclean
 
 all: demo
 
@@ -88,7 +88,8 @@ wheel: $(MPICH_STAMP)
 
 # The test targets on two MPIs run a pytest session per MPI side by side (a test mostly
 # waits on compilers and launchers): X runs X-on-A and X-on-B; the first also runs the
-# tests that take no MPI (tests/conftest.py). Both print as they go, each line led by its
+# tests that take no MPI (tests/conftest.py). .ci/run runs these sessions itself, from
+# its own list of them: a session added here goes there too. Both print as they go, each line led by its
 # session's MPI: a line per test file when it is done, with the count of the session's
 # tests run so far, then failures, the reasons of skips and the summary.
 SHELL := /bin/bash
@@ -110,6 +111,23 @@ WITH_SLOW_OTHERS = QMPIGEN_SESSION_OTHERS=slow QMPIGEN_SESSION_MPIS=
 WHEELS_TEST = QMPIGEN_MPICH=$(MPICH) QMPIGEN_OPENMPI=$(OPENMPI) QMPIGEN_REQUIRE_MPIS=mpich,openmpi \
 	$(MPICH)/bin/python $(SESSION_PYTEST)
 
+# What the extended targets install with apt-get when it is missing: otf2-tools (its
+# otf2-print reads traces back: a missing reader fails, not skips), Debian's MPICH and
+# Open MPI with gfortran (the wheels have no Fortran), clang with its libFuzzer runtime,
+# clang-format. .ci/run makes ci-setup (at the end: all of them, the venvs, the lint and
+# docs tools) before it runs the targets' sessions two at a time.
+APT_INSTALL = { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends
+apt-otf2:
+	command -v otf2-print >/dev/null || $(APT_INSTALL) otf2-tools; }
+apt-debian:
+	command -v mpif90.mpich >/dev/null && command -v mpif90.openmpi >/dev/null && command -v gfortran >/dev/null \
+		&& command -v otf2-print >/dev/null || $(APT_INSTALL) libmpich-dev libopenmpi-dev gfortran otf2-tools; }
+apt-clang:
+	echo 'int LLVMFuzzerTestOneInput(const char *d, long n) { (void)d; (void)n; return 0; }' | \
+		clang -fsanitize=fuzzer -x c - -o /dev/null 2>/dev/null || $(APT_INSTALL) clang libclang-rt-14-dev; }
+apt-clang-format:
+	command -v clang-format >/dev/null || $(APT_INSTALL) clang-format; }
+
 # Everything but the trace tests, on both wheels.
 test: $(MPICH_STAMP) $(OPENMPI_STAMP)
 	@echo "== make test: an MPICH session and an Open MPI session side by side"
@@ -119,11 +137,8 @@ test-on-mpich: $(MPICH_STAMP) $(OPENMPI_STAMP)
 test-on-openmpi: $(MPICH_STAMP) $(OPENMPI_STAMP)
 	$(LIVE) $(WITH_SLOW_OTHERS)openmpi $(WHEELS_TEST) -m "not trace" tests $(PREFIXED)
 
-# The trace tool and `qmpigen trace` on both wheels, read back with OTF2's otf2-print
-# (installs otf2-tools with apt-get when missing; a missing reader fails, not skips).
-test-trace: $(MPICH_STAMP) $(OPENMPI_STAMP)
-	command -v otf2-print >/dev/null || \
-		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends otf2-tools; }
+# The trace tool and `qmpigen trace` on both wheels, read back with OTF2's otf2-print.
+test-trace: $(MPICH_STAMP) $(OPENMPI_STAMP) apt-otf2
 	$(SIDE_BY_SIDE) test-trace-on-mpich test-trace-on-openmpi
 test-trace-on-mpich: $(MPICH_STAMP) $(OPENMPI_STAMP)
 	$(LIVE) $(WITH_FAST_OTHERS)mpich QMPIGEN_REQUIRE_TRACE=1 $(WHEELS_TEST) -m trace tests $(PREFIXED)
@@ -149,15 +164,11 @@ test-threads-on-openmpi: $(MPICH_STAMP) $(OPENMPI_STAMP)
 # every MPI function family through the trace tool (tests/test_trace_families.py, read
 # back with otf2-print) (installs the MPIs, gfortran and otf2-tools with apt-get: the
 # wheels have no Fortran bindings).
-DEBIAN_MPIS_INSTALLED = command -v mpif90.mpich >/dev/null && command -v mpif90.openmpi >/dev/null && command -v gfortran >/dev/null \
-	&& command -v otf2-print >/dev/null || \
-	{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends libmpich-dev libopenmpi-dev gfortran otf2-tools; }
 DEBIAN_ENV = QMPIGEN_DEBIAN_MPIS=1 QMPIGEN_REQUIRE_MPIS=debian-mpich,debian-openmpi QMPIGEN_REQUIRE_FORTRAN=1 \
 	QMPIGEN_REQUIRE_TRACE=1
 DEBIAN_TEST = $(DEBIAN_ENV) $(MPICH)/bin/python -m pytest -q -p no:cacheprovider
 
-test-debian: $(MPICH_STAMP)
-	$(DEBIAN_MPIS_INSTALLED)
+test-debian: $(MPICH_STAMP) apt-debian
 	$(SIDE_BY_SIDE) test-debian-on-mpich test-debian-on-openmpi
 test-debian-on-mpich: $(MPICH_STAMP)
 	$(LIVE) $(ON_FIRST)debian-mpich $(DEBIAN_ENV) $(MPICH)/bin/python $(SESSION_PYTEST) -m "mpi and (not trace or families)" tests $(PREFIXED)
@@ -165,8 +176,7 @@ test-debian-on-openmpi: $(MPICH_STAMP)
 	$(LIVE) $(ON_SECOND)debian-openmpi $(DEBIAN_ENV) $(MPICH)/bin/python $(SESSION_PYTEST) -m "mpi and (not trace or families)" tests $(PREFIXED)
 
 # The Fortran programs alone (use mpi, mpif.h, use mpi_f08) on Debian's MPIs.
-test-fortran: $(MPICH_STAMP)
-	$(DEBIAN_MPIS_INSTALLED)
+test-fortran: $(MPICH_STAMP) apt-debian
 	$(DEBIAN_TEST) -m fortran tests
 
 # The compile-and-run tests with the core, tools and applications built with ASan+UBSan;
@@ -227,10 +237,7 @@ test-c: $(MPICH_STAMP) $(OPENMPI_STAMP)
 # libclang-rt-14-dev with apt-get when missing), and fuzz-trace: two at a time, each on
 # a core for its full time.
 FUZZ_SECONDS ?= 60
-fuzz: $(MPICH_STAMP)
-	echo 'int LLVMFuzzerTestOneInput(const char *d, long n) { (void)d; (void)n; return 0; }' | \
-		clang -fsanitize=fuzzer -x c - -o /dev/null 2>/dev/null || \
-		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends clang libclang-rt-14-dev; }
+fuzz: $(MPICH_STAMP) apt-clang
 	$(SIDE_BY_SIDE) fuzz-c fuzz-trace
 fuzz-c:
 	$(MAKE) --no-print-directory -C tests/c fuzz OUT=$(TEST_C) FUZZ_SECONDS=$(FUZZ_SECONDS)
@@ -264,8 +271,7 @@ bench: $(MPICH_STAMP) $(if $(BENCH_OWN_MPI),,$(MPI_STAMP))
 # Fortran rows on Debian's MPICH and Open MPI (the wheels have no Fortran):
 # MPI_COMM_RANK from `use mpi` through the MPI's own binding and the core's entry, beside
 # every C row; installs the MPIs and gfortran with apt-get when missing.
-bench-fortran: $(MPICH_STAMP)
-	$(DEBIAN_MPIS_INSTALLED)
+bench-fortran: $(MPICH_STAMP) apt-debian
 	$(MPICH)/bin/python -c 'import matplotlib' 2>/dev/null || \
 		$(MPICH)/bin/pip install --quiet --disable-pip-version-check matplotlib
 	$(MPICH)/bin/python bench/bench.py --mpicc /usr/bin/mpicc.mpich --mpiexec /usr/bin/mpiexec.mpich \
@@ -287,9 +293,7 @@ $(LINT_STAMP): $(MPICH_STAMP) pyproject.toml
 	$(MPICH)/bin/pip install --quiet --disable-pip-version-check -e '.[test,trace,lint]'
 	touch $@
 
-lint: $(LINT_STAMP)
-	command -v clang-format >/dev/null || \
-		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends clang-format; }
+lint: $(LINT_STAMP) apt-clang-format
 	$(MPICH)/bin/ruff check qmpigen tests bench
 	$(MPICH)/bin/ruff format --check qmpigen tests bench
 	$(MPICH)/bin/mypy
@@ -312,6 +316,9 @@ docs: $(DOCS_STAMP)
 	if command -v chromium >/dev/null; then $(MPICH)/bin/python tests/site_render.py $(abspath $(OUT))/site; \
 	else echo "make docs: chromium is not installed: pages not checked at 1280 px (apt-get install chromium)"; fi
 	@echo "the manual: $(abspath $(OUT))/site/index.html"
+
+# Everything .ci/run's targets install, made once before their sessions run side by side.
+ci-setup: $(MPICH_STAMP) $(OPENMPI_STAMP) $(LINT_STAMP) $(DOCS_STAMP) apt-otf2 apt-debian apt-clang apt-clang-format
 
 clean:
 	rm -rf $(OUT)

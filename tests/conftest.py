@@ -17,6 +17,7 @@ profile): the same examples every run, so a failure always reproduces.
 from __future__ import annotations
 
 import atexit
+import fcntl
 import functools
 import os
 import re
@@ -426,28 +427,30 @@ def sanitized_make_args(args: Sequence[str]) -> List[str]:
 
 
 # QMPIGEN_BUILD_CACHE names a directory (.ci/run: one of its own, removed when it ends)
-# where a session's core and sample tools are kept for the later sessions of the run
+# where a session's core and sample tools are kept for the other sessions of the run
 # with the same MPI and flags: `make test`, `make test-threads` and `make test-trace`
-# each built the same ones. Sessions side by side have different MPIs; a directory
-# without its marker (a session stopped while building) is built again.
+# each built the same ones. Two sessions of one MPI may run side by side (.ci/run runs
+# every target's sessions two at a time): the second waits on the first's lock. A
+# directory without its marker (a session stopped while building) is built again.
 BUILD_CACHE = os.environ.get("QMPIGEN_BUILD_CACHE")
 BUILT_MARKER = ".built"
 
 
 def built_once(name: str, tmp_path_factory, build) -> Path:
-    """A directory build(directory) filled: new in this session, or that an earlier
+    """A directory build(directory) filled: new in this session, or that another
     session of this run (QMPIGEN_BUILD_CACHE) built the same way."""
     if not BUILD_CACHE:
         directory = tmp_path_factory.mktemp(name)
         build(directory)
         return directory
     directory = Path(BUILD_CACHE) / f"{name}{'-sanitize' if SANITIZE else ''}"
-    if (directory / BUILT_MARKER).exists():
-        return directory
-    shutil.rmtree(directory, ignore_errors=True)
-    directory.mkdir(parents=True)
-    build(directory)
-    (directory / BUILT_MARKER).write_text("")
+    with open(f"{directory}.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file is closed
+        if not (directory / BUILT_MARKER).exists():
+            shutil.rmtree(directory, ignore_errors=True)
+            directory.mkdir(parents=True)
+            build(directory)
+            (directory / BUILT_MARKER).write_text("")
     return directory
 
 
