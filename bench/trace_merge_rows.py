@@ -44,6 +44,10 @@ def run_merge_rows(mpi: Mpi, bindir: Path, quick: bool) -> Dict:
     try:
         env = dict(mpi.env)
         env.update({"TOOLS": str(bindir / "libqbtrace.so"), "QMPI_TRACE_DIR": str(work / "run")})
+        # Python as a user has it (as codegen_bench.py): the first merge writes the bytecode
+        # of the modules the merge imports as it goes, the later ones load it (with
+        # PYTHONDONTWRITEBYTECODE set, as on this project's CI machine, each would compile them).
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
         launcher = list(mpi.mpiexec)
         if any("openmpi" in part.lower() or "ompi" in part.lower() for part in launcher + [mpi.mpicc]):
             launcher.append("--oversubscribe")

@@ -13,7 +13,7 @@ from typing import Tuple
 import numpy as np
 
 from . import semantics
-from .match import take
+from .match import concatenate, take
 from .otf2_ops import (
     CANCELLED,
     COMPLETE_COLLECTIVE,
@@ -110,7 +110,7 @@ def completion_events(
     sender = shown_ranks(g, sender_world, done_gid, np.where(recv_done, source, -1))
     completed = _completed(p, info, rank_file, position, keep, kind, k, sender, done_gid, recv_done, coll_done)
     _on_objects(p, rank_file, completed, k[keep], io_done[keep], rma_done[keep])
-    completion = np.concatenate([completed, _started(p, rank_file.rank, persistent)])
+    completion = concatenate([completed, _started(p, rank_file.rank, persistent)])
     receives = endpoints(
         len(r),
         sender=sender_world[r],

@@ -24,7 +24,7 @@ import numpy as np
 from . import semantics
 from .completions import COMPLETION_DTYPE, completion_events, persistent_starts
 from .layout import FILE_MODES
-from .match import take
+from .match import concatenate, take
 from .otf2_ops import (
     COMPLETE_RMA,
     IO_FLAG_COLLECTIVE,
@@ -90,15 +90,18 @@ class Classes:
     is_collective: np.ndarray
     is_io: np.ndarray
     io_write: np.ndarray
-    counted_reads: np.ndarray  # bytes are the status's count (_counted_reads)
+    io_rows: np.ndarray  # np.flatnonzero(is_io)
+    io_counted: np.ndarray  # per I/O row: its bytes are the status's count (_counted_reads)
 
 
-def _counted_reads(rank_file: RankFile, calls: np.ndarray) -> np.ndarray:
-    """The calls whose bytes are the status's count (a short read's: 0 too). A split
-    collective's _end reports its _begin's bytes again: the _begin has them, the _end
-    moves none."""
-    counted = (calls["recv_bytes"] > 0) | (calls["flags"] & CALL_STATUS_BYTES != 0)
-    return counted & ~semantics.per_call(rank_file, calls["func"], lambda name, _: semantics.split_io_end(name), bool)
+def _counted_reads(rank_file: RankFile, calls: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Of the calls `rows` (the I/O calls: a few of a file's, and each column of `calls`
+    is strided), those whose bytes are the status's count (a short read's: 0 too). A
+    split collective's _end reports its _begin's bytes again: the _begin has them, the
+    _end moves none."""
+    counted = (calls["recv_bytes"][rows] > 0) | (calls["flags"][rows] & CALL_STATUS_BYTES != 0)
+    split_end = semantics.per_call(rank_file, calls["func"][rows], lambda name, _: semantics.split_io_end(name), bool)
+    return counted & ~split_end
 
 
 def _classify(p: Pass2, info, rank_file: RankFile, calls: np.ndarray, position: np.ndarray) -> Classes:
@@ -122,6 +125,8 @@ def _classify(p: Pass2, info, rank_file: RankFile, calls: np.ndarray, position: 
     request_id = np.zeros(n, np.uint64)
     rr = g.requests[rank]
     request_id[position[info.starts]] = rr.request_id[info.start_offset : info.start_offset + len(info.starts)]
+    is_io = kinds(semantics.IO) & (calls["file"] >= 0)
+    io_rows = np.flatnonzero(is_io)
     return Classes(
         kinds,
         comm_gid,
@@ -138,9 +143,10 @@ def _classify(p: Pass2, info, rank_file: RankFile, calls: np.ndarray, position: 
         started & kinds(semantics.REQUEST_RECEIVES) & has_comm,
         started & kinds(semantics.REQUEST_COLLECTIVES) & has_comm,
         kinds(semantics.COLLECTIVES) & has_comm,
-        kinds(semantics.IO) & (calls["file"] >= 0),
+        is_io,
         kinds(semantics.IO_WRITES),
-        _counted_reads(rank_file, calls),
+        io_rows,
+        _counted_reads(rank_file, calls, io_rows),
     )
 
 
@@ -156,18 +162,18 @@ def file_events(
     if p.archive is not None:
         columns, at_syncs = _call_columns(p, rank_file, calls, c, enter, leave)
         if len(at_syncs):  # the completions stay ordered by call, as the event loop walks them
-            completion = np.concatenate([completion, at_syncs])
+            completion = concatenate([completion, at_syncs])
             completion = take(completion, np.argsort(completion["call"], kind="stable"))
-    io_rows = np.flatnonzero(c.is_io)
-    io_bytes = np.where(c.io_write | ~c.counted_reads, calls["bytes"], calls["recv_bytes"])
+    io_rows, io_write = c.io_rows, c.io_write[c.io_rows]
+    io_bytes = np.where(io_write | ~c.io_counted, calls["bytes"][io_rows], calls["recv_bytes"][io_rows])
     return FileEvents(
         sends,
-        np.concatenate([receives, completed_receives]),
+        concatenate([receives, completed_receives]),
         columns,
         completion,
         io_rows,
-        c.io_write[io_rows],
-        np.maximum(io_bytes[io_rows], 0),
+        io_write,
+        np.maximum(io_bytes, 0),
     )
 
 
@@ -175,10 +181,10 @@ def _messages(p: Pass2, rank_file: RankFile, calls, c: Classes, persistent, ente
     """Message endpoints, world ranks: a send at its call's enter (blocking, Isend, a
     persistent send's start), a receive at its leave (blocking, Sendrecv's receive)."""
     rank, thread, rr, ps = rank_file.rank, rank_file.thread, p.g.requests[rank_file.rank], persistent.ps
-    s = c.is_send | c.is_isend
+    s = np.flatnonzero(c.is_send | c.is_isend)
     p_send = persistent.send
     sends = endpoints(
-        int(s.sum()) + int(p_send.sum()),
+        len(s) + int(p_send.sum()),
         sender=rank,
         receiver=np.concatenate([calls["peer"][s], rr.peer[ps][p_send]]),
         comm=np.concatenate([c.comm_gid[s], rr.comm[ps][p_send]]),
@@ -187,15 +193,16 @@ def _messages(p: Pass2, rank_file: RankFile, calls, c: Classes, persistent, ente
         time=np.concatenate([enter[s], leave[persistent.call[p_send]]]),
         thread=thread,
     )
-    sends = take(sends, np.argsort(sends["time"], kind="stable"))
-    recv_tag = np.where(c.is_sendrecv, calls["recv_tag"], calls["tag"])
-    r = c.is_recv
+    time = sends["time"]
+    if len(sends) > 1 and not (time[1:] >= time[:-1]).all():  # persistent starts among them (else in order)
+        sends = take(sends, np.argsort(time, kind="stable"))
+    r = np.flatnonzero(c.is_recv)  # rows, found once for the columns below (each strided in `calls`)
     receives = endpoints(
-        int(r.sum()),
+        len(r),
         sender=calls["source"][r],
         receiver=rank,
         comm=c.comm_gid[r],
-        tag=recv_tag[r],
+        tag=np.where(c.is_sendrecv[r], calls["recv_tag"][r], calls["tag"][r]),
         bytes=calls["recv_bytes"][r],
         time=leave[r],
         thread=thread,
@@ -245,14 +252,13 @@ def _io_columns(p: Pass2, rank_file, calls, c: Classes, op, columns) -> None:
     for i in np.flatnonzero(is_io | is_open | is_close).tolist():
         comm = p.archive.comms.get(int(comm_gid[i])) if comm_gid[i] >= 0 else None
         columns["comm"][i] = io_handle(p, rank_file, int(calls["file"][i]), comm)
-    rows = np.flatnonzero(is_io)
+    rows = c.io_rows
     op[rows] = np.where(started[rows], OP_IO_NONBLOCKING, OP_IO)
     columns["tag"][rows] = np.where(io_write[rows], IO_MODE_WRITE, IO_MODE_READ)
-    collective = semantics.per_call(rank_file, calls["func"], lambda name, _: semantics.collective_io(name), bool)
-    columns["recv_tag"][rows] = np.where(collective[rows], IO_FLAG_COLLECTIVE, 0)
+    collective = semantics.per_call(rank_file, calls["func"][rows], lambda name, _: semantics.collective_io(name), bool)
+    columns["recv_tag"][rows] = np.where(collective, IO_FLAG_COLLECTIVE, 0)
     columns["request"][rows] = np.where(started[rows], columns["request"][rows], BLOCKING_IO | rows.astype(np.uint64))
-    counted = c.counted_reads[rows]
-    reads = rows[~io_write[rows] & counted]
+    reads = rows[~io_write[rows] & c.io_counted]
     columns["bytes"][reads] = calls["recv_bytes"][reads]
     op[is_open], op[is_close] = OP_IO_CREATE, OP_IO_DESTROY
     mode = calls["tag"][is_open].astype(np.int64)

@@ -223,10 +223,10 @@ def per_call(rank_file: RankFile, func: np.ndarray, value_of: Callable[[str, str
 
 def by_code(table: np.ndarray, func: np.ndarray, missing: int) -> np.ndarray:
     """Per call, table[its function code], `missing` for a code past the table: one
-    gather in the table's own type (no 8-byte temporaries, no np.where and copy)."""
-    values = table[np.minimum(func, len(table) - 1)]
-    values[func >= len(table)] = missing
-    return values
+    gather in the table's own type, `missing` placed after the table for np.take's
+    clipping to find (a third of the time of a clip, a gather and a mask: `func` is
+    a strided column of the calls)."""
+    return np.take(np.append(table, np.array(missing, table.dtype)), func, mode="clip")
 
 
 _KIND_TABLE: list = [lambda: None, None]  # the last file's (weak reference, table): one file at a time
@@ -255,7 +255,7 @@ def kinds_in(per_call: np.ndarray, kinds: Iterable[str]) -> np.ndarray:
     """Per call (call_kinds' index, or any kind index below 256: 255 is none), whether its
     function is of one of these kinds: a table lookup (np.isin's setup costs more than
     the lookup on a file of few calls, and a merge of 8,192 files asks 80,000 times)."""
-    return _kinds_table(frozenset(kinds))[per_call]
+    return np.take(_kinds_table(frozenset(kinds)), per_call, mode="clip")  # every u8 index is in the table
 
 
 @functools.lru_cache(maxsize=64)
