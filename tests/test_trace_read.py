@@ -140,6 +140,17 @@ def test_a_call_with_an_unknown_function_is_where_reading_stops(tmp_path, monkey
     assert got.problem.startswith("corrupt call record at byte") and len(got.calls) == 306
 
 
+@pytest.mark.parametrize("packed", [False, True])
+def test_a_call_that_left_before_it_entered_is_where_reading_stops(tmp_path, monkeypatch, packed):
+    """The C check (qmpi_first_bad_call) and numpy's find the same first bad call, in a
+    long record or a packed one, with good calls after it that must not count."""
+    call = packed_call(3, 99999) if packed else long_call(1, 99999)
+    bad = call[:16] + struct.pack("<Q", 99990) + call[24:]  # the leave (offset 16 in both): before the enter
+    got = read_both(tmp_path, rank_file(long_call(1, 99000) + bad + long_call(1, 100000)), monkeypatch)
+    assert got.problem.startswith("corrupt call record at byte") and len(got.calls) == 307
+    assert got.calls["enter"][-1] == 99000
+
+
 def test_a_c_loops_build_of_another_version_is_not_used(monkeypatch, capsys):
     """A stale _loops build (its structs laid out for other Python) would read out of
     bounds: one of another ABI, or without an ABI number (before it had one), is refused

@@ -496,9 +496,29 @@ int64_t qmpi_scan_records(const uint8_t *data, int64_t pos, int64_t end, const s
     return pos;
 }
 
+/* The index of the first of n calls (rows of call_size bytes) that left before it
+ * entered or whose function code the file does not name (valid[code] == 0), else n: one
+ * pass over the rows' heads, where numpy's three strided passes over the columns read
+ * every row three times. `at`: the offsets of the u16 code and the u64 enter and leave. */
+int64_t qmpi_first_bad_call(const uint8_t *calls, int64_t n, int64_t call_size, const uint8_t *valid,
+                            const int64_t *at)
+{
+    for (int64_t i = 0; i < n; i++) {
+        const uint8_t *row = calls + i * call_size;
+        uint16_t code;
+        uint64_t enter, leave;
+        memcpy(&code, row + at[0], sizeof code);
+        memcpy(&enter, row + at[1], sizeof enter);
+        memcpy(&leave, row + at[2], sizeof leave);
+        if (leave < enter || !valid[code])
+            return i;
+    }
+    return n;
+}
+
 /* The layout of the structs above and of every function's arguments: loops.py refuses
  * a build of another (a stale extension beside newer Python would read out of bounds). */
-#define QMPI_LOOPS_ABI 4
+#define QMPI_LOOPS_ABI 5
 int qmpi_loops_abi(void)
 {
     return QMPI_LOOPS_ABI;

@@ -74,6 +74,7 @@ class Classes:
     communicators."""
 
     kinds: Callable[[object], np.ndarray]  # kinds(names) -> the calls of those kinds
+    codes: np.ndarray  # the calls' function codes, contiguous (calls["func"] is strided: a pass reads every record)
     comm_gid: np.ndarray
     has_comm: np.ndarray
     peer_local: np.ndarray
@@ -94,30 +95,37 @@ class Classes:
     io_counted: np.ndarray  # per I/O row: its bytes are the status's count (_counted_reads)
 
 
-def _counted_reads(rank_file: RankFile, calls: np.ndarray, rows: np.ndarray) -> np.ndarray:
+def _counted_reads(rank_file: RankFile, calls: np.ndarray, codes: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """Of the calls `rows` (the I/O calls: a few of a file's, and each column of `calls`
     is strided), those whose bytes are the status's count (a short read's: 0 too). A
     split collective's _end reports its _begin's bytes again: the _begin has them, the
     _end moves none."""
     counted = (calls["recv_bytes"][rows] > 0) | (calls["flags"][rows] & CALL_STATUS_BYTES != 0)
-    split_end = semantics.per_call(rank_file, calls["func"][rows], lambda name, _: semantics.split_io_end(name), bool)
+    split_end = semantics.per_call(rank_file, codes[rows], lambda name, _: semantics.split_io_end(name), bool)
     return counted & ~split_end
 
 
-def _classify(p: Pass2, info, rank_file: RankFile, calls: np.ndarray, position: np.ndarray) -> Classes:
+def _classify(
+    p: Pass2,
+    info,
+    rank_file: RankFile,
+    calls: np.ndarray,
+    codes: np.ndarray,
+    comm_gid: np.ndarray,
+    position: np.ndarray,
+) -> Classes:
     g, rank, n = p.g, rank_file.rank, len(calls)
 
-    per_call_kind = semantics.call_kinds(rank_file, calls["func"])
+    per_call_kind = semantics.call_kinds(rank_file, codes)
 
     def kinds(wanted) -> np.ndarray:
         return semantics.kinds_in(per_call_kind, wanted)
 
-    comm_gid = lookup(*g.comm_tables[rank], calls["comm"])
     has_comm = comm_gid >= 0
     peer_local = local_ranks(g, calls["peer"], comm_gid)
     source_local = local_ranks(g, calls["source"], comm_gid)
-    to_peer = has_comm & (calls["peer"] >= 0) & (peer_local >= 0)
-    from_source = has_comm & (calls["source"] >= 0) & (source_local >= 0)
+    to_peer = peer_local >= 0  # local_ranks: a rank only for a known communicator and a rank >= 0
+    from_source = source_local >= 0
     is_send = kinds(semantics.SENDS) & to_peer
     is_recv = kinds(semantics.RECEIVES) & from_source
     started = np.zeros(n, bool)
@@ -125,10 +133,13 @@ def _classify(p: Pass2, info, rank_file: RankFile, calls: np.ndarray, position: 
     request_id = np.zeros(n, np.uint64)
     rr = g.requests[rank]
     request_id[position[info.starts]] = rr.request_id[info.start_offset : info.start_offset + len(info.starts)]
-    is_io = kinds(semantics.IO) & (calls["file"] >= 0)
-    io_rows = np.flatnonzero(is_io)
+    io_rows = np.flatnonzero(kinds(semantics.IO))
+    io_rows = io_rows[calls["file"][io_rows] >= 0]  # the rows' files only: a column's pass reads every record
+    is_io = np.zeros(n, bool)
+    is_io[io_rows] = True
     return Classes(
         kinds,
+        codes,
         comm_gid,
         has_comm,
         peer_local,
@@ -146,15 +157,24 @@ def _classify(p: Pass2, info, rank_file: RankFile, calls: np.ndarray, position: 
         is_io,
         kinds(semantics.IO_WRITES),
         io_rows,
-        _counted_reads(rank_file, calls, io_rows),
+        _counted_reads(rank_file, calls, codes, io_rows),
     )
 
 
 def file_events(
-    p: Pass2, info, rank_file: RankFile, calls: np.ndarray, enter: np.ndarray, leave: np.ndarray, position
+    p: Pass2,
+    info,
+    rank_file: RankFile,
+    calls: np.ndarray,
+    codes: np.ndarray,
+    comm_gid: np.ndarray,
+    enter: np.ndarray,
+    leave: np.ndarray,
+    position,
 ) -> FileEvents:
-    """`calls` in time order, `position`: file index -> time-order index."""
-    c = _classify(p, info, rank_file, calls, position)
+    """`calls` in time order, `codes` their function codes (contiguous), `comm_gid` their
+    merged communicators (-1: none); `position`: file index -> time-order index."""
+    c = _classify(p, info, rank_file, calls, codes, comm_gid, position)
     persistent = persistent_starts(p, info, rank_file, position)
     completion, completed_receives = completion_events(p, info, rank_file, position, leave, persistent)
     sends, receives = _messages(p, rank_file, calls, c, persistent, enter, leave)
@@ -220,7 +240,7 @@ def _call_columns(p: Pass2, rank_file: RankFile, calls, c: Classes, enter, leave
     op[c.is_send], op[c.is_recv], op[c.is_sendrecv] = OP_SEND, OP_RECV, OP_SENDRECV
     op[c.is_isend], op[c.is_irecv], op[c.is_icollective] = OP_ISEND, OP_IRECV_REQUEST, OP_ICOLLECTIVE
     op[c.is_collective] = OP_COLLECTIVE
-    op_of = semantics.per_call(rank_file, calls["func"], lambda name, _: semantics.collective_op_value(name), np.int64)
+    op_of = semantics.per_call(rank_file, c.codes, lambda name, _: semantics.collective_op_value(name), np.int64)
     collective = c.is_collective | c.is_icollective
     columns["peer"] = np.where(
         collective,
@@ -238,7 +258,7 @@ def _call_columns(p: Pass2, rank_file: RankFile, calls, c: Classes, enter, leave
     columns["peer"][receive_only] = columns["recv_peer"][receive_only]
     columns["bytes"][receive_only] = columns["recv_bytes"][receive_only]
     _io_columns(p, rank_file, calls, c, op, columns)
-    at_syncs = _rma_columns(p, rank_file, calls, c.kinds, c.started, op, columns)
+    at_syncs = _rma_columns(p, rank_file, calls, c, op, columns)
     columns["op"] = op
     return columns, at_syncs
 
@@ -246,16 +266,15 @@ def _call_columns(p: Pass2, rank_file: RankFile, calls, c: Classes, enter, leave
 def _io_columns(p: Pass2, rank_file, calls, c: Classes, op, columns) -> None:
     """MPI-IO: reads and writes as I/O operations on the rank's handle of the file (defined
     at its first use), File_open and File_close as the handle's creation and destruction."""
-    kinds, comm_gid, started, is_io, io_write = c.kinds, c.comm_gid, c.started, c.is_io, c.io_write
-    is_open = kinds({"file_open"}) & (calls["file"] >= 0)
-    is_close = kinds({"file_close"}) & (calls["file"] >= 0)
-    for i in np.flatnonzero(is_io | is_open | is_close).tolist():
+    kinds, comm_gid, started, io_write = c.kinds, c.comm_gid, c.started, c.io_write
+    is_open, is_close = (_of_kind_with_file(calls, kinds({kind})) for kind in ("file_open", "file_close"))
+    for i in np.flatnonzero(c.is_io | is_open | is_close).tolist():
         comm = p.archive.comms.get(int(comm_gid[i])) if comm_gid[i] >= 0 else None
         columns["comm"][i] = io_handle(p, rank_file, int(calls["file"][i]), comm)
     rows = c.io_rows
     op[rows] = np.where(started[rows], OP_IO_NONBLOCKING, OP_IO)
     columns["tag"][rows] = np.where(io_write[rows], IO_MODE_WRITE, IO_MODE_READ)
-    collective = semantics.per_call(rank_file, calls["func"][rows], lambda name, _: semantics.collective_io(name), bool)
+    collective = semantics.per_call(rank_file, c.codes[rows], lambda name, _: semantics.collective_io(name), bool)
     columns["recv_tag"][rows] = np.where(collective, IO_FLAG_COLLECTIVE, 0)
     columns["request"][rows] = np.where(started[rows], columns["request"][rows], BLOCKING_IO | rows.astype(np.uint64))
     reads = rows[~io_write[rows] & c.io_counted]
@@ -268,12 +287,21 @@ def _io_columns(p: Pass2, rank_file, calls, c: Classes, op, columns) -> None:
     )
 
 
-def _rma_columns(p: Pass2, rank_file, calls, kinds, started, op, columns) -> np.ndarray:
+def _of_kind_with_file(calls: np.ndarray, of_kind: np.ndarray) -> np.ndarray:
+    """Of the calls of a kind (a mask), those that name a file: the file column read at
+    their rows only."""
+    rows = np.flatnonzero(of_kind)
+    of_kind[rows[calls["file"][rows] < 0]] = False
+    return of_kind
+
+
+def _rma_columns(p: Pass2, rank_file, calls, c: Classes, op, columns) -> np.ndarray:
     """One-sided operations on their merged window (an OTF2 RmaWin): put, get or atomic;
     the completions (COMPLETION_FIELDS) of those without a request, in the calls that
     complete them (qmpigen.trace.rma; none where the trace shows no such call)."""
-    done = np.zeros(0, COMPLETION_DTYPE)
-    rows = np.flatnonzero(kinds(semantics.RMA) & (calls["window"] >= 0) & (calls["peer"] >= 0))
+    kinds, started, done = c.kinds, c.started, np.zeros(0, COMPLETION_DTYPE)
+    rows = np.flatnonzero(kinds(semantics.RMA))
+    rows = rows[(calls["window"][rows] >= 0) & (calls["peer"][rows] >= 0)]
     if not len(rows):
         return done
     tables = p.g.window_tables.get(rank_file.rank, (np.zeros(0, np.int64), np.zeros(0, np.int64)))
@@ -287,12 +315,12 @@ def _rma_columns(p: Pass2, rank_file, calls, kinds, started, op, columns) -> np.
     columns["peer"][rows] = target
     put, get = kinds({"rma_put"})[rows], kinds({"rma_get"})[rows]
     atomic = semantics.per_call(
-        rank_file, calls["func"][rows], lambda name, _: RMA_ATOMIC + semantics.rma_atomic_type(name), np.int64
+        rank_file, c.codes[rows], lambda name, _: RMA_ATOMIC + semantics.rma_atomic_type(name), np.int64
     )
     columns["tag"][rows] = np.select([put, get], [RMA_PUT, RMA_GET], atomic)
     columns["request"][rows] = np.where(started[rows], columns["request"][rows], BLOCKING_IO | rows.astype(np.uint64))
     op[rows] = OP_RMA_REQUEST  # its completion, if any, where it completes
-    scope = semantics.per_call(rank_file, calls["func"], lambda name, _: semantics.RMA_COMPLETES.get(name, 0), np.int64)
+    scope = semantics.per_call(rank_file, c.codes, lambda name, _: semantics.RMA_COMPLETES.get(name, 0), np.int64)
     syncs = np.flatnonzero((scope > 0) & (calls["window"] >= 0))
     blocking = ~started[rows]
     at = completing_call(

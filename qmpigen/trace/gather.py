@@ -123,12 +123,14 @@ def _pass1(path: Path, report: MergeReport, members: Dict[Tuple[int, ...], Tuple
         int(calls["enter"].min()) if len(calls) else 0,
         int(calls["leave"].max()) if len(calls) else 0,
     )
-    init = codes_in(calls["func"], _codes(rank_file, {"MPI_Init", "MPI_Init_thread"}))
-    finalize = codes_in(calls["func"], _codes(rank_file, {"MPI_Finalize"}))
+    codes = np.ascontiguousarray(calls["func"])  # once: each pass over a column reads every record
+    init = codes_in(codes, _codes(rank_file, {"MPI_Init", "MPI_Init_thread"}))
+    finalize = codes_in(codes, _codes(rank_file, {"MPI_Finalize"}))
     info.init_leave = int(calls["leave"][init].max()) if init.any() else None
     info.finalize_enter = int(calls["enter"][finalize].min()) if finalize.any() else None
     has_request = calls["flags"] & CALL_HAS_REQUEST != 0
-    starts = np.flatnonzero(semantics.of_kinds(rank_file, calls["func"], semantics.REQUEST_STARTS) & has_request)
+    kind = semantics.call_kinds(rank_file, codes)
+    starts = np.flatnonzero(semantics.kinds_in(kind, semantics.REQUEST_STARTS) & has_request)
     done = rank_file.completions
     started = np.flatnonzero(done["flags"] & REQUEST_STARTED != 0)
     info.starts, info.started = starts, started
@@ -139,7 +141,7 @@ def _pass1(path: Path, report: MergeReport, members: Dict[Tuple[int, ...], Tuple
     start["handle"][len(starts) :] = done["request"][started]
     start["time"][len(starts) :] = calls["leave"][done["call"][started]].astype(np.int64)
     info.start = start
-    inits = np.flatnonzero(semantics.of_kinds(rank_file, calls["func"], semantics.PERSISTENT_INITS) & has_request)
+    inits = np.flatnonzero(semantics.kinds_in(kind, semantics.PERSISTENT_INITS) & has_request)
     info.inits = np.zeros(len(inits), START_DTYPE)
     info.inits["handle"], info.inits["time"] = calls["request"][inits], calls["leave"][inits].astype(np.int64)
     fill_start(info.inits, rank_file, calls, inits)

@@ -172,11 +172,12 @@ def _merge(directory: Path, out: Path, level: Optional[int], outputs: FrozenSet[
             leave = np.maximum(leave, enter)
             # functions: the file's codes -> timeline indices (one name table for all), for
             # the functions called only (a file may define thousands it never calls)
-            called = np.unique(calls["func"]).tolist()
+            codes = np.ascontiguousarray(calls["func"])  # once: each pass over a column reads every record
+            called = np.flatnonzero(np.bincount(codes)).tolist()  # ascending, as np.unique (which sorts)
             to_index = np.zeros(max(rank_file.functions) + 1, np.int64)
             for code in called:
                 to_index[code] = timeline.function_index(rank_file.functions[code])
-            func = to_index[calls["func"]]
+            func = to_index[codes]
             names = timeline.functions
             comm_gid = lookup(*comm_tables[rank], calls["comm"])
             undefined = (calls["comm"] != -1) & (comm_gid < 0)
@@ -187,7 +188,7 @@ def _merge(directory: Path, out: Path, level: Optional[int], outputs: FrozenSet[
                     f"rank does not define (first: {int(calls['comm'][undefined][0])}); merged "
                     "without it",
                 )
-            found = file_events(pass2, info, rank_file, calls, enter, leave, position)
+            found = file_events(pass2, info, rank_file, calls, codes, comm_gid, enter, leave, position)
             for type_id, (size, name) in rank_file.types.items():
                 constructor, lb, extent = rank_file.type_shapes.get(type_id, ("unknown", 0, 0))
                 if constructor != "NAMED":  # a derived datatype: what a simulator needs to replay volumes

@@ -70,9 +70,9 @@ def read_records(data: Data, pos: int, out: RankFile, end: Optional[int] = None)
         calls, offsets, completions, problem = _scan_native(lib, data, pos, end, out)
     else:
         calls, offsets, completions, problem = _scan_python(data, pos, end, out)
-    bad = (calls["leave"] < calls["enter"]) | ~records.codes_in(calls["func"], out.functions)
-    if bad.any():  # read again up to the first bad call, so nothing after it counts
-        at = int(offsets[int(np.argmax(bad))])
+    first_bad = _first_bad_call(lib, calls, out.functions)
+    if first_bad < len(calls):  # read again up to the first bad call, so nothing after it counts
+        at = int(offsets[first_bad])
         fresh = RankFile(
             out.path,
             out.rank,
@@ -93,6 +93,26 @@ def read_records(data: Data, pos: int, out: RankFile, end: Optional[int] = None)
     if len(completions):
         out.completions = completions
     return problem
+
+
+def _first_bad_call(lib, calls: np.ndarray, functions) -> int:
+    """The index of the first call that left before it entered or whose function code the
+    file does not name; len(calls) if none."""
+    valid = np.zeros(records.MAX_FUNCTION_CODE + 1, bool)  # a u16 code is always in the table
+    valid[np.fromiter(functions, np.int64, len(functions))] = True
+    if lib is None or not len(calls) or not calls.flags.c_contiguous:
+        bad = (calls["leave"] < calls["enter"]) | ~np.take(valid, calls["func"], mode="clip")
+        return int(np.argmax(bad)) if bad.any() else len(calls)
+    first_bad = lib.qmpi_first_bad_call
+    first_bad.restype = ctypes.c_int64
+    at = np.array([CALL_DTYPE.fields[name][1] for name in ("func", "enter", "leave")], np.int64)
+    return first_bad(
+        ctypes.c_void_p(calls.ctypes.data),
+        ctypes.c_int64(len(calls)),
+        ctypes.c_int64(CALL_DTYPE.itemsize),
+        ctypes.c_void_p(valid.ctypes.data),
+        ctypes.c_void_p(at.ctypes.data),
+    )
 
 
 class _Kinds(ctypes.Structure):
