@@ -119,7 +119,10 @@ class Timeline:
         func = func[shown]
         first, last = self.column_span(enter_ns[shown], leave_ns[shown])
         track = self.columns[(rank, thread)]
-        order = np.argsort(func, kind="stable")  # grouped by function in one sort (a file may have thousands)
+        # grouped by function in one sort (a file may have thousands); numpy sorts 16-bit
+        # keys stably by radix, in a third of the time of 8-byte ones
+        keys = func.astype(np.uint16) if len(self.functions) <= 1 << 16 else func
+        order = np.argsort(keys, kind="stable")
         for mine in np.split(order, np.flatnonzero(np.diff(func[order])) + 1) if len(order) else ():
             f = int(func[mine[0]])
             used = _cover(first[mine], last[mine])
