@@ -105,14 +105,16 @@ def _first_bad_call(lib, calls: np.ndarray, functions) -> int:
         return int(np.argmax(bad)) if bad.any() else len(calls)
     first_bad = lib.qmpi_first_bad_call
     first_bad.restype = ctypes.c_int64
-    at = np.array([CALL_DTYPE.fields[name][1] for name in ("func", "enter", "leave")], np.int64)
     return first_bad(
         ctypes.c_void_p(calls.ctypes.data),
         ctypes.c_int64(len(calls)),
         ctypes.c_int64(CALL_DTYPE.itemsize),
         ctypes.c_void_p(valid.ctypes.data),
-        ctypes.c_void_p(at.ctypes.data),
+        ctypes.c_void_p(_HEAD_AT.ctypes.data),
     )
+
+
+_HEAD_AT = np.array([CALL_DTYPE.fields[name][1] for name in ("func", "enter", "leave")], np.int64)
 
 
 class _Kinds(ctypes.Structure):
