@@ -105,15 +105,8 @@ def _counted_reads(rank_file: RankFile, calls: np.ndarray, codes: np.ndarray, ro
     return counted & ~split_end
 
 
-def _classify(
-    p: Pass2,
-    info,
-    rank_file: RankFile,
-    calls: np.ndarray,
-    codes: np.ndarray,
-    comm_gid: np.ndarray,
-    position: np.ndarray,
-) -> Classes:
+def _classify(p: Pass2, info, rank_file: RankFile, calls, codes, comm_gid, position) -> Classes:
+    """What file_events' calls are (its arguments)."""
     g, rank, n = p.g, rank_file.rank, len(calls)
 
     per_call_kind = semantics.call_kinds(rank_file, codes)
