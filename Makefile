@@ -91,7 +91,8 @@ wheel: $(MPICH_STAMP)
 # tests that take no MPI (tests/conftest.py). Both print as they go, each line led by its
 # session's MPI: a line per test file when it is done, with the count of the session's
 # tests run so far, then failures, the reasons of skips and the summary. .ci/run runs
-# the sessions itself, from its own list of them: a session added here goes there too.
+# the sessions itself, from its own list of them: a session added here goes there too
+# (tests/test_ci_pool.py checks).
 SHELL := /bin/bash
 SIDE_BY_SIDE = $(MAKE) --no-print-directory -j2
 SESSION_PYTEST = -m pytest -p no:cacheprovider -rs -o console_output_style=count

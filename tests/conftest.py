@@ -444,6 +444,7 @@ def built_once(name: str, tmp_path_factory, build) -> Path:
         build(directory)
         return directory
     directory = Path(BUILD_CACHE) / f"{name}{'-sanitize' if SANITIZE else ''}"
+    directory.parent.mkdir(parents=True, exist_ok=True)
     with open(f"{directory}.lock", "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file is closed
         if not (directory / BUILT_MARKER).exists():

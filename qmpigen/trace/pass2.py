@@ -42,9 +42,11 @@ def local_ranks(
     result = np.full(len(world), -1, np.int64)
     rows = np.flatnonzero((gid_of >= 0) & (world >= 0) & (world < g.world_size))
     gids = gid_of[rows]
-    present = np.flatnonzero(np.bincount(gids)) if len(gids) else gids  # ids: small, not sorted like np.unique
-    for gid in present.tolist():
-        mine = rows if len(present) == 1 else rows[gids == gid]  # one communicator: the common case
+    if len(gids) and (gids == gids[0]).all():  # one communicator: the common case, no sort and no mask
+        result[rows] = lookup(*tables[int(gids[0])], world[rows])
+        return result
+    for gid in np.unique(gids).tolist():
+        mine = rows[gids == gid]
         result[mine] = lookup(*tables[gid], world[mine])
     return result
 

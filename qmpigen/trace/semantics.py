@@ -222,10 +222,9 @@ def per_call(rank_file: RankFile, func: np.ndarray, value_of: Callable[[str, str
 
 
 def by_code(table: np.ndarray, func: np.ndarray, missing: int) -> np.ndarray:
-    """Per call, table[its function code], `missing` for a code past the table: one
-    gather in the table's own type, `missing` placed after the table for np.take's
-    clipping to find (a third of the time of a clip, a gather and a mask: `func` is
-    a strided column of the calls)."""
+    """Per call, table[its function code] (u16), `missing` for a code past the table:
+    one gather in the table's own type, `missing` placed after the table for np.take's
+    clipping to find (a third of the time of a clip, a gather and a mask)."""
     return np.take(np.append(table, np.array(missing, table.dtype)), func, mode="clip")
 
 

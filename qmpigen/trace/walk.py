@@ -100,7 +100,7 @@ def _first_bad_call(lib, calls: np.ndarray, functions) -> int:
     file does not name; len(calls) if none."""
     valid = np.zeros(records.MAX_FUNCTION_CODE + 1, bool)  # a u16 code is always in the table
     valid[np.fromiter(functions, np.int64, len(functions))] = True
-    if lib is None or not len(calls) or not calls.flags.c_contiguous:
+    if lib is None or not len(calls) or not calls.flags.c_contiguous or calls.dtype != CALL_DTYPE:
         bad = (calls["leave"] < calls["enter"]) | ~np.take(valid, calls["func"], mode="clip")
         return int(np.argmax(bad)) if bad.any() else len(calls)
     first_bad = lib.qmpi_first_bad_call
