@@ -89,9 +89,8 @@ class Classes:
     is_irecv: np.ndarray
     is_icollective: np.ndarray
     is_collective: np.ndarray
-    is_io: np.ndarray
     io_write: np.ndarray
-    io_rows: np.ndarray  # np.flatnonzero(is_io)
+    io_rows: np.ndarray  # the calls that read or wrote a file (_with_file)
     io_counted: np.ndarray  # per I/O row: its bytes are the status's count (_counted_reads)
 
 
@@ -126,10 +125,7 @@ def _classify(p: Pass2, info, rank_file: RankFile, calls, codes, comm_gid, posit
     request_id = np.zeros(n, np.uint64)
     rr = g.requests[rank]
     request_id[position[info.starts]] = rr.request_id[info.start_offset : info.start_offset + len(info.starts)]
-    io_rows = np.flatnonzero(kinds(semantics.IO))
-    io_rows = io_rows[calls["file"][io_rows] >= 0]  # the rows' files only: a column's pass reads every record
-    is_io = np.zeros(n, bool)
-    is_io[io_rows] = True
+    io_rows = _with_file(calls, kinds(semantics.IO))
     return Classes(
         kinds,
         codes,
@@ -147,7 +143,6 @@ def _classify(p: Pass2, info, rank_file: RankFile, calls, codes, comm_gid, posit
         started & kinds(semantics.REQUEST_RECEIVES) & has_comm,
         started & kinds(semantics.REQUEST_COLLECTIVES) & has_comm,
         kinds(semantics.COLLECTIVES) & has_comm,
-        is_io,
         kinds(semantics.IO_WRITES),
         io_rows,
         _counted_reads(rank_file, calls, codes, io_rows),
@@ -260,8 +255,8 @@ def _io_columns(p: Pass2, rank_file, calls, c: Classes, op, columns) -> None:
     """MPI-IO: reads and writes as I/O operations on the rank's handle of the file (defined
     at its first use), File_open and File_close as the handle's creation and destruction."""
     kinds, comm_gid, started, io_write = c.kinds, c.comm_gid, c.started, c.io_write
-    is_open, is_close = (_of_kind_with_file(calls, kinds({kind})) for kind in ("file_open", "file_close"))
-    for i in np.flatnonzero(c.is_io | is_open | is_close).tolist():
+    open_rows, close_rows = (_with_file(calls, kinds({kind})) for kind in ("file_open", "file_close"))
+    for i in np.union1d(c.io_rows, np.concatenate([open_rows, close_rows])).tolist():
         comm = p.archive.comms.get(int(comm_gid[i])) if comm_gid[i] >= 0 else None
         columns["comm"][i] = io_handle(p, rank_file, int(calls["file"][i]), comm)
     rows = c.io_rows
@@ -272,20 +267,19 @@ def _io_columns(p: Pass2, rank_file, calls, c: Classes, op, columns) -> None:
     columns["request"][rows] = np.where(started[rows], columns["request"][rows], BLOCKING_IO | rows.astype(np.uint64))
     reads = rows[~io_write[rows] & c.io_counted]
     columns["bytes"][reads] = calls["recv_bytes"][reads]
-    op[is_open], op[is_close] = OP_IO_CREATE, OP_IO_DESTROY
-    mode = calls["tag"][is_open].astype(np.int64)
-    columns["tag"][is_open] = mode & 0xF  # OTF2's access mode
-    columns["recv_tag"][is_open] = np.where(mode & FILE_MODE_CREATE, IO_CREATION_CREATE, 0) | np.where(
+    op[open_rows], op[close_rows] = OP_IO_CREATE, OP_IO_DESTROY
+    mode = calls["tag"][open_rows].astype(np.int64)
+    columns["tag"][open_rows] = mode & 0xF  # OTF2's access mode
+    columns["recv_tag"][open_rows] = np.where(mode & FILE_MODE_CREATE, IO_CREATION_CREATE, 0) | np.where(
         mode & FILE_MODE_EXCLUSIVE, IO_CREATION_EXCLUSIVE, 0
     )
 
 
-def _of_kind_with_file(calls: np.ndarray, of_kind: np.ndarray) -> np.ndarray:
-    """Of the calls of a kind (a mask), those that name a file: the file column read at
-    their rows only."""
+def _with_file(calls: np.ndarray, of_kind: np.ndarray) -> np.ndarray:
+    """The rows of the calls of a kind (a mask) that name a file, ascending: the file
+    column read at those rows only (a pass over a column reads every record)."""
     rows = np.flatnonzero(of_kind)
-    of_kind[rows[calls["file"][rows] < 0]] = False
-    return of_kind
+    return rows[calls["file"][rows] >= 0]
 
 
 def _rma_columns(p: Pass2, rank_file, calls, c: Classes, op, columns) -> np.ndarray:

@@ -131,9 +131,14 @@ def codes_in(func: np.ndarray, codes: Iterable[int]) -> np.ndarray:
     """Per call (its u16 function code), whether the code is one of `codes`: a table
     lookup (np.isin's setup costs more than the lookup on a file of few calls, and a
     merge of 8,192 files asks 30,000 times)."""
+    return np.take(code_table(codes), func, mode="clip")  # a u16 code is always in the table: clip skips the check
+
+
+def code_table(codes: Iterable[int]) -> np.ndarray:
+    """Per u16 function code, whether it is one of `codes`."""
     table = np.zeros(MAX_FUNCTION_CODE + 1, bool)
     table[np.fromiter(codes, np.int64)] = True
-    return np.take(table, func, mode="clip")  # a u16 code is always in the table: np.take's clip skips the check
+    return table
 
 
 def other_record(data: Data, pos: int, kind: int, size: int, out: RankFile) -> Optional[str]:

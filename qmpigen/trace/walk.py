@@ -98,11 +98,10 @@ def read_records(data: Data, pos: int, out: RankFile, end: Optional[int] = None)
 def _first_bad_call(lib, calls: np.ndarray, functions) -> int:
     """The index of the first call that left before it entered or whose function code the
     file does not name; len(calls) if none."""
-    valid = np.zeros(records.MAX_FUNCTION_CODE + 1, bool)  # a u16 code is always in the table
-    valid[np.fromiter(functions, np.int64, len(functions))] = True
     if lib is None or not len(calls) or not calls.flags.c_contiguous or calls.dtype != CALL_DTYPE:
-        bad = (calls["leave"] < calls["enter"]) | ~np.take(valid, calls["func"], mode="clip")
+        bad = (calls["leave"] < calls["enter"]) | ~records.codes_in(calls["func"], functions)
         return int(np.argmax(bad)) if bad.any() else len(calls)
+    valid = records.code_table(functions)
     first_bad = lib.qmpi_first_bad_call
     first_bad.restype = ctypes.c_int64
     return first_bad(
