@@ -78,3 +78,36 @@ def test_a_sessions_program_is_traced(mpi, core, sample_tools, tmp_path):
         assert "MPI_Bcast" in names and f.end_calls == len(names) and f.world_size == 2
         bcast = f.calls[names.index("MPI_Bcast")]
         assert bcast["root"] == 0, rank
+
+
+def test_more_handles_than_cache_slots(mpi, core, sample_tools, tmp_path):
+    """tests/apps/trace_handles.c: 40 datatypes on 4 communicators in turn, more than the
+    tracer's 32 cache slots, and types freed and remade while their slots are warm (MPICH
+    gives the new type the old handle). Every Bcast's record names a datatype of its own
+    size (count 1: bytes = the type's size), one id per type made and one per
+    communicator: a slot shared by two handles, a handle moved out of the cache, or a
+    freed one found again would give a call another handle's id or size."""
+    types, comms, rounds, freed = 40, 4, 3, 10
+    expected = []  # (type made, its ints, communicator) of each Bcast, in order
+    made = {i: (i, i + 1) for i in range(types)}
+    for rnd in range(rounds):
+        for i in range(freed if rnd else 0):
+            expected.append((*made[i], i % comms))
+            made[i] = (types + rnd * freed + i, types + rnd * freed + i + 1)
+            expected.append((*made[i], i % comms))
+        expected += [(*made[i], i % comms) for i in range(types)]
+    app = mpi.build_app(APPS / "trace_handles.c", core, tmp_path / "trace_handles")
+    env = {"QMPI_TOOLS": f"{sample_tools}/libtrace.so", "QMPI_TRACE_DIR": str(tmp_path / "run")}
+    proc = mpi.run(2, [app], env=env, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    for rank, f in _files(tmp_path / "run").items():
+        bcasts = f.calls[[f.functions[int(c)] == "MPI_Bcast" for c in f.calls["func"]]]
+        assert len(bcasts) == len(expected), rank
+        type_ids, comm_ids = {}, {}
+        for n, (call, (made_as, ints, comm)) in enumerate(zip(bcasts, expected)):
+            size, _ = f.types[int(call["datatype"])]
+            assert (size, int(call["bytes"]), int(call["count"])) == (4 * ints, 4 * ints, 1), (rank, n, call)
+            assert type_ids.setdefault(made_as, int(call["datatype"])) == int(call["datatype"]), (rank, n)
+            assert comm_ids.setdefault(comm, int(call["comm"])) == int(call["comm"]), (rank, n)
+        assert len(set(type_ids.values())) == types + (rounds - 1) * freed, rank
+        assert len(set(comm_ids.values())) == comms, rank

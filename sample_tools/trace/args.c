@@ -29,10 +29,10 @@ static __thread unsigned next_message;
 /* Called only when trace_args_begin said 1 (TRACE_SET_FREED). */
 void trace_args_freed(struct trace_args *a, int kind, const void *handle, size_t size)
 {
-    struct handle_entry *e = trace_lookup(a->t.in, a->t.tb, kind, handle, size, NULL);
+    const struct cache_slot *s = trace_lookup(a->t.in, a->t.tb, kind, handle, size, NULL);
     a->freed_kind = kind;
     a->freed_bits = trace_handle_bits(handle, size);
-    a->freed_id = e != NULL ? e->id : -1;
+    a->freed_id = s->id;
 }
 
 /* An array of counts (and of datatypes: the w collectives), one per peer, in bytes. */

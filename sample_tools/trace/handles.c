@@ -115,21 +115,6 @@ static void define(struct instance *in, struct thread_buffer *tb, struct handle_
     }
 }
 
-/* A handle in another slot of the thread's cache moves home, swapping places with the
- * entry there; NULL if it is not in the cache. */
-static struct handle_entry *from_cache(struct thread_buffer *tb, int kind, uint64_t bits, unsigned home)
-{
-    int i;
-    for (i = 0; i < CACHE_SLOTS; i++)
-        if (tb->cache[i] != NULL && tb->cache[i]->handle == bits && tb->cache[i]->kind == kind) {
-            struct handle_entry *e = tb->cache[i];
-            tb->cache[i] = tb->cache[home];
-            tb->cache[home] = e;
-            return e;
-        }
-    return NULL;
-}
-
 /* A new live entry in the instance's table (its lock held), defined in this thread's
  * file; NULL without memory. */
 static struct handle_entry *new_entry(struct instance *in, struct thread_buffer *tb, int kind, uint64_t bits,
@@ -159,22 +144,26 @@ static struct handle_entry *new_entry(struct instance *in, struct thread_buffer 
     return e;
 }
 
+const struct cache_slot trace_unknown_handle = {.handle = 0, .entry = NULL, .kind = 0, .id = -1, .size = 0};
+
 /* trace_lookup's handle not in its home slot of this thread's cache (or the cache is
- * stale): from another slot, else the instance's table, else new (defined in this
- * thread's file); it goes to its home slot, and the entry there to the next slot in turn. */
-struct handle_entry *trace_lookup_slow(struct instance *in, struct thread_buffer *tb, int kind, uint64_t bits,
-                                       const void *handle, const struct definition *d)
+ * stale): from the other slot of the pair, else the instance's table, else new (defined
+ * in this thread's file). A handle found or made goes to an empty slot of its pair, else
+ * to its home slot, the handle there moving to the other: two handles whose homes are the
+ * same slot both stay in the cache. */
+const struct cache_slot *trace_lookup_slow(struct instance *in, struct thread_buffer *tb, int kind, uint64_t bits,
+                                           const void *handle, const struct definition *d)
 {
     unsigned generation = __atomic_load_n(&in->generation, __ATOMIC_ACQUIRE);
-    unsigned home = trace_cache_slot(kind, bits);
-    struct handle_entry *e;
+    unsigned home = trace_cache_slot(kind, bits), other = home ^ 1;
+    struct handle_entry *e = NULL;
     int i;
     if (tb->cache_generation != generation) {
         memset(tb->cache, 0, sizeof tb->cache);
         tb->cache_generation = generation;
     }
-    if ((e = from_cache(tb, kind, bits, home)) != NULL)
-        return e;
+    if (tb->cache[other].entry != NULL && tb->cache[other].handle == bits && tb->cache[other].kind == kind)
+        return &tb->cache[other];
     pthread_mutex_lock(&in->lock);
     for (i = 0; i < in->handle_count && e == NULL; i++)
         if (in->handles[i]->live && in->handles[i]->handle == bits && in->handles[i]->kind == kind)
@@ -182,14 +171,16 @@ struct handle_entry *trace_lookup_slow(struct instance *in, struct thread_buffer
     if (e == NULL)
         e = new_entry(in, tb, kind, bits, handle, d);
     pthread_mutex_unlock(&in->lock);
-    if (e != NULL) {
-        if (tb->cache[home] != NULL) {
-            unsigned spare = tb->cache_next++ % CACHE_SLOTS;
-            tb->cache[spare == home ? (spare + 1) % CACHE_SLOTS : spare] = tb->cache[home];
-        }
-        tb->cache[home] = e;
+    if (e == NULL)
+        return &trace_unknown_handle;
+    if (tb->cache[home].entry == NULL)
+        other = home;
+    else if (tb->cache[other].entry != NULL) {
+        tb->cache[other] = tb->cache[home];
+        other = home;
     }
-    return e;
+    tb->cache[other] = (struct cache_slot){.handle = bits, .entry = e, .kind = kind, .id = e->id, .size = e->size};
+    return &tb->cache[other];
 }
 
 void trace_forget(struct instance *in, int kind, const void *handle, size_t handle_size)
@@ -202,13 +193,4 @@ void trace_forget(struct instance *in, int kind, const void *handle, size_t hand
             in->handles[i]->live = 0;
     __atomic_add_fetch(&in->generation, 1, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&in->lock);
-}
-
-int trace_world_rank(const struct handle_entry *comm, int rank)
-{
-    if (rank == MPI_ANY_SOURCE)
-        return PEER_ANY;
-    if (comm == NULL || rank < 0 || rank >= comm->size)
-        return PEER_NONE;
-    return comm->world[rank];
 }

@@ -39,10 +39,11 @@
  * rank 0 right after MPI_Init and right before MPI_Finalize, through PMPI.
  * The hot path (calls.h's inline trace_open, handles.h's trace_lookup, record.h inline
  * in each generated wrapper, then trace_end): one initial-exec TLS load per call,
- * two reads of the tick counter, each handle from its home slot in a 16-entry per-thread
- * cache (one probe), the record built once, before the call, and packed into the thread's
- * buffer after it (32 to 112 bytes, 64 for most calls with arguments: most of a call's
- * cost is the kernel's copy of them into the file); no lock, no atomic read-modify-write.
+ * two reads of the tick counter, each handle's id and size from its home slot in a
+ * per-thread cache (one probe, no entry read), the record built once, before the call,
+ * and packed into the thread's buffer after it (32 to 112 bytes, 64 for most calls with
+ * arguments: most of a call's cost is the kernel's copy of them into the file); no lock,
+ * no atomic read-modify-write.
  * `make bench` measures it per role mix (docs/performance.md). */
 #include "calls.h"
 #include "clocks.h"

@@ -187,11 +187,11 @@ static inline ALWAYS_INLINE void record_objects(struct traced *t, struct call_re
     else if ((have & HAVE_file_name) && a->file_name != NULL && !(have & HAVE_new_file)) /* MPI_File_delete */
         r->file = trace_deleted_file_id(t, a->file_name);
     if (have & HAVE_window) {
-        struct handle_entry *w = trace_lookup(t->in, t->tb, R_WINDOW, &a->window, sizeof a->window, NULL);
-        if (w != NULL) {
+        const struct cache_slot *w = trace_lookup(t->in, t->tb, R_WINDOW, &a->window, sizeof a->window, NULL);
+        if (w->entry != NULL) {
             r->window = w->id;
             if (have & HAVE_target)
-                r->peer = trace_world_rank(w->parent, a->target);
+                r->peer = trace_world_rank(w->entry->parent, a->target);
         }
     }
     if (!(have & HAVE_freed))

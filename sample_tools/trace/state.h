@@ -16,7 +16,7 @@
 
 #define HIDDEN __attribute__((visibility("hidden")))
 #define MAX_LEVELS 64
-#define CACHE_SLOTS 16
+#define CACHE_SLOTS 32
 #define MAX_OPEN 32
 
 /* A communicator, datatype, file or window known to an instance; never changes once
@@ -34,9 +34,20 @@ struct handle_entry {
     int live;
 };
 
+/* A slot of a thread's handle cache: the entry, and beside its handle the entry's kind,
+ * id and size (which never change once published), so that a hit reads the slot alone.
+ * After a system call (an MPI-IO call's) the tracer's data is out of the CPU's caches,
+ * and each load that waits on another costs a miss: the entry behind a pointer was one
+ * more on every lookup (docs/performance.md). */
+struct cache_slot {
+    uint64_t handle;
+    struct handle_entry *entry; /* NULL: the slot is empty */
+    int kind, id, size;
+};
+
 /* A thread's records for one instance: its buffer, the per-thread handle cache
- * (CACHE_SLOTS entries, each handle's home slot by hash, trace_cache_slot; an entry found
- * elsewhere moves home) and its rank file. The buffer is the thread's tail file mapped
+ * (CACHE_SLOTS slots in pairs: a handle is in its home slot, trace_cache_slot, or the
+ * other of the pair) and its rank file. The buffer is the thread's tail file mapped
  * (sink.c: what a crash leaves), or heap memory where that cannot be. At `used` is a zero
  * word, or the record of the call the thread is in (leave 0). */
 struct thread_buffer {
@@ -47,8 +58,7 @@ struct thread_buffer {
                        each record, QMPI_TRACE_FLUSH=record) */
     uint64_t calls; /* call records appended: the END record's count */
     unsigned cache_generation;
-    struct handle_entry *cache[CACHE_SLOTS];
-    unsigned cache_next;
+    struct cache_slot cache[CACHE_SLOTS];
     unsigned char named[(NUM_MPI_FUNCS + 7) / 8]; /* core indices whose FUNCTION record this file has */
     /* the rest: flushes and files (sink.c) */
     pthread_mutex_t lock; /* flushes only: appends come from the owning thread alone */
