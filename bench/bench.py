@@ -245,6 +245,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             "empty": bindir / "libqbtyped.so",
             "traced": bindir / "libqbtrace.so",
             "baseline": bindir / "libqbtrace-base.so",
+            "clock": bindir / "libqbclock.so",
         },
     )
     pmpi_loads = measure_pmpi_loads(mpi, bindir, qmpigen, jobs=1 if args.quick else args.rounds)

@@ -50,6 +50,12 @@ TRACE_VARIANTS = {
     "traced": ("./libqbtrace.so", {}, "as shipped: tail files, a call's record entered before it"),
     "buffered": ("./libqbtrace.so", {"QMPI_TRACE_FLUSH": "full"}, "the same, heap buffers (QMPI_TRACE_FLUSH=full)"),
     "baseline": ("./libqbtrace-base.so", {}, f"the tool at {BASELINE_REV}, before issue 33 (heap buffers)"),
+    "clock": (
+        "./libqbclock.so",
+        {},
+        "an empty tool that reads the tick counter before and after the call and stores both "
+        "(bench/tool_clock.c): the least a tracer does",
+    ),
 }
 
 
@@ -244,6 +250,17 @@ def trace_call_targets(summary: Dict[str, dict], target, fmt) -> None:
             if added is None
             else f"≤ {TARGET_CRASH_SAFE_NS:g} ns: {'yes' if added <= TARGET_CRASH_SAFE_NS else 'no'}",
         )
+        clock = row["variants"].get("clock")
+        if clock is not None and added is not None and clock["added_paired_ns"] is not None:
+            target(
+                f"tracing, {mix}: beyond the least a tracer does (two tick reads and a record stored, "
+                "bench/tool_clock.c), for information",
+                f"{fmt(added - clock['added_paired_ns'])} ns ({fmt(added)} − {fmt(clock['added_paired_ns'])}, "
+                "paired, same rounds)",
+                "—",
+                None,
+                "the tick reads alone: " + fmt(clock["added_paired_ns"]) + " ns",
+            )
         base = row["variants"].get("baseline")
         if base is not None and added is not None and base["added_paired_ns"] is not None:
             target(

@@ -112,11 +112,13 @@ def instruction_targets(rows: Optional[Dict[str, object]], target, fmt, baseline
     per_call = rows["per_call"]
     assert isinstance(per_call, dict)
     for mix, row in per_call.items():
-        shipped, base, empty = row.get("traced"), row.get("baseline"), row.get("empty")
+        shipped, base, empty, clock = row.get("traced"), row.get("baseline"), row.get("empty"), row.get("clock")
         target(
             f"tracing, {mix}: the trace tool's own instructions per traced call (callgrind), "
             f"as shipped against the tool at {baseline_rev}",
-            f"{fmt(shipped, 0)} vs {fmt(base, 0)} (one empty tool: {fmt(empty, 0)})",
+            f"{fmt(shipped, 0)} vs {fmt(base, 0)} (one empty tool: {fmt(empty, 0)}"
+            + ("" if clock is None else f"; two tick reads and a record, bench/tool_clock.c: {fmt(clock, 0)}")
+            + ")",
             f"≤ the tool at {baseline_rev}",
             None if shipped is None or base is None else shipped <= base,
         )
@@ -135,6 +137,7 @@ if __name__ == "__main__":
         "empty": args.bindir / "libqbtyped.so",
         "traced": args.bindir / "libqbtrace.so",
         "baseline": args.bindir / "libqbtrace-base.so",
+        "clock": args.bindir / "libqbclock.so",
     }
     libs.update({k: Path(v) for k, v in (item.split("=", 1) for item in args.libraries)})
     mpi = Mpi(args.mpicc, ["mpiexec"], make_env(args.mpicc, ["mpiexec"]))

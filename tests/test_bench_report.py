@@ -59,6 +59,8 @@ def test_trace_call_rows_are_paired_with_pmpi_and_reported(results, tmp_path):
         "pair-pmpi/trace-io/traced": _row([900.0, 700.0, 800.0]),
         "trace-io/baseline": _row([1000.0, 800.0, 900.0]),  # the tool before issue 33, in the same rounds
         "pair-pmpi/trace-io/baseline": _row([900.0, 700.0, 800.0]),
+        "trace-io/clock": _row([870.0, 770.0, 820.0]),  # two tick reads and a record (bench/tool_clock.c)
+        "pair-pmpi/trace-io/clock": _row([850.0, 750.0, 800.0]),
         "trace/floor": _row([6.0, 6.0, 6.0]),
         "trace/traced": _row([40.0, 41.0, 42.0]),
     }
@@ -70,13 +72,17 @@ def test_trace_call_rows_are_paired_with_pmpi_and_reported(results, tmp_path):
     assert summary["other"]["added_ns"] == pytest.approx(35.0) and summary["other"]["added_paired_ns"] is None
     targets = []
     trace_bench.trace_call_targets(summary, lambda *a: targets.append(a), lambda v, d=2: f"{v:.{d}f}")
-    verdicts = {t[0].split(", ")[2].split(" ")[0]: t[3] for t in targets if "against" not in t[0]}
+    verdicts = {
+        t[0].split(", ")[2].split(" ")[0]: t[3] for t in targets if "against" not in t[0] and "beyond" not in t[0]
+    }
     assert verdicts == {"p2p": None, "collective": None, "io": True}  # the rows not run have no verdict
     assert [t[3] for t in targets if "against" in t[0]] == [True]  # 88 ns: no more than the baseline's 98
+    # beyond the clock floor: 88 - (20 - 2) paired, for information (no verdict)
+    assert [(t[1].split(" (")[0], t[3]) for t in targets if "beyond" in t[0]] == [("70.00 ns", None)]
     text = report.markdown(dict(results, trace_calls=summary))
     assert "## Tracing: ns per traced call, per role mix" in text
     assert "| io | MPI_File_write_at" in text and "| **88.00** |" in text
-    assert "| io | 88.00 | — | 98.00 | -10.00 |" in text
+    assert "| io | 88.00 | — | 98.00 | -10.00 | 18.00 | 70.00 |" in text
     assert "| other | MPI_Comm_rank" in text
     with_calls = tmp_path / "results.json"
     with_calls.write_text(json.dumps(dict(results, trace_calls=summary)))
@@ -110,13 +116,13 @@ def test_instruction_rows_count_an_objects_self_cost_from_callgrind(tmp_path):
 
     counts = {
         "per_call": {
-            "p2p": {"empty": 11.0, "traced": 216.0, "baseline": 315.0},
+            "p2p": {"empty": 11.0, "traced": 216.0, "baseline": 315.0, "clock": 19.0},
             "io": {"traced": 320.0, "baseline": 304.0},
         }
     }
     trace_instructions.instruction_targets(counts, target, lambda v, d=2: "—" if v is None else f"{v:.{d}f}", "486cabe")
     assert [(r[1], r[2]) for r in rows] == [
-        ("216 vs 315 (one empty tool: 11)", True),
+        ("216 vs 315 (one empty tool: 11; two tick reads and a record, bench/tool_clock.c: 19)", True),
         ("320 vs 304 (one empty tool: —)", False),
     ]
     rows.clear()
