@@ -9,20 +9,31 @@
  * Build: mpicc -O2 -shared -fPIC -Wall -Wextra -Werror -I<core> -I../sample_tools/trace tool_clock.c -o libqbclock.so
  * Run:   TOOLS=./libqbclock.so ./bench_core call --call iprobe --pair-pmpi */
 #include "state.h"
+#include <stdlib.h>
 
 struct timed_call {
     uint64_t func, enter, leave;
 };
 
 #define RING 4096 /* records: 96 KiB a thread, written round and round */
-static __thread struct timed_call ring[RING];
-static __thread unsigned next_record;
+/* The thread's ring through initial-exec TLS (one load), as the trace tool reaches its
+ * state: a dlopen'ed library's own TLS would cost a call to __tls_get_addr per access. */
+static __thread struct timed_call *ring __attribute__((tls_model("initial-exec")));
+static __thread unsigned next_record __attribute__((tls_model("initial-exec")));
+static struct timed_call no_ring[1]; /* without memory: one record, overwritten */
+
+static inline struct timed_call *next_slot(void)
+{
+    if (__builtin_expect(ring == NULL, 0) && (ring = calloc(RING, sizeof *ring)) == NULL)
+        return no_ring;
+    return &ring[next_record++ % RING];
+}
 
 /* The record of a call to core function `index` made of `call`: enter time, the call,
  * leave time. */
 #define TIMED(index, call)                                                                                             \
     do {                                                                                                               \
-        struct timed_call *r = &ring[next_record++ % RING];                                                            \
+        struct timed_call *r = next_slot();                                                                            \
         int rc;                                                                                                        \
         r->func = (index);                                                                                             \
         r->enter = trace_ticks();                                                                                      \

@@ -50,6 +50,12 @@ TRACE_VARIANTS = {
     "traced": ("./libqbtrace.so", {}, "as shipped: tail files, a call's record entered before it"),
     "buffered": ("./libqbtrace.so", {"QMPI_TRACE_FLUSH": "full"}, "the same, heap buffers (QMPI_TRACE_FLUSH=full)"),
     "baseline": ("./libqbtrace-base.so", {}, f"the tool at {BASELINE_REV}, before issue 33 (heap buffers)"),
+    "discard": (
+        "./libqbtrace-discard.so",
+        {},
+        "as shipped, but a full buffer is thrown away instead of written to the rank file "
+        "(built with -DTRACE_BENCH_DISCARD): the file's share of a call is traced − discard",
+    ),
     "clock": (
         "./libqbclock.so",
         {},
@@ -250,17 +256,7 @@ def trace_call_targets(summary: Dict[str, dict], target, fmt) -> None:
             if added is None
             else f"≤ {TARGET_CRASH_SAFE_NS:g} ns: {'yes' if added <= TARGET_CRASH_SAFE_NS else 'no'}",
         )
-        clock = row["variants"].get("clock")
-        if clock is not None and added is not None and clock["added_paired_ns"] is not None:
-            target(
-                f"tracing, {mix}: beyond the least a tracer does (two tick reads and a record stored, "
-                "bench/tool_clock.c), for information",
-                f"{fmt(added - clock['added_paired_ns'])} ns ({fmt(added)} − {fmt(clock['added_paired_ns'])}, "
-                "paired, same rounds)",
-                "—",
-                None,
-                "the tick reads alone: " + fmt(clock["added_paired_ns"]) + " ns",
-            )
+        _where_it_goes(mix, added, row["variants"], target, fmt)
         base = row["variants"].get("baseline")
         if base is not None and added is not None and base["added_paired_ns"] is not None:
             target(
@@ -269,6 +265,26 @@ def trace_call_targets(summary: Dict[str, dict], target, fmt) -> None:
                 f"≤ the baseline + {BASELINE_NOISE_NS:g} ns (noise)",
                 added <= base["added_paired_ns"] + BASELINE_NOISE_NS,
             )
+
+
+def _where_it_goes(mix: str, added: Optional[float], variants: Dict[str, dict], target, fmt) -> None:
+    """For information: a traced call's ns as the least a tracer does (two tick reads and a
+    record stored: the clock variant), writing the records to the rank file (traced −
+    discard), and the rest, the tool's own work."""
+    clock = (variants.get("clock") or {}).get("added_paired_ns")
+    discard = (variants.get("discard") or {}).get("added_paired_ns")
+    if added is None or clock is None:
+        return
+    parts = f"two tick reads and a record {fmt(clock)}"
+    if discard is not None:
+        parts += f", the rank file's writes {fmt(added - discard)}, the rest {fmt(discard - clock)}"
+    target(
+        f"tracing, {mix}: where a traced call's ns go (bench/tool_clock.c; the tool built to throw its "
+        "buffers away), for information",
+        f"{parts} ns (of {fmt(added)}, paired, same rounds)",
+        "—",
+        None,
+    )
 
 
 def trace_targets(rows: Dict[str, dict], merge: Optional[Dict], target, fmt) -> None:

@@ -1,6 +1,7 @@
 """`make bench`'s instruction rows: the instructions a traced call executes in the trace
 tool's own code, counted by valgrind's callgrind, for each parameter-role mix of the timed
-rows (trace_bench.py), for the tool as shipped, the tool of BASELINE_REV and one empty tool.
+rows (trace_bench.py), for the tool as shipped, the tool of BASELINE_REV, one empty tool and
+the clock tool (bench/tool_clock.c: two tick reads and a record).
 
 Unlike the ns rows, which move by ±25 ns between runs on a shared machine, a count is the
 same run after run: it answers "no more than before" exactly, and says where a change in

@@ -61,6 +61,8 @@ def test_trace_call_rows_are_paired_with_pmpi_and_reported(results, tmp_path):
         "pair-pmpi/trace-io/baseline": _row([900.0, 700.0, 800.0]),
         "trace-io/clock": _row([870.0, 770.0, 820.0]),  # two tick reads and a record (bench/tool_clock.c)
         "pair-pmpi/trace-io/clock": _row([850.0, 750.0, 800.0]),
+        "trace-io/discard": _row([950.0, 750.0, 850.0]),  # the tool throwing its buffers away
+        "pair-pmpi/trace-io/discard": _row([900.0, 700.0, 800.0]),
         "trace/floor": _row([6.0, 6.0, 6.0]),
         "trace/traced": _row([40.0, 41.0, 42.0]),
     }
@@ -73,16 +75,23 @@ def test_trace_call_rows_are_paired_with_pmpi_and_reported(results, tmp_path):
     targets = []
     trace_bench.trace_call_targets(summary, lambda *a: targets.append(a), lambda v, d=2: f"{v:.{d}f}")
     verdicts = {
-        t[0].split(", ")[2].split(" ")[0]: t[3] for t in targets if "against" not in t[0] and "beyond" not in t[0]
+        t[0].split(", ")[2].split(" ")[0]: t[3] for t in targets if "against" not in t[0] and "where" not in t[0]
     }
     assert verdicts == {"p2p": None, "collective": None, "io": True}  # the rows not run have no verdict
     assert [t[3] for t in targets if "against" in t[0]] == [True]  # 88 ns: no more than the baseline's 98
-    # beyond the clock floor: 88 - (20 - 2) paired, for information (no verdict)
-    assert [(t[1].split(" (")[0], t[3]) for t in targets if "beyond" in t[0]] == [("70.00 ns", None)]
+    # where the 88 ns go, for information (no verdict): the clock tool 20 - 2, the file
+    # 88 - (50 - 2), the rest (50 - 2) - 18
+    assert [(t[1], t[3]) for t in targets if "where" in t[0]] == [
+        (
+            "two tick reads and a record 18.00, the rank file's writes 40.00, the rest 30.00 ns "
+            "(of 88.00, paired, same rounds)",
+            None,
+        )
+    ]
     text = report.markdown(dict(results, trace_calls=summary))
     assert "## Tracing: ns per traced call, per role mix" in text
     assert "| io | MPI_File_write_at" in text and "| **88.00** |" in text
-    assert "| io | 88.00 | — | 98.00 | -10.00 | 18.00 | 70.00 |" in text
+    assert "| io | 88.00 | — | 98.00 | -10.00 | 48.00 | 40.00 | 18.00 | 70.00 |" in text
     assert "| other | MPI_Comm_rank" in text
     with_calls = tmp_path / "results.json"
     with_calls.write_text(json.dumps(dict(results, trace_calls=summary)))

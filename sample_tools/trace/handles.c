@@ -155,7 +155,7 @@ const struct cache_slot *trace_lookup_slow(struct instance *in, struct thread_bu
                                            const void *handle, const struct definition *d)
 {
     unsigned generation = __atomic_load_n(&in->generation, __ATOMIC_ACQUIRE);
-    unsigned home = trace_cache_slot(kind, bits), other = home ^ 1;
+    unsigned home = trace_cache_slot(kind, bits), other = home ^ 1, slot;
     struct handle_entry *e = NULL;
     int i;
     if (tb->cache_generation != generation) {
@@ -173,14 +173,11 @@ const struct cache_slot *trace_lookup_slow(struct instance *in, struct thread_bu
     pthread_mutex_unlock(&in->lock);
     if (e == NULL)
         return &trace_unknown_handle;
-    if (tb->cache[home].entry == NULL)
-        other = home;
-    else if (tb->cache[other].entry != NULL) {
-        tb->cache[other] = tb->cache[home];
-        other = home;
-    }
-    tb->cache[other] = (struct cache_slot){.handle = bits, .entry = e, .kind = kind, .id = e->id, .size = e->size};
-    return &tb->cache[other];
+    slot = tb->cache[home].entry == NULL || tb->cache[other].entry != NULL ? home : other;
+    if (slot == home && tb->cache[home].entry != NULL)
+        tb->cache[other] = tb->cache[home]; /* the pair's other handle is dropped */
+    tb->cache[slot] = (struct cache_slot){.handle = bits, .entry = e, .kind = kind, .id = e->id, .size = e->size};
+    return &tb->cache[slot];
 }
 
 void trace_forget(struct instance *in, int kind, const void *handle, size_t handle_size)

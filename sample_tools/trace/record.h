@@ -213,7 +213,7 @@ static inline ALWAYS_INLINE void record_objects(struct traced *t, struct call_re
  * The record `r` is the wrapper's own local (trace_record), never t->r: no call
  * out of line can reach it, so the compiler knows each field the wrapper's roles leave
  * at its default and packing keeps no test for it. Made in t->r, every call out of line
- * (a rank's translation, a cache miss) would have it reload and test all 14 fields: a
+ * (a handle cache miss, a count array summed) would have it reload and test all 14 fields: a
  * third more instructions per traced call, and a third more code to compile.
  * trace_args_finish copies it to t->r only on the paths that call out of line with it. */
 static RECORD_INLINE void record_prepare(struct trace_args *a, struct call_record *r, int kind, uint32_t have)

@@ -41,9 +41,10 @@ struct handle_entry {
  * more on every lookup (docs/performance.md). */
 struct cache_slot {
     uint64_t handle;
-    struct handle_entry *entry; /* NULL: the slot is empty */
+    struct handle_entry *entry; /* NULL: the slot is empty (kind 0, which no handle kind is) */
     int kind, id, size;
 };
+_Static_assert(sizeof(struct cache_slot) == 32, "two slots, a pair, to a 64-byte cache line");
 
 /* A thread's records for one instance: its buffer, the per-thread handle cache
  * (CACHE_SLOTS slots in pairs: a handle is in its home slot, trace_cache_slot, or the
@@ -58,7 +59,7 @@ struct thread_buffer {
                        each record, QMPI_TRACE_FLUSH=record) */
     uint64_t calls; /* call records appended: the END record's count */
     unsigned cache_generation;
-    struct cache_slot cache[CACHE_SLOTS];
+    struct cache_slot cache[CACHE_SLOTS] __attribute__((aligned(64))); /* each pair one cache line */
     unsigned char named[(NUM_MPI_FUNCS + 7) / 8]; /* core indices whose FUNCTION record this file has */
     /* the rest: flushes and files (sink.c) */
     pthread_mutex_t lock; /* flushes only: appends come from the owning thread alone */

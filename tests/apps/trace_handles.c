@@ -2,10 +2,11 @@
  * (tests/test_trace_records.py): TYPES contiguous datatypes of 1..TYPES ints, each sent
  * by MPI_Bcast on one of COMMS duplicates of MPI_COMM_SELF (type i on comm i % COMMS),
  * ROUNDS times over; before each round but the first, each of the first FREED types is
- * sent, freed, remade of more ints (MPI_INT x TYPES + round x FREED + i + 1: MPICH gives
- * the new one the old handle) and sent again. Every Bcast's record
- * must name its own datatype and communicator and count its own bytes, whichever
- * handles share a slot of the cache, are moved out of it or died.
+ * sent, freed, remade of (TYPES + round * FREED + i + 1) ints and sent again. It prints
+ * "reused N": how many remade types got the handle of the type freed just before
+ * (MPICH's do). Every Bcast's record must name its own datatype and communicator and
+ * count its own bytes, whichever handles share a slot of the cache, are moved out of it
+ * or died.
  *
  * COMPILE: mpicc trace_handles.c -o trace_handles -lqmpi
  * RUN:     TOOLS=./libtrace.so mpiexec -n 2 ./trace_handles */
@@ -22,7 +23,7 @@ int main(int argc, char **argv)
     static int buffer[2 * TYPES];
     MPI_Datatype types[TYPES];
     MPI_Comm comms[COMMS];
-    int i, round;
+    int i, round, reused = 0;
     MPI_Init(&argc, &argv);
     for (i = 0; i < COMMS; i++)
         MPI_Comm_dup(MPI_COMM_SELF, &comms[i]);
@@ -33,15 +34,18 @@ int main(int argc, char **argv)
     for (round = 0; round < ROUNDS; round++) {
         if (round > 0)
             for (i = 0; i < FREED; i++) { /* used, freed, remade and used again: its slot is warm */
+                MPI_Datatype freed = types[i];
                 MPI_Bcast(buffer, 1, types[i], 0, comms[i % COMMS]);
                 MPI_Type_free(&types[i]);
                 MPI_Type_contiguous(TYPES + round * FREED + i + 1, MPI_INT, &types[i]);
+                reused += types[i] == freed;
                 MPI_Type_commit(&types[i]);
                 MPI_Bcast(buffer, 1, types[i], 0, comms[i % COMMS]);
             }
         for (i = 0; i < TYPES; i++)
             MPI_Bcast(buffer, 1, types[i], 0, comms[i % COMMS]);
     }
+    printf("reused %d\n", reused);
     for (i = 0; i < TYPES; i++)
         MPI_Type_free(&types[i]);
     for (i = 0; i < COMMS; i++)
