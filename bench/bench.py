@@ -229,9 +229,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     for r in range(args.rounds):
         t0 = time.perf_counter()
         for config in configs:
-            if config.failures:
-                continue  # a configuration that failed once is not retried
-            run_config(config, mpi, bindir, cpu, args.repeats, args.min_ms)
+            for _ in range(config.processes):
+                if config.failures:
+                    break  # a configuration that failed once is not retried
+                run_config(config, mpi, bindir, cpu, args.repeats, args.min_ms)
         log(f"round {r + 1}/{args.rounds}: {time.perf_counter() - t0:.0f} s")
     shutil.rmtree(trace_dir, ignore_errors=True)
     for config in configs:

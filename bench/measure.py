@@ -117,6 +117,9 @@ class Config:
     ranks: int = 1
     pin: bool = True
     repeats_factor: int = 1  # more samples per process (paired comparisons)
+    # processes per round: a row whose processes differ more than its samples (where the
+    # loader and heap put things) gets its median over more of them
+    processes: int = 1
     samples: Dict[str, List[float]] = field(default_factory=dict)  # measurement key -> ns
     wall: Dict[str, List[float]] = field(default_factory=dict)  # the same, wall-clock means
     info: Dict[str, dict] = field(default_factory=dict)  # measurement key -> last JSON

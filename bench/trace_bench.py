@@ -38,6 +38,7 @@ TRACE_CALLS = {
     "io-seek": ("seek", "MPI_File_seek(fh, 0, MPI_SEEK_SET), the same file", "file, offset, whence", False),
 }
 IO_FILE = "io-bench.dat"  # the I/O calls' file, in the traced runs' directory
+PROCESSES_PER_ROUND = 3  # of each per-call row (trace_configs)
 
 
 # What a traced row runs, besides the floor: the tool as shipped (each thread's buffer its
@@ -105,15 +106,26 @@ def trace_configs(trace_dir: Path, baseline: bool) -> List[Config]:
     # Each per-call row: the call through the trace tool (default functions: these are
     # of the `operations` group), each variant, and, as its floor, through one empty typed
     # tool; each process also times the same call to PMPI_ directly, samples in turn
-    # (--pair-pmpi).
+    # (--pair-pmpi). PROCESSES_PER_ROUND of each per round: the ns of one library differ
+    # between its processes in clusters ~30 ns apart (57-70 against 94-119 ns on the
+    # collective row of one run), and a median over 4 processes followed them.
     for mix, (call, _, _, _) in TRACE_CALLS.items():
         args = ["call", "--call", call, "--pair-pmpi"]
         if mix.startswith("io"):
             args += ["--file", str(trace_dir / IO_FILE)]
-        configs.append(Config(f"trace-{mix}/floor", "bench_core", args, {"TOOLS": "./t.so"}))
+        configs.append(
+            Config(f"trace-{mix}/floor", "bench_core", args, {"TOOLS": "./t.so"}, processes=PROCESSES_PER_ROUND)
+        )
         for name, (library, env, _) in variants.items():
             configs.append(
-                Config(f"trace-{mix}/{name}", "bench_core", args, {"TOOLS": library, **env, **traced_env}, after=empty)
+                Config(
+                    f"trace-{mix}/{name}",
+                    "bench_core",
+                    args,
+                    {"TOOLS": library, **env, **traced_env},
+                    after=empty,
+                    processes=PROCESSES_PER_ROUND,
+                )
             )
     return configs
 
