@@ -76,6 +76,7 @@ from pmpi_bench import measure_pmpi_loads, pmpi_configs
 from report import combine, markdown, plot
 from stacks_bench import stacks_configs
 from trace_bench import build_baseline, trace_configs
+from trace_instructions import LIBRARIES as INSTRUCTION_LIBRARIES
 from trace_instructions import measure_trace_instructions
 from trace_merge_rows import run_merge_rows, trace_dir_root
 
@@ -240,14 +241,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             log(f"FAILED {config.key}: {failure}")
     trace_merge = run_merge_rows(mpi, bindir, args.quick)
     trace_instructions = measure_trace_instructions(
-        mpi,
-        bindir,
-        {
-            "empty": bindir / "libqbtyped.so",
-            "traced": bindir / "libqbtrace.so",
-            "baseline": bindir / "libqbtrace-base.so",
-            "clock": bindir / "libqbclock.so",
-        },
+        mpi, bindir, {name: bindir / file for name, file in INSTRUCTION_LIBRARIES.items()}
     )
     pmpi_loads = measure_pmpi_loads(mpi, bindir, qmpigen, jobs=1 if args.quick else args.rounds)
     conf_parse = measure_conf_parse(mpi, bindir)

@@ -23,6 +23,13 @@ from typing import Dict, Optional
 from measure import Mpi, log, make_env
 
 N_SHORT, N_LONG = 200, 2200
+# The libraries counted, in make bench's bin directory (bench/Makefile): name -> file.
+LIBRARIES = {
+    "empty": "libqbtyped.so",
+    "traced": "libqbtrace.so",
+    "baseline": "libqbtrace-base.so",
+    "clock": "libqbclock.so",
+}
 MIXES = ("p2p", "collective", "io")  # trace_calls.c's, the timed rows' call of each mix
 COST_LINE = re.compile(r"^[0-9+\-*]")
 
@@ -134,12 +141,7 @@ if __name__ == "__main__":
     ap.add_argument("libraries", nargs="*", help="more NAME=PATH libraries to count")
     ap.add_argument("--mpicc", default="mpicc", help="the MPI's compiler driver (its directory goes first on PATH)")
     args = ap.parse_args()
-    libs = {
-        "empty": args.bindir / "libqbtyped.so",
-        "traced": args.bindir / "libqbtrace.so",
-        "baseline": args.bindir / "libqbtrace-base.so",
-        "clock": args.bindir / "libqbclock.so",
-    }
+    libs = {name: args.bindir / file for name, file in LIBRARIES.items()}
     libs.update({k: Path(v) for k, v in (item.split("=", 1) for item in args.libraries)})
     mpi = Mpi(args.mpicc, ["mpiexec"], make_env(args.mpicc, ["mpiexec"]))
     print(json.dumps(measure_trace_instructions(mpi, args.bindir, libs), indent=1))

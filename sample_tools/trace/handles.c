@@ -162,7 +162,7 @@ const struct cache_slot *trace_lookup_slow(struct instance *in, struct thread_bu
         memset(tb->cache, 0, sizeof tb->cache);
         tb->cache_generation = generation;
     }
-    if (tb->cache[other].entry != NULL && tb->cache[other].handle == bits && tb->cache[other].kind == kind)
+    if (trace_slot_holds(&tb->cache[other], kind, bits))
         return &tb->cache[other];
     pthread_mutex_lock(&in->lock);
     for (i = 0; i < in->handle_count && e == NULL; i++)

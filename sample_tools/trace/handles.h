@@ -34,6 +34,13 @@ static inline __attribute__((always_inline)) unsigned trace_cache_slot(int kind,
     return (unsigned)(((bits ^ (bits >> 32)) + (uint64_t)kind) * 0x9E3779B97F4A7C15u >> 59);
 }
 
+/* Whether slot `s` holds the handle `bits` of `kind` (an empty slot's kind is 0, which no
+ * handle's is). */
+static inline __attribute__((always_inline)) int trace_slot_holds(const struct cache_slot *s, int kind, uint64_t bits)
+{
+    return s->handle == bits && s->kind == kind;
+}
+
 /* The cache slot of a communicator, datatype, file or window handle (its entry, id and
  * size): its home slot in this thread's cache, else trace_lookup_slow (the other slot of
  * the pair, the instance's table, or a new entry defined in this thread's file);
@@ -44,7 +51,7 @@ trace_lookup(struct instance *in, struct thread_buffer *tb, int kind, const void
 {
     uint64_t bits = trace_handle_bits(handle, handle_size);
     const struct cache_slot *s = &tb->cache[trace_cache_slot(kind, bits)];
-    if (__builtin_expect(s->handle == bits && s->kind == kind &&
+    if (__builtin_expect(trace_slot_holds(s, kind, bits) &&
                              tb->cache_generation == __atomic_load_n(&in->generation, __ATOMIC_ACQUIRE),
                          1))
         return s;
