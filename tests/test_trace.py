@@ -349,7 +349,7 @@ def _raw_calls(run: Path, level: int) -> tuple:
                 code, function_kind = struct.unpack_from("<ii", data, pos + 4)
                 names[code] = data[pos + 12 : pos + size].split(b"\0", 1)[0].decode()
                 kinds[names[code]] = KINDS[function_kind]
-            elif kind in (6, 10):  # CALL, SHORT CALL: u16 function, u8 depth, u8 flags
+            elif kind in (6, 10, 14):  # CALL, PACKED_CALL, COMPACT_CALL: u16 function, u8 depth, u8 flags
                 func, depth, flags = struct.unpack_from("<HBB", data, pos + 4)
                 assert func in names, (path, pos, func)
                 used.add(names[func])

@@ -29,8 +29,11 @@ def test_generated_parts_are_up_to_date():
 
 def test_the_c_structs_compile_with_the_layouts_offsets(tmp_path):
     """format.h alone (its _Static_asserts hold the offsets and sizes), and its packer
-    read back by the reader: calls at their defaults, with every field, with a few."""
-    from qmpigen.trace import walk
+    read back by both readers (_loops.c's and Python's): calls at their defaults, with
+    every field, with a few; 64-bit fields narrow and wide; a communicator id and a
+    duration too large for the head; recv_bytes equal to bytes; a call entered."""
+    np = pytest.importorskip("numpy")
+    from qmpigen.trace import loops, records, walk
 
     compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
     if compiler is None:
@@ -40,23 +43,28 @@ def test_the_c_structs_compile_with_the_layouts_offsets(tmp_path):
         f'#include "{layout_text.TRACE_H}"\n'
         "#include <stdio.h>\n"
         "static void show(struct call_record r, uint64_t leave) {\n"
-        "    unsigned char out[PACKED_CALL_MAX + 8];\n"
+        "    unsigned char out[COMPACT_CALL_MAX + 8];\n"
         "    size_t size = call_record_pack(&r, leave, out);\n"
         "    r.leave = leave;\n"
         "    fwrite(&r, sizeof r, 1, stdout); fwrite(&size, sizeof size, 1, stdout); fwrite(out, 1, size, stdout);\n"
         "}\n"
+        "#define FRESH(code) (struct call_record){.kind = R_CALL, .size = sizeof r, .func = code, CALL_RECORD_DEFAULTS}\n"
         "int main(void) {\n"
-        "    struct call_record r = {.kind = R_CALL, .size = sizeof r, .func = 3, CALL_RECORD_DEFAULTS};\n"
+        "    struct call_record r = FRESH(3);\n"
         "    r.enter = 10;\n"
         "    show(r, 20);\n"
         "    r.comm = 2; r.peer = 1; r.tag = -7; r.root = 0; r.datatype = 4; r.file = 5; r.count = 6;\n"
         "    r.bytes = 1LL << 40; r.offset = -8; r.request = ~0ULL; r.source = -2; r.recv_tag = 9;\n"
         "    r.window = 10; r.created = 11; r.recv_bytes = 12; r.flags = CALL_FAILED; r.depth = 2;\n"
         "    show(r, 30);\n"
-        "    r = (struct call_record){.kind = R_CALL, .size = sizeof r, .func = 9, CALL_RECORD_DEFAULTS};\n"
-        "    r.enter = 1;\n"
+        "    r.comm = 70000; r.enter = 5; show(r, 5 + (1ULL << 33));\n"
+        "    r = FRESH(9); r.enter = 1;\n"
         "    r.file = 0; r.datatype = 1; r.count = 8; r.bytes = 8; r.offset = 64;\n"
         "    show(r, 2);\n"
+        "    r.offset = -5; r.request = 0xAC000001u; r.comm = -32768; show(r, 4);\n"
+        "    r = FRESH(4); r.enter = 100; r.comm = 0; r.datatype = 2; r.count = 3; r.bytes = r.recv_bytes = 12;\n"
+        "    show(r, 140);\n"
+        "    r.bytes = r.recv_bytes = -(1LL << 35); show(r, 0);\n"
         "    return 0;\n"
         "}\n"
     )
@@ -67,14 +75,26 @@ def test_the_c_structs_compile_with_the_layouts_offsets(tmp_path):
     )
     assert proc.returncode == 0, proc.stderr
     out = subprocess.run([str(tmp_path / "layout")], capture_output=True, check=True).stdout
-    sizes = []
+    lib = loops.load()
+    sizes, packed_records, wholes = [], [], []
     while out:
         whole, (size,), out = out[:104], struct.unpack_from("<Q", out, 104), out[112:]
         packed, out = out[:size], out[size:]
-        assert walk._unpack_call(packed, 0, size) == whole
+        if whole[16:24] == bytes(8):  # entered: a call entered has no leave yet, nor its duration
+            assert packed[16:20] == bytes(4)
+        assert walk._unpack_compact(packed, 0, size) == whole
         sizes.append(size)
-    # nothing but the head; every field (4 x 9 + 8 x 5 bytes after it); a write's five
-    assert sizes == [32, layout.PACKED_CALL_MAX, 64]
+        packed_records.append(packed)
+        wholes.append(whole)
+    # nothing but the head; every field, then 64-bit ones narrow and wide; a write's five
+    # (narrow), with a negative offset, a request and comm -32768 (wide); bytes once
+    # (recv_bytes is bytes), narrow and wide, the second one entered
+    assert sizes == [24, 104, 112, 48, 56, 40, 48]
+    assert layout.COMPACT_CALL_MAX == 112
+    if lib is not None:  # _loops.c's walk gives the same calls
+        data = b"".join(packed_records)
+        calls, _, _, problem = walk._scan_native(lib, data, 0, len(data), records.RankFile(tmp_path / "f", 0, 0, 1, 1))
+        assert problem is None and [bytes(c) for c in calls.view(np.uint8).reshape(len(calls), 104)] == wholes
 
 
 def test_the_readers_types_are_the_layouts():

@@ -378,6 +378,14 @@ struct kinds {
     uint16_t packed_fields;                  /* CALL fields a PACKED_CALL may carry */
     uint16_t field_at[32], field_size[32];   /* each one's offset in a CALL record and its size */
     const uint8_t *defaults;                 /* a CALL record with every field at its default */
+    /* a COMPACT_CALL (version 7): its head's duration, comm and present; its fields are
+     * PACKED_CALL's, then comm and leave (field_at and field_size go on) */
+    uint16_t compact, compact_size, compact_fields, duration_at, comm_at, present_at;
+    uint16_t bytes_field, recv_bytes_field;  /* their indices among the fields */
+    uint32_t zero_extended;                  /* the fields whose 4 narrow bytes are unsigned */
+    uint8_t narrow, recv_is_bytes;           /* COMPACT_* flags */
+    int16_t comm_wide;
+    uint32_t duration_wide;
 };
 
 struct scan {
@@ -386,7 +394,7 @@ struct scan {
     uint8_t *completions;   /* completion records */
     int64_t *completion_at; /* 2 per completion: its offset, the index of the call before it */
     int64_t *other_at;      /* 2 per other record: its offset, the number of calls before it */
-    int64_t counts[4];      /* calls, packed calls, completions, others */
+    int64_t counts[4];      /* calls, packed calls (PACKED_ and COMPACT_), completions, others */
     int64_t capacity[3];    /* with buffers: the calls, completions and others they hold */
 };
 
@@ -441,6 +449,58 @@ static int unpack_call(const uint8_t *record, uint16_t size, const struct kinds 
     return (at + k->alignment - 1) / k->alignment * k->alignment == size;
 }
 
+/* A COMPACT_CALL of `size` bytes as a whole CALL record at `call` (NULL: only checked):
+ * its head (leave = enter + duration; 0 if entered), then each field whose bit is set in
+ * `present`, a 64-bit one from 4 bytes when the record is narrow. 0 if its head and bits
+ * disagree, or its fields do not fill its size (to the alignment). */
+static int unpack_compact(const uint8_t *record, uint16_t size, const struct kinds *k, uint8_t *call)
+{
+    uint16_t present;
+    uint32_t duration;
+    int16_t comm;
+    uint8_t flags = record[7], narrow = flags & k->narrow;
+    int64_t at = k->compact_size;
+    unsigned comm_bit = k->compact_fields - 2u, leave_bit = k->compact_fields - 1u;
+    memcpy(&duration, record + k->duration_at, sizeof duration);
+    memcpy(&comm, record + k->comm_at, sizeof comm);
+    memcpy(&present, record + k->present_at, sizeof present);
+    if ((duration == k->duration_wide) != (present >> leave_bit & 1) ||
+        (comm == k->comm_wide) != (present >> comm_bit & 1))
+        return 0;
+    if (call != NULL) { /* func, depth, flags and enter are where CALL has them */
+        int32_t wide_comm = comm;
+        memcpy(call, k->defaults, k->call_size);
+        memcpy(call + sizeof(struct record_head), record + sizeof(struct record_head),
+               k->duration_at - sizeof(struct record_head));
+        call[7] = flags & (uint8_t) ~(k->narrow | k->recv_is_bytes);
+        memcpy(call + k->field_at[comm_bit], &wide_comm, sizeof wide_comm);
+        if (duration != 0 && duration != k->duration_wide) {
+            uint64_t enter, leave;
+            memcpy(&enter, record + k->duration_at - sizeof enter, sizeof enter);
+            leave = enter + duration;
+            memcpy(call + k->field_at[leave_bit], &leave, sizeof leave);
+        }
+    }
+    for (uint32_t bits = present; bits != 0; bits &= bits - 1) { /* the fields present, in order */
+        unsigned i = (unsigned)__builtin_ctz(bits);
+        uint16_t width = narrow && i < k->packed_fields && k->field_size[i] == 8 ? 4 : k->field_size[i];
+        if (at + width > size)
+            return 0;
+        if (call != NULL && width != k->field_size[i]) { /* 4 bytes of an 8-byte field */
+            uint32_t low;
+            int64_t value;
+            memcpy(&low, record + at, sizeof low);
+            value = k->zero_extended >> i & 1 ? (int64_t)low : (int64_t)(int32_t)low;
+            memcpy(call + k->field_at[i], &value, sizeof value);
+        } else if (call != NULL)
+            copy_field(call + k->field_at[i], record + at, width);
+        at += width;
+    }
+    if (call != NULL && flags & k->recv_is_bytes)
+        memcpy(call + k->field_at[k->recv_bytes_field], call + k->field_at[k->bytes_field], 8);
+    return (at + k->alignment - 1) / k->alignment * k->alignment == size;
+}
+
 /* Walks the records from `pos` to `end` and sorts them: calls (whole and packed),
  * completions (after a call) and the rest, for Python (a packed call that does not
  * unpack among them: Python says why). With NULL buffers it only counts. Returns where
@@ -470,6 +530,15 @@ int64_t qmpi_scan_records(const uint8_t *data, int64_t pos, int64_t end, const s
                     break;
                 s->call_offset[n[0]] = pos;
                 unpack_call(data + pos, h.size, k, s->calls + (int64_t)k->call_size * n[0]);
+            }
+            n[1]++;
+            n[0]++;
+        } else if (h.kind == k->compact && h.size >= k->compact_size && unpack_compact(data + pos, h.size, k, NULL)) {
+            if (s->calls) {
+                if (n[0] >= s->capacity[0])
+                    break;
+                s->call_offset[n[0]] = pos;
+                unpack_compact(data + pos, h.size, k, s->calls + (int64_t)k->call_size * n[0]);
             }
             n[1]++;
             n[0]++;
@@ -518,7 +587,7 @@ int64_t qmpi_first_bad_call(const uint8_t *calls, int64_t n, int64_t call_size, 
 
 /* The layout of the structs above and of every function's arguments: loops.py refuses
  * a build of another (a stale extension beside newer Python would read out of bounds). */
-#define QMPI_LOOPS_ABI 5
+#define QMPI_LOOPS_ABI 6
 int qmpi_loops_abi(void)
 {
     return QMPI_LOOPS_ABI;

@@ -24,21 +24,24 @@ from typing import Dict, List, Tuple
 from qmpigen.mpi import roles as _roles
 
 MAGIC = b"QMPITRC\0"
-VERSION = 6  # written by the trace tool (sample_tools/trace/); 5 packs calls (PACKED_CALL),
+VERSION = 7  # written by the trace tool (sample_tools/trace/); 5 packs calls (PACKED_CALL),
 # whose head is version 4's SHORT_CALL with `present` for its reserved 0: version 4 files
 # read as they are. 6 adds what a crash leaves: a rank file's tail file (TAIL_HEADER, the
 # records not yet written to the rank file), a call entered and not returned (a
 # PACKED_CALL whose leave is 0, the last record), the SIGNAL record, and END's reason;
-# a zero head word ends a version 6 file's records. Files of versions 1-3 are refused
-# (merge them with the qmpigen that wrote them: their calls carried a fixed table's
-# codes, no kinds)
-READ_VERSIONS = (4, 5, 6)
+# a zero head word ends a version 6 file's records. 7 writes calls as COMPACT_CALL: a
+# 24-byte head (a 32-bit duration for leave, a 16-bit comm) and 64-bit fields in 4 bytes
+# when all fit: a call's bytes are most of what it costs (docs/performance.md). Files of
+# versions 1-3 are refused (merge them with the qmpigen that wrote them: their calls
+# carried a fixed table's codes, no kinds)
+READ_VERSIONS = (4, 5, 6, 7)
 RECORD_ALIGNMENT = 8  # every record's size is a multiple of it
 
 # C type -> (numpy type, struct code, size)
 C_TYPES: Dict[str, Tuple[str, str, int]] = {
     "uint8_t": ("u1", "B", 1),
     "uint16_t": ("<u2", "H", 2),
+    "int16_t": ("<i2", "h", 2),
     "uint32_t": ("<u4", "I", 4),
     "uint64_t": ("<u8", "Q", 8),
     "int32_t": ("<i4", "i", 4),
@@ -328,15 +331,59 @@ RECORDS: Tuple[Record, ...] = (
         doc="a fatal signal the tool's handler saw (version 6), the last record of the thread that "
         "received it, right after the call it interrupted if one was open",
     ),
+    Record(
+        14,
+        "COMPACT_CALL",
+        Struct(
+            "compact_call_record",
+            HEAD
+            + (
+                Field("func", "uint16_t", "function code"),
+                Field("depth", "uint8_t", "nesting depth"),
+                Field("flags", "uint8_t", "CALL_* and COMPACT_* flags"),
+                Field("enter", "uint64_t", "ticks"),
+                Field(
+                    "duration",
+                    "uint32_t",
+                    "leave - enter, ticks (at least 1); 0: entered, not returned; 0xFFFFFFFF: leave follows (bit 15)",
+                ),
+                Field("comm", "int16_t", "communicator id, -1 none; -32768: it follows (bit 14)", -1),
+                Field("present", "uint16_t", "bit i: the i-th CALL field after comm follows; 14: comm; 15: leave"),
+            ),
+        ),
+        tail="the CALL fields after comm whose bit is set in `present`, in CALL's order, each at its "
+        "size (unaligned; a 64-bit one in 4 bytes with COMPACT_NARROW, sign-extended, a request "
+        "zero-extended), then comm (i32) and leave (u64) if their bits are set, then zero bytes "
+        "to a multiple of 8",
+        doc="one traced call, as the trace tool writes them (version 7): a CALL without its fields at "
+        "their defaults (24 bytes for a call without arguments, 40 for MPI_File_write_at's, against "
+        "CALL's 104); duration 0: the call was entered and had not returned (the thread's last record)",
+    ),
 )
 BY_NAME = {r.name: r for r in RECORDS}
-CALL, PACKED_CALL, COMPLETION, CLOCK, TIMER, END, WINDOW, SIGNAL = (
-    BY_NAME[n] for n in ("CALL", "PACKED_CALL", "COMPLETION", "CLOCK", "TIMER", "END", "WINDOW", "SIGNAL")
+CALL, PACKED_CALL, COMPACT_CALL, COMPLETION, CLOCK, TIMER, END, WINDOW, SIGNAL = (
+    BY_NAME[n]
+    for n in ("CALL", "PACKED_CALL", "COMPACT_CALL", "COMPLETION", "CLOCK", "TIMER", "END", "WINDOW", "SIGNAL")
 )
 # The fields a PACKED_CALL may carry after its head, bit i of `present` for the i-th.
 PACKED_FIELDS: Tuple[Field, ...] = CALL.layout.fields[len(_CALL_HEAD) :]
 PACKED_CALL_MAX = RECORD_ALIGNMENT * -(
     -(PACKED_CALL.size + sum(C_TYPES[f.ctype][2] for f in PACKED_FIELDS)) // RECORD_ALIGNMENT
+)
+# A COMPACT_CALL's fields: PACKED_CALL's, then the two its head holds short, in full.
+COMPACT_FIELDS: Tuple[Field, ...] = PACKED_FIELDS + (
+    Field("comm", "int32_t", "communicator id, when it does not fit the head's 16 bits"),
+    Field("leave", "uint64_t", "ticks, when leave - enter does not fit the head's 32 bits"),
+)
+COMPACT_COMM_WIDE = -32768  # a COMPACT_CALL head's comm when the id follows
+COMPACT_DURATION_WIDE = 0xFFFFFFFF  # a COMPACT_CALL head's duration when leave follows
+COMPACT_CALL_MAX = RECORD_ALIGNMENT * -(
+    -(COMPACT_CALL.size + sum(C_TYPES[f.ctype][2] for f in COMPACT_FIELDS)) // RECORD_ALIGNMENT
+)
+# A COMPACT_CALL's flags beside CALL's: how its fields are stored (an unpacked call has none)
+COMPACT_FLAGS = (
+    ("COMPACT_NARROW", 8, "every 64-bit field present is stored in 4 bytes"),
+    ("COMPACT_RECV_IS_BYTES", 16, "recv_bytes equals bytes (not stored): Bcast, Allreduce, Fetch_and_op"),
 )
 # MPI's datatype constructors (MPI 5.0 table 5.1), in this order in TYPE records: the tool
 # maps the MPI's MPI_COMBINER_ values (which differ per MPI) to these indices.
@@ -459,6 +506,11 @@ def _check() -> None:
     assert TAIL_HEADER.size == 64 and SIGNAL.size == 32
     assert PACKED_CALL.layout.fields[: len(_CALL_HEAD)] == CALL.layout.fields[: len(_CALL_HEAD)]
     assert len(PACKED_FIELDS) < 32 and all(f.default in (0, -1) for f in PACKED_FIELDS)
+    assert COMPACT_CALL.size == 24 and len(COMPACT_FIELDS) == 16  # `present` is 16 bits
+    same_head = [(f.name, f.ctype) for f in CALL.layout.fields[:6]]  # kind, size, func, depth, flags, enter
+    assert [(f.name, f.ctype) for f in COMPACT_CALL.layout.fields[:6]] == same_head  # the readers copy it
+    assert [f.name for f in COMPACT_FIELDS[-2:]] == ["comm", "leave"]
+    assert not {value for _, value, _ in FLAGS} & {value for _, value, _ in COMPACT_FLAGS}
 
 
 _check()

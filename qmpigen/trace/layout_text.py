@@ -15,14 +15,17 @@ from .layout import (
     CALL,
     COMBINERS,
     COMM_CHUNK,
+    COMPACT_CALL,
+    COMPACT_CALL_MAX,
+    COMPACT_COMM_WIDE,
+    COMPACT_DURATION_WIDE,
+    COMPACT_FLAGS,
     END_REASONS,
     FILE_MODES,
     FLAGS,
     HEADER,
     KINDS,
     MAGIC,
-    PACKED_CALL,
-    PACKED_CALL_MAX,
     PACKED_FIELDS,
     PEERS,
     RECORD_ALIGNMENT,
@@ -92,6 +95,7 @@ def c_text() -> str:
     out += [
         "};",
         "enum { " + ", ".join(f"{name} = {value}" for name, value, _ in FLAGS) + " };",
+        "enum { " + ", ".join(f"{name} = {value}" for name, value, _ in COMPACT_FLAGS) + " };",
         "enum { " + ", ".join(f"{name} = {value}" for name, value in PEERS) + " };",
         "enum { " + ", ".join(f"{name} = {value}" for name, value, _ in REQUEST_FLAGS) + " };",
         "enum { " + ", ".join(f"{name} = {value:#x}" for name, value, _ in FILE_MODES) + " };",
@@ -116,70 +120,101 @@ _SET_BY_CALLER = ("kind", "size", "func", "depth")  # CALL_RECORD_DEFAULTS: ever
 
 
 def _c_pack() -> List[str]:
-    """call_record_pack: a CALL record as the PACKED_CALL the trace tool writes (layout.py's
-    PACKED_FIELDS, in order, each one not at its default)."""
-    assert [f.name for f in PACKED_CALL.layout.fields] == [
-        *("kind", "size", "func", "depth", "flags", "enter", "leave", "comm", "present")
-    ], "call_record_pack writes this head as four words"
+    """call_record_pack: a CALL record as the COMPACT_CALL the trace tool writes (layout.py's
+    COMPACT_FIELDS, in order, each one not at its default)."""
+    head = COMPACT_CALL.layout
+    assert [f.name for f in head.fields] == [
+        *("kind", "size", "func", "depth", "flags", "enter", "duration", "comm", "present")
+    ], "call_record_pack writes this head as three words"
+    wide = [f for f in PACKED_FIELDS if C_TYPES[f.ctype][2] == 8]
+    fits = " && ".join(
+        f"(uint64_t)r->{f.name} <= UINT32_MAX" if f.ctype.startswith("u") else f"r->{f.name} == (int32_t)r->{f.name}"
+        for f in wide
+    )
     out = [
-        f"#define PACKED_CALL_MAX {PACKED_CALL_MAX} /* a PACKED_CALL's largest size */",
-        "/* Writes call record `r`, left at `leave`, as a PACKED_CALL at `to` (PACKED_CALL_MAX",
-        " * bytes of room and 8 more): its fields not at their defaults follow its head, then a",
-        " * zero word (where the records end until the next one). Returns its size. The head",
-        " * is written with leave 0 and `leave` stored last (leave 0: a call entered, not",
-        " * returned), so what a process killed at any instruction leaves at `to` is nothing, a",
-        " * call entered, or the whole record (signal fences keep the compiler's order). A",
-        " * field's branch goes the same way call after call of a function. */",
+        f"#define COMPACT_CALL_MAX {COMPACT_CALL_MAX} /* a COMPACT_CALL's largest size */",
+        f"#define COMPACT_COMM_WIDE {COMPACT_COMM_WIDE}",
+        f"#define COMPACT_DURATION_WIDE {COMPACT_DURATION_WIDE}u",
+        "/* Writes call record `r`, left at `leave` (0: entered, not returned), as a COMPACT_CALL",
+        " * at `to` (COMPACT_CALL_MAX bytes of room and 8 more): its fields not at their defaults",
+        " * follow its head, each 64-bit one in 4 bytes if all fit, then a zero word (where the",
+        " * records end until the next one). Returns its size. The head is written with duration",
+        " * 0 and the duration stored last (0: a call entered, not returned), so what a process",
+        " * killed at any instruction leaves at `to` is nothing, a call entered, or the whole",
+        " * record (signal fences keep the compiler's order). A field's branch goes the same way",
+        " * call after call of a function. */",
         "static inline __attribute__((always_inline)) size_t call_record_pack(const struct call_record *r, "
         "uint64_t leave, void *to)",
         "{",
         "    unsigned char *out = (unsigned char *)to;",
-        f"    unsigned char *p = out + sizeof(struct {PACKED_CALL.layout.c_name});",
-        "    uint32_t present = 0;",
-        "    uint64_t word;",
+        f"    unsigned char *p = out + sizeof(struct {head.c_name});",
+        "    uint32_t present = 0, flags = r->flags;",
+        f"    int narrow = {fits};",
+        "    int recv_is_bytes = r->recv_bytes != 0 && r->recv_bytes == r->bytes;",
+        "    int comm_wide = r->comm != (int16_t)r->comm || r->comm == COMPACT_COMM_WIDE;",
+        "    uint64_t word, duration = 0;",
+        "    flags |= (narrow ? COMPACT_NARROW : 0) | (recv_is_bytes ? COMPACT_RECV_IS_BYTES : 0);",
     ]
     assert RECORD_ALIGNMENT <= 8, "call_record_pack pads with one 8-byte store"
     for bit, f in enumerate(PACKED_FIELDS):
         value = f"(int64_t)r->{f.name}" if f.ctype == "uint64_t" else f"r->{f.name}"
-        out.append(
-            f"    if ({value} != {f.default}) {{ memcpy(p, &r->{f.name}, sizeof r->{f.name}); "
-            f"p += sizeof r->{f.name}; present |= 1u << {bit}; }}"
-        )
+        test = f"{value} != {f.default}" + (" && !recv_is_bytes" if f.name == "recv_bytes" else "")
+        if C_TYPES[f.ctype][2] == 8:
+            store = (
+                f"if (narrow) {{ uint32_t v = (uint32_t)r->{f.name}; memcpy(p, &v, 4); p += 4; }} "
+                f"else {{ memcpy(p, &r->{f.name}, 8); p += 8; }}"
+            )
+        else:
+            store = f"memcpy(p, &r->{f.name}, sizeof r->{f.name}); p += sizeof r->{f.name};"
+        out.append(f"    if ({test}) {{ {store} present |= 1u << {bit}; }}")
+    comm_bit, leave_bit = len(PACKED_FIELDS), len(PACKED_FIELDS) + 1
     out += [
+        f"    if (comm_wide) {{ memcpy(p, &r->comm, sizeof r->comm); p += sizeof r->comm; present |= 1u << {comm_bit}; }}",
+        "    if (leave != 0) {",
+        "        duration = leave - r->enter;",
+        "        duration += duration == 0; /* 0 says entered */",
+        "        if (duration >= COMPACT_DURATION_WIDE) {",
+        f"            memcpy(p, &leave, sizeof leave); p += sizeof leave; present |= 1u << {leave_bit};",
+        "            duration = COMPACT_DURATION_WIDE;",
+        "        }",
+        "    }",
         "    memset(p, 0, 8); /* the padding to RECORD_ALIGNMENT (8: fewer than 8 bytes), no loop */",
         "    p = out + (((size_t)(p - out) + RECORD_ALIGNMENT - 1) & ~(size_t)(RECORD_ALIGNMENT - 1));",
         "    memset(p, 0, 8);",
-        "    memset(out + 16, 0, 8); /* where no record was: leave 0 before the head is there */",
+        "    /* duration 0, comm and present, before the head is there (where no record was) */",
+        "    word = (uint64_t)(uint16_t)(comm_wide ? COMPACT_COMM_WIDE : r->comm) << 32 | (uint64_t)present << 48;",
+        "    memcpy(out + 16, &word, sizeof word);",
         "    __atomic_signal_fence(__ATOMIC_SEQ_CST);",
-        "    /* the head as four words made in registers (the format is little-endian): a head",
-        "     * struct on the stack copied out would wait for its fields' narrow stores */",
-        "    word = (uint64_t)R_PACKED_CALL | (uint64_t)(p - out) << 16 | (uint64_t)r->func << 32 |",
-        "           (uint64_t)r->depth << 48 | (uint64_t)r->flags << 56;",
+        "    /* the head's words made in registers (the format is little-endian): a head struct",
+        "     * on the stack copied out would wait for its fields' narrow stores */",
+        "    word = (uint64_t)R_COMPACT_CALL | (uint64_t)(p - out) << 16 | (uint64_t)r->func << 32 |",
+        "           (uint64_t)r->depth << 48 | (uint64_t)flags << 56;",
         "    memcpy(out, &word, sizeof word);",
         "    memcpy(out + 8, &r->enter, sizeof r->enter);",
-        "    word = (uint64_t)(uint32_t)r->comm | (uint64_t)present << 32;",
-        "    memcpy(out + 24, &word, sizeof word);",
-        "    __atomic_signal_fence(__ATOMIC_SEQ_CST);",
-        "    memcpy(out + 16, &leave, sizeof leave);",
+        "    if (leave != 0) {",
+        "        uint32_t stored = (uint32_t)duration;",
+        "        __atomic_signal_fence(__ATOMIC_SEQ_CST);",
+        "        memcpy(out + 16, &stored, sizeof stored);",
+        "    }",
         "    return (size_t)(p - out);",
         "}",
-        f"_Static_assert(offsetof(struct {PACKED_CALL.layout.c_name}, present) == 28 && "
-        f'sizeof(struct {PACKED_CALL.layout.c_name}) == 32, "call_record_pack\'s words");',
+        f"_Static_assert(offsetof(struct {head.c_name}, duration) == 16 && offsetof(struct {head.c_name}, present) == 22 && "
+        f'sizeof(struct {head.c_name}) == 24, "call_record_pack\'s words");',
         "/* call_record_pack of a call without arguments entered (every field at its default,",
-        " * enter and leave 0), from its function and depth: 32 bytes, and the zero word. */",
+        " * enter and duration 0), from its function and depth: 24 bytes, and the zero word. */",
         "static inline __attribute__((always_inline)) size_t call_record_pack_bare(uint16_t func, uint8_t depth, "
         "void *to)",
         "{",
         "    unsigned char *out = (unsigned char *)to;",
-        f"    uint64_t word = (uint64_t)R_PACKED_CALL | (uint64_t)sizeof(struct {PACKED_CALL.layout.c_name}) << 16 |",
-        "                    (uint64_t)func << 32 | (uint64_t)depth << 48;",
-        f"    memset(out + sizeof(struct {PACKED_CALL.layout.c_name}), 0, 8);",
-        "    memset(out + 8, 0, 16);",
+        f"    uint64_t word = (uint64_t)(uint16_t){head.fields[7].default} << 32; /* duration 0, comm's default, nothing present */",
+        f"    memset(out + sizeof(struct {head.c_name}), 0, 8);",
+        "    memset(out + 8, 0, 8);",
+        "    memcpy(out + 16, &word, sizeof word);",
         "    __atomic_signal_fence(__ATOMIC_SEQ_CST);",
+        f"    word = (uint64_t)R_COMPACT_CALL | (uint64_t)sizeof(struct {head.c_name}) << 16 | (uint64_t)func << 32 |",
+        "           (uint64_t)depth << 48;",
         "    memcpy(out, &word, sizeof word);",
-        f"    word = (uint64_t)(uint32_t){PACKED_CALL.layout.fields[7].default}; /* comm's default, nothing present */",
-        "    memcpy(out + 24, &word, sizeof word);",
-        f"    return sizeof(struct {PACKED_CALL.layout.c_name});",
+        f"    return sizeof(struct {head.c_name});",
         "}",
     ]
     return out

@@ -18,7 +18,7 @@ LIBRARY = "libqmpigen_loops.so"  # setup.py's name for the build of _loops.c
 _loaded: dict = {}
 # _loops.c's QMPI_LOOPS_ABI: the structs and arguments this Python passes (read.py's
 # _Kinds and _Scan, ...); a build of another is not used
-LOOPS_ABI = 5
+LOOPS_ABI = 6
 
 
 def load() -> Optional[ctypes.CDLL]:

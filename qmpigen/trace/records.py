@@ -41,6 +41,7 @@ WINDOW = layout.WINDOW.layout.format
     R_PACKED_CALL,
     R_END,
     R_WINDOW,
+    R_COMPACT_CALL,
 ) = (
     layout.BY_NAME[name].kind
     for name in (
@@ -56,6 +57,7 @@ WINDOW = layout.WINDOW.layout.format
         "PACKED_CALL",
         "END",
         "WINDOW",
+        "COMPACT_CALL",
     )
 )
 CALL_HAS_REQUEST, CALL_FAILED, CALL_STATUS_BYTES = (value for _, value, _ in layout.FLAGS)
@@ -79,6 +81,12 @@ for _name, _value in CALL_DEFAULTS.items():
 EMPTY_CALL = _EMPTY_CALL.tobytes()
 # each field a packed call may carry (bit i of `present`): its offset in a CALL, its size
 PACKED_SLOTS = tuple((CALL_DTYPE.fields[f.name][1], layout.C_TYPES[f.ctype][2]) for f in layout.PACKED_FIELDS)
+# a COMPACT_CALL's (version 7): PACKED_CALL's, then comm and leave in full; its head
+COMPACT_SLOTS = tuple((CALL_DTYPE.fields[f.name][1], layout.C_TYPES[f.ctype][2]) for f in layout.COMPACT_FIELDS)
+COMPACT_HEAD = layout.COMPACT_CALL.layout.format  # kind, size, func, depth, flags, enter, duration, comm, present
+COMPACT_NARROW, COMPACT_RECV_IS_BYTES = (value for _, value, _ in layout.COMPACT_FLAGS)
+# the fields whose narrow 4 bytes are unsigned (zero-extended): the request handle
+ZERO_EXTENDED = tuple(f.ctype.startswith("u") for f in layout.COMPACT_FIELDS)
 # one completed request of a Wait/Waitall/Test: the index of its call in the file's calls
 COMPLETION_DTYPE = np.dtype(
     [("call", "<i8"), ("request", "<u8"), ("source", "<i4"), ("tag", "<i4"), ("bytes", "<i8"), ("flags", "<i4")]
@@ -151,7 +159,7 @@ def other_record(data: Data, pos: int, kind: int, size: int, out: RankFile) -> O
         values = fixed.unpack_from(data, pos + RECORD_HEAD.size)
         tail = (pos + RECORD_HEAD.size + fixed.size, pos + size)  # where the variable part is
         return _definition(data, pos, kind, values, tail, out)
-    if kind == R_PACKED_CALL:  # one that the walk's unpacking refused
+    if kind in (R_PACKED_CALL, R_COMPACT_CALL):  # one that the walk's unpacking refused
         return f"corrupt call record at byte {pos} (a packed call whose fields do not match its {size} bytes)"
     return _fixed_size(data, pos, kind, size, out)
 

@@ -17,7 +17,7 @@ import numpy as np
 
 from .read import END_STOPPED, RankFile
 
-OPEN_HEAD = struct.Struct("<HHHBBQ")  # a PACKED_CALL's kind, size, func, depth, flags, enter
+OPEN_HEAD = struct.Struct("<HHHBBQ")  # a PACKED_CALL's or COMPACT_CALL's kind, size, func, depth, flags, enter
 # what a fault's si_code says (Linux's <signal.h>), for the signals that have them
 FAULT_CODES: Dict[int, Dict[int, str]] = {
     signals.SIGSEGV: {1: "address not mapped", 2: "invalid permissions for the address"},

@@ -1,15 +1,16 @@
-"""A rank file's tail file (format version 6, docs/trace-format.md): the records a thread
-had not yet written to its rank file when its process died, and how its records end.
+"""A rank file's tail file (format versions 6 and 7, docs/trace-format.md): the records
+a thread had not yet written to its rank file when its process died, and how its records
+end.
 
 The trace tool keeps each thread's buffer in NAME.qtr.tail, mapped shared, and removes
 the file once the rank file is whole (MPI_Finalize). A tail file left beside a rank file
 holds, after its header page, the records that follow the rank file's first `flushed`
 bytes (when `staged_from` equals `flushed`; else the buffer was written out already),
-up to a zero word; or up to the record of the call the thread was in (a PACKED_CALL with
-leave 0: entered, not returned), then perhaps a SIGNAL record (the fatal signal the
-tool's handler saw). `join` gives the rank file's bytes as if the buffer had been written
-out, without the call in progress and the signal, which it returns apart: the reader's
-walks see only whole records. The tail is read before the rank file, which only grows:
+up to a zero word; or up to the record of the call the thread was in (a COMPACT_CALL
+with duration 0, in version 6 a PACKED_CALL with leave 0: entered, not returned), then
+perhaps a SIGNAL record (the fatal signal the tool's handler saw). `join` gives the rank
+file's bytes as if the buffer had been written out, without the call in progress and
+the signal, which it returns apart: the reader's walks see only whole records. The tail is read before the rank file, which only grows:
 the rank file's first `flushed` bytes are then there whatever the thread did since."""
 
 from __future__ import annotations
@@ -26,9 +27,14 @@ from . import layout
 HEAD = struct.Struct("<HH")
 TAIL = layout.TAIL_HEADER.format
 SIGNAL = layout.SIGNAL.layout.format
+TAIL_VERSIONS = tuple(v for v in layout.READ_VERSIONS if v >= 6)  # the versions that have them
 MAX_BUFFER = 1 << 30  # the tool's largest buffer (QMPI_TRACE_BUFFER)
 WORD = struct.Struct("<Q")
-LEAVE_AT = 16  # a PACKED_CALL's leave field
+# where a call record says it was entered and not returned (its field there is 0), by kind
+OPEN_MARK = {
+    layout.PACKED_CALL.kind: (layout.PACKED_CALL.layout.offsets()[6], WORD),  # leave
+    layout.COMPACT_CALL.kind: (layout.COMPACT_CALL.layout.offsets()[6], struct.Struct("<I")),  # duration
+}
 Data = Union[bytes, bytearray]  # a rank file's bytes, as read.py has them
 
 
@@ -36,7 +42,7 @@ Data = Union[bytes, bytearray]  # a rank file's bytes, as read.py has them
 class Ending:
     """What a tail file says about how a thread's records end."""
 
-    open_call: Optional[bytes] = None  # the record of the call entered and not returned (a PACKED_CALL, leave 0)
+    open_call: Optional[bytes] = None  # the record of the call entered and not returned (OPEN_MARK 0)
     signal: Optional[Tuple[int, int, int, int, int]] = None  # signal, code, sender, ticks, ns (SIGNAL)
     note: Optional[str] = None  # why a tail file beside the rank file was not used
 
@@ -72,8 +78,8 @@ def read_tail(path: Path) -> Tuple[Optional[Tail], Optional[str]]:
             return None, f"{tail.name}: shorter than its header"
         header = TAIL.unpack(head)
         (magic, version, header_size, offset, size) = header[:5]
-        if magic != layout.TAIL_MAGIC or version != 6 or header_size != TAIL.size:
-            return None, f"{tail.name}: not a tail file of format version 6"
+        if magic != layout.TAIL_MAGIC or version not in TAIL_VERSIONS or header_size != TAIL.size:
+            return None, f"{tail.name}: not a tail file of format version {' or '.join(map(str, TAIL_VERSIONS))}"
         if offset != layout.TAIL_BUFFER_OFFSET or not 0 < size <= MAX_BUFFER or info.st_size != offset + size:
             return None, f"{tail.name}: its buffer is not where its header says"
         buffer = os.pread(fd, size, offset)
@@ -113,7 +119,8 @@ def _buffer_records(buffer: bytes) -> Tuple[bytes, Ending]:
         kind, size = HEAD.unpack_from(buffer, pos)
         if kind == 0 or size < 8 or size % layout.RECORD_ALIGNMENT or pos + size > end:
             break  # the end of what was written (a zero word), or a record being written
-        if kind == layout.PACKED_CALL.kind and WORD.unpack_from(buffer, pos + LEAVE_AT)[0] == 0:
+        mark = OPEN_MARK.get(kind)
+        if mark is not None and mark[1].unpack_from(buffer, pos + mark[0])[0] == 0:
             signal = _signal(buffer, pos + size, end)
             if signal is not None and signal[3] < WORD.unpack_from(buffer, pos + 8)[0]:
                 signal = None  # one written before this call began: the process went on after it

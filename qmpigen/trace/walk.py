@@ -13,10 +13,14 @@ from typing import List, Optional, Tuple
 
 import numpy as np
 
-from . import records
+from . import layout, records
 from .records import (
     ALIGNMENT,
     CALL_DTYPE,
+    COMPACT_HEAD,
+    COMPACT_NARROW,
+    COMPACT_RECV_IS_BYTES,
+    COMPACT_SLOTS,
     COMPLETION,
     COMPLETION_DTYPE,
     EMPTY_CALL,
@@ -24,10 +28,12 @@ from .records import (
     PACKED_HEAD,
     PACKED_SLOTS,
     R_CALL,
+    R_COMPACT_CALL,
     R_COMPLETION,
     R_PACKED_CALL,
     RAW_COMPLETION,
     RECORD_HEAD,
+    ZERO_EXTENDED,
     Data,
     RankFile,
 )
@@ -116,6 +122,13 @@ def _first_bad_call(lib, calls: np.ndarray, functions) -> int:
 _HEAD_AT = np.array([CALL_DTYPE.fields[name][1] for name in ("func", "enter", "leave")], np.int64)
 
 
+_COMPACT_HEAD_AT = tuple(
+    [f.name for f in layout.COMPACT_CALL.layout.fields].index(name) for name in ("duration", "comm", "present")
+)
+_FIELD_NAMES = [f.name for f in layout.COMPACT_FIELDS]
+assert COMPACT_SLOTS[: len(PACKED_SLOTS)] == PACKED_SLOTS  # _loops.c's field tables serve both
+
+
 class _Kinds(ctypes.Structure):
     """_loops.c's struct kinds: what its walk sorts out, from the layout."""
 
@@ -131,6 +144,19 @@ class _Kinds(ctypes.Structure):
         ("field_at", ctypes.c_uint16 * 32),
         ("field_size", ctypes.c_uint16 * 32),
         ("defaults", ctypes.c_char_p),
+        ("compact", ctypes.c_uint16),
+        ("compact_size", ctypes.c_uint16),
+        ("compact_fields", ctypes.c_uint16),
+        ("duration_at", ctypes.c_uint16),
+        ("comm_at", ctypes.c_uint16),
+        ("present_at", ctypes.c_uint16),
+        ("bytes_field", ctypes.c_uint16),
+        ("recv_bytes_field", ctypes.c_uint16),
+        ("zero_extended", ctypes.c_uint32),
+        ("narrow", ctypes.c_uint8),
+        ("recv_is_bytes", ctypes.c_uint8),
+        ("comm_wide", ctypes.c_int16),
+        ("duration_wide", ctypes.c_uint32),
     ]
 
 
@@ -143,9 +169,19 @@ KINDS = _Kinds(
     RAW_COMPLETION.itemsize,
     ALIGNMENT,
     len(PACKED_SLOTS),
-    (ctypes.c_uint16 * 32)(*(at for at, _ in PACKED_SLOTS)),
-    (ctypes.c_uint16 * 32)(*(size for _, size in PACKED_SLOTS)),
+    (ctypes.c_uint16 * 32)(*(at for at, _ in COMPACT_SLOTS)),  # PACKED_SLOTS, then comm and leave
+    (ctypes.c_uint16 * 32)(*(size for _, size in COMPACT_SLOTS)),
     EMPTY_CALL,  # a bytes object of this module's: alive as long as KINDS
+    R_COMPACT_CALL,
+    COMPACT_HEAD.size,
+    len(COMPACT_SLOTS),
+    *(layout.COMPACT_CALL.layout.offsets()[i] for i in _COMPACT_HEAD_AT),
+    *(_FIELD_NAMES.index(name) for name in ("bytes", "recv_bytes")),
+    sum(1 << i for i, unsigned in enumerate(ZERO_EXTENDED) if unsigned),
+    COMPACT_NARROW,
+    COMPACT_RECV_IS_BYTES,
+    layout.COMPACT_COMM_WIDE,
+    layout.COMPACT_DURATION_WIDE,
 )
 
 
@@ -227,6 +263,45 @@ def _unpack_call(data: Data, pos: int, size: int) -> Optional[bytes]:
     return bytes(row) if -(-(at - pos) // ALIGNMENT) * ALIGNMENT == size else None
 
 
+def _unpack_compact(data: Data, pos: int, size: int) -> Optional[bytes]:
+    """A COMPACT_CALL as a whole CALL record (_loops.c's unpack_compact); None if its head
+    and bits disagree or its fields do not fill its size."""
+    if size < COMPACT_HEAD.size:
+        return None
+    _, _, _, _, flags, enter, duration, comm, present = COMPACT_HEAD.unpack_from(data, pos)
+    comm_bit, leave_bit = len(COMPACT_SLOTS) - 2, len(COMPACT_SLOTS) - 1
+    if (duration == layout.COMPACT_DURATION_WIDE) != bool(present >> leave_bit & 1) or (
+        comm == layout.COMPACT_COMM_WIDE
+    ) != bool(present >> comm_bit & 1):
+        return None
+    call = np.frombuffer(EMPTY_CALL, CALL_DTYPE).copy()
+    call["func"], call["depth"], call["enter"], call["comm"] = (
+        int.from_bytes(data[pos + 4 : pos + 6], "little"),
+        data[pos + 6],
+        enter,
+        comm,
+    )
+    call["flags"] = flags & ~(COMPACT_NARROW | COMPACT_RECV_IS_BYTES)
+    call["leave"] = enter + duration if 0 < duration < layout.COMPACT_DURATION_WIDE else 0
+    row = bytearray(call.tobytes())
+    at = pos + COMPACT_HEAD.size
+    for bit, (offset, width) in enumerate(COMPACT_SLOTS):
+        if present >> bit & 1:
+            stored = 4 if flags & COMPACT_NARROW and bit < len(PACKED_SLOTS) and width == 8 else width
+            if at + stored > pos + size:
+                return None
+            value = data[at : at + stored]
+            if stored < width:  # a narrow 64-bit field: sign- or zero-extended
+                signed = not ZERO_EXTENDED[bit]
+                value = int.from_bytes(value, "little", signed=signed).to_bytes(8, "little", signed=signed)
+            row[offset : offset + width] = value
+            at += stored
+    if flags & COMPACT_RECV_IS_BYTES:
+        (bytes_at, _), (recv_at, _) = (COMPACT_SLOTS[_FIELD_NAMES.index(n)] for n in ("bytes", "recv_bytes"))
+        row[recv_at : recv_at + 8] = row[bytes_at : bytes_at + 8]
+    return bytes(row) if -(-(at - pos) // ALIGNMENT) * ALIGNMENT == size else None
+
+
 def _scan_python(data: Data, pos: int, end: int, out: RankFile):
     """The same without a C compiler: runs of call records found with numpy, the other
     records one by one."""
@@ -249,7 +324,8 @@ def _scan_python(data: Data, pos: int, end: int, out: RankFile):
             ncalls += n
             pos += n * size
             continue
-        row = _unpack_call(data, pos, size) if kind == R_PACKED_CALL else None
+        unpack = _unpack_call if kind == R_PACKED_CALL else _unpack_compact if kind == R_COMPACT_CALL else None
+        row = unpack(data, pos, size) if unpack is not None else None
         if row is not None:
             runs.append((pos, 1, row))
             ncalls += 1

@@ -33,7 +33,7 @@ int trace_begin(struct traced *t, int level, int index, int kind)
     return 1;
 }
 
-/* The call's record, packed (its fields at their defaults left out: a PACKED_CALL), over
+/* The call's record, packed (its fields at their defaults left out: a COMPACT_CALL), over
  * the one written before the call when it is still at the buffer's end, else after what
  * was written since (a nested call's records, definitions). Straight into the buffer: a
  * copy from a record on the stack would wait for the stores just made to it (no
@@ -46,9 +46,9 @@ void trace_end(struct traced *t, int failed)
     if (failed)
         t->r.flags |= CALL_FAILED;
     tb->calls++;
-    if (__builtin_expect(tb->used + PACKED_CALL_MAX + RESERVED_BYTES > tb->limit, 0))
-        trace_make_room(t->in, tb, PACKED_CALL_MAX);
-    if (__builtin_expect(tb->used + PACKED_CALL_MAX + RESERVED_BYTES > tb->capacity, 0))
+    if (__builtin_expect(tb->used + COMPACT_CALL_MAX + RESERVED_BYTES > tb->limit, 0))
+        trace_make_room(t->in, tb, COMPACT_CALL_MAX);
+    if (__builtin_expect(tb->used + COMPACT_CALL_MAX + RESERVED_BYTES > tb->capacity, 0))
         return; /* a stopped thread without a scratch buffer */
     tb->used += call_record_pack(&t->r, leave, tb->data + tb->used);
     if (__builtin_expect(tb->limit == 0, 0)) /* QMPI_TRACE_FLUSH=record */
@@ -57,7 +57,7 @@ void trace_end(struct traced *t, int failed)
 
 /* ---- every other MPI function (QMPI_TRACE_FUNCTIONS=all) ----
  * trace_all.qmpi makes a wrapper for every function outside `operations` that calls
- * trace_all_begin before the next link and trace_all_end after it: a PACKED_CALL record
+ * trace_all_begin before the next link and trace_all_end after it: a COMPACT_CALL record
  * without arguments (generic code cannot know them; no role says), entered before the
  * call as every call's is. */
 HIDDEN int trace_all_begin(struct traced *t, int level, int index)

@@ -2,9 +2,9 @@
  * (requests.c, lifecycle.c), the generated ones by role (record.h) and the bare ones of
  * QMPI_TRACE_FUNCTIONS=all (trace_all.qmpi). Inline: what every traced call does.
  *
- * A call's record is written before the call, with leave 0: the record of a call entered
- * and not returned, which is what a process that dies inside the call leaves (the buffer
- * is its tail file, mapped: sink.h). After the call its leave time completes it in place;
+ * A call's record is written before the call, with duration 0: the record of a call
+ * entered and not returned, which is what a process that dies inside the call leaves (the
+ * buffer is its tail file, mapped: sink.h). After the call its duration completes it in place;
  * a record that changed in the call (a status read, a request or handle made) is written
  * again, whole. */
 #ifndef QMPI_TRACE_CALLS_H
@@ -63,7 +63,7 @@ static inline struct thread_buffer *trace_open(int level, int index, int kind, s
     return tb;
 }
 
-/* Before the call: record `r` at the buffer's end, entered (leave 0); then the enter
+/* Before the call: record `r` at the buffer's end, entered (duration 0); then the enter
  * ticks, read last, into r->enter. */
 static inline ALWAYS_INLINE void trace_enter_record(struct traced *t, struct call_record *r)
 {
@@ -82,28 +82,29 @@ static inline ALWAYS_INLINE void trace_enter(struct traced *t)
     trace_enter_record(t, &t->r);
 }
 
-/* After a call whose record did not change in it: the leave ticks complete the record
+/* After a call whose record did not change in it: its duration completes the record
  * written before (last, after the failed flag), unless a call began on this thread
- * meanwhile (one nested in it, which may have written where the record was): then it is
- * written again. */
+ * meanwhile (one nested in it, which may have written where the record was) or the call
+ * lasted too long for the head's 32 bits: then it is written again. */
 static inline ALWAYS_INLINE void trace_leave_record(struct traced *t, const struct call_record *r, int failed)
 {
     struct thread_buffer *tb = t->tb;
     char *at = tb->data + tb->used;
-    uint64_t leave;
-    if (__builtin_expect(t->ts->opened != t->opened, 0)) {
+    uint64_t duration = trace_ticks() - r->enter;
+    uint32_t stored;
+    if (__builtin_expect(t->ts->opened != t->opened || duration >= COMPACT_DURATION_WIDE, 0)) {
         if (r != &t->r)
             t->r = *r;
         trace_end(t, failed);
         return;
     }
-    leave = trace_ticks();
+    stored = (uint32_t)duration + (duration == 0); /* 0 says entered */
     t->ts->open_calls--;
     tb->calls++;
     if (failed)
         at[7] |= CALL_FAILED;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    memcpy(at + 16, &leave, sizeof leave);
+    memcpy(at + 16, &stored, sizeof stored);
     tb->used += t->size;
     if (__builtin_expect(tb->limit == 0, 0)) /* QMPI_TRACE_FLUSH=record */
         trace_make_room(t->in, tb, 0);

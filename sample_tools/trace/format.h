@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#define TRACE_VERSION 6
+#define TRACE_VERSION 7
 #define TRACE_MAGIC "QMPITRC"
 #define RECORD_ALIGNMENT 8
 #define COMM_CHUNK 1000
@@ -76,8 +76,10 @@ enum {
     R_END = 11,
     R_WINDOW = 12,
     R_SIGNAL = 13,
+    R_COMPACT_CALL = 14,
 };
 enum { CALL_HAS_REQUEST = 1, CALL_FAILED = 2, CALL_STATUS_BYTES = 4 };
+enum { COMPACT_NARROW = 8, COMPACT_RECV_IS_BYTES = 16 };
 enum { PEER_NONE = -1, PEER_ANY = -2 };
 enum { REQUEST_CANCELLED = 1, REQUEST_FREED = 2, REQUEST_STARTED = 4 };
 enum { FILE_MODE_CREATE = 0x100, FILE_MODE_EXCLUSIVE = 0x200, FILE_MODE_DELETE_ON_CLOSE = 0x400, FILE_MODE_APPEND = 0x800 };
@@ -363,67 +365,108 @@ _Static_assert(offsetof(struct signal_record, ticks) == 16, "layout.py");
 _Static_assert(offsetof(struct signal_record, ns) == 24, "layout.py");
 _Static_assert(sizeof(struct signal_record) == 32, "layout.py");
 
+struct compact_call_record { /* R_COMPACT_CALL, 24 bytes */
+    uint16_t kind;
+    uint16_t size; /* total bytes */
+    uint16_t func; /* function code */
+    uint8_t depth; /* nesting depth */
+    uint8_t flags; /* CALL_* and COMPACT_* flags */
+    uint64_t enter; /* ticks */
+    uint32_t duration; /* leave - enter, ticks (at least 1); 0: entered, not returned; 0xFFFFFFFF: leave follows (bit 15) */
+    int16_t comm; /* communicator id, -1 none; -32768: it follows (bit 14) */
+    uint16_t present; /* bit i: the i-th CALL field after comm follows; 14: comm; 15: leave */
+};
+_Static_assert(offsetof(struct compact_call_record, kind) == 0, "layout.py");
+_Static_assert(offsetof(struct compact_call_record, size) == 2, "layout.py");
+_Static_assert(offsetof(struct compact_call_record, func) == 4, "layout.py");
+_Static_assert(offsetof(struct compact_call_record, depth) == 6, "layout.py");
+_Static_assert(offsetof(struct compact_call_record, flags) == 7, "layout.py");
+_Static_assert(offsetof(struct compact_call_record, enter) == 8, "layout.py");
+_Static_assert(offsetof(struct compact_call_record, duration) == 16, "layout.py");
+_Static_assert(offsetof(struct compact_call_record, comm) == 20, "layout.py");
+_Static_assert(offsetof(struct compact_call_record, present) == 22, "layout.py");
+_Static_assert(sizeof(struct compact_call_record) == 24, "layout.py");
+
 #define CALL_RECORD_DEFAULTS .flags = 0, .enter = 0, .leave = 0, .comm = -1, .peer = -1, .tag = 0, .root = -1, .datatype = -1, .file = -1, .count = 0, .bytes = 0, .offset = 0, .request = 0, .source = -1, .recv_tag = 0, .window = -1, .created = -1, .recv_bytes = 0
-#define PACKED_CALL_MAX 112 /* a PACKED_CALL's largest size */
-/* Writes call record `r`, left at `leave`, as a PACKED_CALL at `to` (PACKED_CALL_MAX
- * bytes of room and 8 more): its fields not at their defaults follow its head, then a
- * zero word (where the records end until the next one). Returns its size. The head
- * is written with leave 0 and `leave` stored last (leave 0: a call entered, not
- * returned), so what a process killed at any instruction leaves at `to` is nothing, a
- * call entered, or the whole record (signal fences keep the compiler's order). A
- * field's branch goes the same way call after call of a function. */
+#define COMPACT_CALL_MAX 112 /* a COMPACT_CALL's largest size */
+#define COMPACT_COMM_WIDE -32768
+#define COMPACT_DURATION_WIDE 4294967295u
+/* Writes call record `r`, left at `leave` (0: entered, not returned), as a COMPACT_CALL
+ * at `to` (COMPACT_CALL_MAX bytes of room and 8 more): its fields not at their defaults
+ * follow its head, each 64-bit one in 4 bytes if all fit, then a zero word (where the
+ * records end until the next one). Returns its size. The head is written with duration
+ * 0 and the duration stored last (0: a call entered, not returned), so what a process
+ * killed at any instruction leaves at `to` is nothing, a call entered, or the whole
+ * record (signal fences keep the compiler's order). A field's branch goes the same way
+ * call after call of a function. */
 static inline __attribute__((always_inline)) size_t call_record_pack(const struct call_record *r, uint64_t leave, void *to)
 {
     unsigned char *out = (unsigned char *)to;
-    unsigned char *p = out + sizeof(struct packed_call_record);
-    uint32_t present = 0;
-    uint64_t word;
+    unsigned char *p = out + sizeof(struct compact_call_record);
+    uint32_t present = 0, flags = r->flags;
+    int narrow = r->count == (int32_t)r->count && r->bytes == (int32_t)r->bytes && r->offset == (int32_t)r->offset && (uint64_t)r->request <= UINT32_MAX && r->recv_bytes == (int32_t)r->recv_bytes;
+    int recv_is_bytes = r->recv_bytes != 0 && r->recv_bytes == r->bytes;
+    int comm_wide = r->comm != (int16_t)r->comm || r->comm == COMPACT_COMM_WIDE;
+    uint64_t word, duration = 0;
+    flags |= (narrow ? COMPACT_NARROW : 0) | (recv_is_bytes ? COMPACT_RECV_IS_BYTES : 0);
     if (r->peer != -1) { memcpy(p, &r->peer, sizeof r->peer); p += sizeof r->peer; present |= 1u << 0; }
     if (r->tag != 0) { memcpy(p, &r->tag, sizeof r->tag); p += sizeof r->tag; present |= 1u << 1; }
     if (r->root != -1) { memcpy(p, &r->root, sizeof r->root); p += sizeof r->root; present |= 1u << 2; }
     if (r->datatype != -1) { memcpy(p, &r->datatype, sizeof r->datatype); p += sizeof r->datatype; present |= 1u << 3; }
     if (r->file != -1) { memcpy(p, &r->file, sizeof r->file); p += sizeof r->file; present |= 1u << 4; }
-    if (r->count != 0) { memcpy(p, &r->count, sizeof r->count); p += sizeof r->count; present |= 1u << 5; }
-    if (r->bytes != 0) { memcpy(p, &r->bytes, sizeof r->bytes); p += sizeof r->bytes; present |= 1u << 6; }
-    if (r->offset != 0) { memcpy(p, &r->offset, sizeof r->offset); p += sizeof r->offset; present |= 1u << 7; }
-    if ((int64_t)r->request != 0) { memcpy(p, &r->request, sizeof r->request); p += sizeof r->request; present |= 1u << 8; }
+    if (r->count != 0) { if (narrow) { uint32_t v = (uint32_t)r->count; memcpy(p, &v, 4); p += 4; } else { memcpy(p, &r->count, 8); p += 8; } present |= 1u << 5; }
+    if (r->bytes != 0) { if (narrow) { uint32_t v = (uint32_t)r->bytes; memcpy(p, &v, 4); p += 4; } else { memcpy(p, &r->bytes, 8); p += 8; } present |= 1u << 6; }
+    if (r->offset != 0) { if (narrow) { uint32_t v = (uint32_t)r->offset; memcpy(p, &v, 4); p += 4; } else { memcpy(p, &r->offset, 8); p += 8; } present |= 1u << 7; }
+    if ((int64_t)r->request != 0) { if (narrow) { uint32_t v = (uint32_t)r->request; memcpy(p, &v, 4); p += 4; } else { memcpy(p, &r->request, 8); p += 8; } present |= 1u << 8; }
     if (r->source != -1) { memcpy(p, &r->source, sizeof r->source); p += sizeof r->source; present |= 1u << 9; }
     if (r->recv_tag != 0) { memcpy(p, &r->recv_tag, sizeof r->recv_tag); p += sizeof r->recv_tag; present |= 1u << 10; }
     if (r->window != -1) { memcpy(p, &r->window, sizeof r->window); p += sizeof r->window; present |= 1u << 11; }
     if (r->created != -1) { memcpy(p, &r->created, sizeof r->created); p += sizeof r->created; present |= 1u << 12; }
-    if (r->recv_bytes != 0) { memcpy(p, &r->recv_bytes, sizeof r->recv_bytes); p += sizeof r->recv_bytes; present |= 1u << 13; }
+    if (r->recv_bytes != 0 && !recv_is_bytes) { if (narrow) { uint32_t v = (uint32_t)r->recv_bytes; memcpy(p, &v, 4); p += 4; } else { memcpy(p, &r->recv_bytes, 8); p += 8; } present |= 1u << 13; }
+    if (comm_wide) { memcpy(p, &r->comm, sizeof r->comm); p += sizeof r->comm; present |= 1u << 14; }
+    if (leave != 0) {
+        duration = leave - r->enter;
+        duration += duration == 0; /* 0 says entered */
+        if (duration >= COMPACT_DURATION_WIDE) {
+            memcpy(p, &leave, sizeof leave); p += sizeof leave; present |= 1u << 15;
+            duration = COMPACT_DURATION_WIDE;
+        }
+    }
     memset(p, 0, 8); /* the padding to RECORD_ALIGNMENT (8: fewer than 8 bytes), no loop */
     p = out + (((size_t)(p - out) + RECORD_ALIGNMENT - 1) & ~(size_t)(RECORD_ALIGNMENT - 1));
     memset(p, 0, 8);
-    memset(out + 16, 0, 8); /* where no record was: leave 0 before the head is there */
+    /* duration 0, comm and present, before the head is there (where no record was) */
+    word = (uint64_t)(uint16_t)(comm_wide ? COMPACT_COMM_WIDE : r->comm) << 32 | (uint64_t)present << 48;
+    memcpy(out + 16, &word, sizeof word);
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    /* the head as four words made in registers (the format is little-endian): a head
-     * struct on the stack copied out would wait for its fields' narrow stores */
-    word = (uint64_t)R_PACKED_CALL | (uint64_t)(p - out) << 16 | (uint64_t)r->func << 32 |
-           (uint64_t)r->depth << 48 | (uint64_t)r->flags << 56;
+    /* the head's words made in registers (the format is little-endian): a head struct
+     * on the stack copied out would wait for its fields' narrow stores */
+    word = (uint64_t)R_COMPACT_CALL | (uint64_t)(p - out) << 16 | (uint64_t)r->func << 32 |
+           (uint64_t)r->depth << 48 | (uint64_t)flags << 56;
     memcpy(out, &word, sizeof word);
     memcpy(out + 8, &r->enter, sizeof r->enter);
-    word = (uint64_t)(uint32_t)r->comm | (uint64_t)present << 32;
-    memcpy(out + 24, &word, sizeof word);
-    __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    memcpy(out + 16, &leave, sizeof leave);
+    if (leave != 0) {
+        uint32_t stored = (uint32_t)duration;
+        __atomic_signal_fence(__ATOMIC_SEQ_CST);
+        memcpy(out + 16, &stored, sizeof stored);
+    }
     return (size_t)(p - out);
 }
-_Static_assert(offsetof(struct packed_call_record, present) == 28 && sizeof(struct packed_call_record) == 32, "call_record_pack's words");
+_Static_assert(offsetof(struct compact_call_record, duration) == 16 && offsetof(struct compact_call_record, present) == 22 && sizeof(struct compact_call_record) == 24, "call_record_pack's words");
 /* call_record_pack of a call without arguments entered (every field at its default,
- * enter and leave 0), from its function and depth: 32 bytes, and the zero word. */
+ * enter and duration 0), from its function and depth: 24 bytes, and the zero word. */
 static inline __attribute__((always_inline)) size_t call_record_pack_bare(uint16_t func, uint8_t depth, void *to)
 {
     unsigned char *out = (unsigned char *)to;
-    uint64_t word = (uint64_t)R_PACKED_CALL | (uint64_t)sizeof(struct packed_call_record) << 16 |
-                    (uint64_t)func << 32 | (uint64_t)depth << 48;
-    memset(out + sizeof(struct packed_call_record), 0, 8);
-    memset(out + 8, 0, 16);
+    uint64_t word = (uint64_t)(uint16_t)-1 << 32; /* duration 0, comm's default, nothing present */
+    memset(out + sizeof(struct compact_call_record), 0, 8);
+    memset(out + 8, 0, 8);
+    memcpy(out + 16, &word, sizeof word);
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    word = (uint64_t)R_COMPACT_CALL | (uint64_t)sizeof(struct compact_call_record) << 16 | (uint64_t)func << 32 |
+           (uint64_t)depth << 48;
     memcpy(out, &word, sizeof word);
-    word = (uint64_t)(uint32_t)-1; /* comm's default, nothing present */
-    memcpy(out + 24, &word, sizeof word);
-    return sizeof(struct packed_call_record);
+    return sizeof(struct compact_call_record);
 }
 #endif
 /* clang-format on */

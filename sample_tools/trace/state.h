@@ -50,7 +50,7 @@ _Static_assert(sizeof(struct cache_slot) == 32, "two slots, a pair, to a 64-byte
  * (CACHE_SLOTS slots in pairs: a handle is in its home slot, trace_cache_slot, or the
  * other of the pair) and its rank file. The buffer is the thread's tail file mapped
  * (sink.c: what a crash leaves), or heap memory where that cannot be. At `used` is a zero
- * word, or the record of the call the thread is in (leave 0). */
+ * word, or the record of the call the thread is in (duration 0). */
 struct thread_buffer {
     /* the hot path's fields first */
     char *data;
@@ -163,8 +163,8 @@ static inline int trace_call_depth(const struct thread_state *ts, int func)
 
 /* The buffer keeps room for a timer and an END record after any record, and the zero
  * word that follows the last one (sink.c). A call's record needs at most CALL_ROOM: its
- * packed record, and a signal's record after it. */
+ * COMPACT_CALL, and a signal's record after it. */
 #define RESERVED_BYTES (sizeof(struct timer_record) + sizeof(struct end_record) + 8)
-#define CALL_ROOM (PACKED_CALL_MAX + sizeof(struct signal_record) + 8)
+#define CALL_ROOM (COMPACT_CALL_MAX + sizeof(struct signal_record) + 8)
 
 #endif
