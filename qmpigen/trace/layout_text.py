@@ -151,7 +151,7 @@ def _c_pack() -> List[str]:
         "    uint32_t present = 0, flags = r->flags;",
         f"    int narrow = {fits};",
         "    int recv_is_bytes = r->recv_bytes != 0 && r->recv_bytes == r->bytes;",
-        "    int comm_wide = r->comm != (int16_t)r->comm || r->comm == COMPACT_COMM_WIDE;",
+        "    int comm_wide = (uint32_t)r->comm + 32767u > 65534u; /* outside -32767..32767 */",
         "    uint64_t word, duration = 0;",
         "    flags |= (narrow ? COMPACT_NARROW : 0) | (recv_is_bytes ? COMPACT_RECV_IS_BYTES : 0);",
     ]

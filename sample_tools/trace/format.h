@@ -406,7 +406,7 @@ static inline __attribute__((always_inline)) size_t call_record_pack(const struc
     uint32_t present = 0, flags = r->flags;
     int narrow = r->count == (int32_t)r->count && r->bytes == (int32_t)r->bytes && r->offset == (int32_t)r->offset && (uint64_t)r->request <= UINT32_MAX && r->recv_bytes == (int32_t)r->recv_bytes;
     int recv_is_bytes = r->recv_bytes != 0 && r->recv_bytes == r->bytes;
-    int comm_wide = r->comm != (int16_t)r->comm || r->comm == COMPACT_COMM_WIDE;
+    int comm_wide = (uint32_t)r->comm + 32767u > 65534u; /* outside -32767..32767 */
     uint64_t word, duration = 0;
     flags |= (narrow ? COMPACT_NARROW : 0) | (recv_is_bytes ? COMPACT_RECV_IS_BYTES : 0);
     if (r->peer != -1) { memcpy(p, &r->peer, sizeof r->peer); p += sizeof r->peer; present |= 1u << 0; }
