@@ -13,7 +13,7 @@ import pytest
 
 np = pytest.importorskip("numpy")
 
-from qmpigen.trace import loops, read  # noqa: E402
+from qmpigen.trace import layout, loops, read  # noqa: E402
 from qmpigen.trace.layout import KINDS as KINDS_ORDER  # noqa: E402
 
 FUNCS = {0: "MPI_Init", 1: "MPI_Send", 2: "MPI_Wait", 3: "MPI_Comm_rank"}
@@ -44,6 +44,45 @@ def packed_call(func: int, enter: int, peer: int = -1, offset: int = 0) -> bytes
 
 
 PACKED_FIELDS = ((), (5,), (6, 1 << 40))  # peer, offset: none, peer alone, both
+
+
+def compact_call(func: int, enter: int, duration: int, comm: int = 0, peer: int = -1, offset: int = 0) -> bytes:
+    """A COMPACT_CALL (version 7), made as docs/trace-format.md says: peer (bit 0), offset
+    (bit 7: 4 bytes with COMPACT_NARROW when it fits), comm in full (bit 14) when it does
+    not fit the head's 16 bits, leave in full (bit 15) when the duration does not fit 32."""
+    narrow = -(1 << 31) <= offset < 1 << 31
+    comm_wide, leave_wide = not -32767 <= comm <= 32767, duration >= 0xFFFFFFFF
+    present = (peer != -1) | (offset != 0) << 7 | comm_wide << 14 | leave_wide << 15
+    tail = struct.pack("<i", peer) if peer != -1 else b""
+    tail += struct.pack("<i" if narrow else "<q", offset) if offset else b""
+    tail += (struct.pack("<i", comm) if comm_wide else b"") + (
+        struct.pack("<Q", enter + duration) if leave_wide else b""
+    )
+    tail += b"\0" * (-len(tail) % 8)
+    head = struct.pack(
+        "<HHHBBQIhH",
+        layout.COMPACT_CALL.kind,
+        24 + len(tail),
+        func,
+        0,
+        8 if narrow else 0,
+        enter,
+        0xFFFFFFFF if leave_wide else duration,
+        -32768 if comm_wide else comm,
+        present,
+    )
+    return head + tail
+
+
+# func, duration, comm, peer, offset: the head alone; narrow and wide offsets, one negative;
+# a communicator id and a duration too large for the head
+COMPACT_CASES = (
+    (3, 2, 0, -1, 0),
+    (3, 5, 0, 4, -9),
+    (3, 7, 0, 1, 1 << 40),
+    (3, 1 << 33, 70000, 2, 16),
+    (3, 3, -32768, -1, 0),
+)
 
 
 def completion(request: int) -> bytes:
@@ -103,6 +142,22 @@ def test_a_whole_file_reads_the_same_both_ways(tmp_path, monkeypatch):
     )
     assert got.kinds == KINDS
     assert got.completions["request"].tolist() == [0xABC + i for i in range(49, 300, 50)]
+
+
+def test_compact_calls_read_the_same_both_ways(tmp_path, monkeypatch):
+    """Version 7's COMPACT_CALL among whole CALLs: every case read as the CALL it stands for."""
+    data = rank_file()
+    calls = b"".join(compact_call(func, 5000 + 100 * i, *rest) for i, (func, *rest) in enumerate(COMPACT_CASES * 4))
+    got = read_both(tmp_path, data + calls + long_call(1, 9000), monkeypatch)
+    assert got.problem is None and len(got.calls) == 306 + 20 + 1
+    compact = got.calls[306:326]
+    cases = COMPACT_CASES * 4
+    assert compact["enter"].tolist() == [5000 + 100 * i for i in range(20)]
+    assert (compact["leave"] - compact["enter"]).tolist() == [c[1] for c in cases]
+    assert compact["comm"].tolist() == [c[2] for c in cases]
+    assert compact["peer"].tolist() == [c[3] for c in cases]
+    assert compact["offset"].tolist() == [c[4] for c in cases]
+    assert (compact["flags"] == 0).all() and (compact["size"] == 104).all()
 
 
 @pytest.mark.parametrize("cut", [3, 12, 40, 81])
@@ -167,3 +222,27 @@ def test_a_c_loops_build_of_another_version_is_not_used(monkeypatch, capsys):
     monkeypatch.undo()
     if os.environ.get("QMPIGEN_REQUIRE_TRACE") == "1":  # the real build is this version's
         assert loops._find() is not None and loops._find().qmpi_loops_abi() == loops.LOOPS_ABI
+
+
+def test_a_run_of_compact_calls_merges_as_its_whole_calls(tmp_path):
+    """The same ring written with whole CALL records and with COMPACT_CALL records (the
+    tool's, from tests/trace_writer.py's reading of docs/trace-format.md) merges into the
+    same summary.txt and trace.json, byte for byte."""
+    import trace_writer
+
+    from qmpigen.trace import merge
+
+    outputs = []
+    for compact in (False, True):
+        run, out = tmp_path / f"run{compact:d}", tmp_path / f"out{compact:d}"
+        run.mkdir()
+        for rank in range(4):
+            data = trace_writer.rank_file(rank, 4, 40, compact_calls=compact)
+            (run / f"synth_node_{rank}_0.L1.qtr").write_bytes(data)
+        sizes = sum(path.stat().st_size for path in run.iterdir())
+        lines: list = []
+        assert merge.run(run, out, None, lines.append) == 0, lines
+        outputs.append(((out / "summary.txt").read_bytes(), (out / "trace.json").read_bytes(), sizes))
+    (summary, json_text, whole_bytes), (summary_c, json_c, compact_bytes) = outputs
+    assert summary == summary_c and json_text == json_c
+    assert compact_bytes < whole_bytes - 4 * 38 * (104 - 40)  # each send and receive in 40 bytes or less

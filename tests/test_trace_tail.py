@@ -30,11 +30,11 @@ def _calls(first: int, n: int) -> bytes:
     return w.calls(codes, enter, enter + 500)
 
 
-def _entered(enter: int) -> bytes:
-    """A PACKED_CALL of MPI_Recv with leave 0: a call entered and not returned."""
-    return layout.PACKED_CALL.layout.format.pack(
-        layout.PACKED_CALL.kind, layout.PACKED_CALL.size, w.CODE["MPI_Recv"], 0, 0, enter, 0, 0, 0
-    )
+def _entered(enter: int, kind: str = "COMPACT_CALL") -> bytes:
+    """A call of MPI_Recv entered and not returned: a COMPACT_CALL with duration 0 (the
+    tool's since version 7), or a PACKED_CALL with leave 0 (version 6's)."""
+    record = layout.BY_NAME[kind]
+    return record.layout.format.pack(record.kind, record.size, w.CODE["MPI_Recv"], 0, 0, enter, 0, -1, 0)
 
 
 def _signal(ticks: int) -> bytes:
@@ -68,9 +68,10 @@ def _names(f) -> list:
     return [f.functions[int(code)] for code in f.calls["func"]]
 
 
-def test_the_buffer_continues_the_rank_file(tmp_path):
+@pytest.mark.parametrize("kind", ["COMPACT_CALL", "PACKED_CALL"])
+def test_the_buffer_continues_the_rank_file(tmp_path, kind):
     """5 calls written out, 3 in the buffer, then the call entered and the signal."""
-    f = read_rank_file(_files(tmp_path, _calls(5, 3) + _entered(2_000_000) + _signal(2_000_100)))
+    f = read_rank_file(_files(tmp_path, _calls(5, 3) + _entered(2_000_000, kind) + _signal(2_000_100)))
     assert _names(f) == ["MPI_Barrier"] * 8 and f.problem is None and f.end_calls is None
     assert struct.unpack_from("<H", f.ending.open_call, 4)[0] == w.CODE["MPI_Recv"]
     assert f.ending.signal == (11, 1, 0, 2_000_100, 5) and (2_000_100, 5) in f.timers

@@ -93,7 +93,8 @@ def one_input(run: Path, out: Path, rings: dict, rng: random.Random) -> list:
 
 def main(iterations: int, seed: int, seconds: float = 0.0) -> int:
     rng = random.Random(seed)
-    rings = {rank: trace_writer.rank_file(rank, 4, 40) for rank in range(4)}
+    # ranks 1 and 3 with calls as the tool writes them (COMPACT_CALL), 0 and 2 whole
+    rings = {rank: trace_writer.rank_file(rank, 4, 40, compact_calls=rank % 2 == 1) for rank in range(4)}
     crashes = multi = done = 0
     slowest = 0.0
     work = Path(tempfile.mkdtemp(prefix="trace-fuzz-"))

@@ -130,6 +130,55 @@ def calls(
     return rows.tobytes()
 
 
+def compact(call_records: bytes) -> bytes:
+    """CALL records as the COMPACT_CALL records the trace tool writes (format 7, as
+    docs/trace-format.md describes them): each field not at its default, the 64-bit ones
+    in 4 bytes when all of a record's fit, recv_bytes left out when it equals bytes."""
+    rows = np.frombuffer(call_records, layout.CALL.layout.dtype)
+    narrow_flag, recv_flag = (value for _, value, _ in layout.COMPACT_FLAGS)
+    out = []
+    for row in rows:
+        value = {f.name: int(row[f.name]) for f in layout.CALL.layout.fields}
+        wide = [f for f in layout.PACKED_FIELDS if layout.C_TYPES[f.ctype][2] == 8]
+        narrow = all(
+            0 <= value[f.name] < 1 << 32 if f.ctype.startswith("u") else -(1 << 31) <= value[f.name] < 1 << 31
+            for f in wide
+        )
+        recv_is_bytes = value["recv_bytes"] != 0 and value["recv_bytes"] == value["bytes"]
+        present, tail = 0, b""
+        for bit, f in enumerate(layout.PACKED_FIELDS):
+            if value[f.name] == f.default or (f.name == "recv_bytes" and recv_is_bytes):
+                continue
+            code = layout.C_TYPES[f.ctype][1]
+            if f in wide and narrow:
+                code = "I" if f.ctype.startswith("u") else "i"
+            tail += struct.pack("<" + code, value[f.name])
+            present |= 1 << bit
+        duration = value["leave"] - value["enter"]
+        comm_wide, leave_wide = not -32767 <= value["comm"] <= 32767, duration >= layout.COMPACT_DURATION_WIDE
+        if comm_wide:
+            tail += struct.pack("<i", value["comm"])
+        if leave_wide:
+            tail += struct.pack("<Q", value["leave"])
+        tail += b"\0" * (-len(tail) % layout.RECORD_ALIGNMENT)
+        flags = value["flags"] | (narrow_flag if narrow else 0) | (recv_flag if recv_is_bytes else 0)
+        out.append(
+            layout.COMPACT_CALL.layout.format.pack(
+                layout.COMPACT_CALL.kind,
+                layout.COMPACT_CALL.size + len(tail),
+                value["func"],
+                value["depth"],
+                flags,
+                value["enter"],
+                layout.COMPACT_DURATION_WIDE if leave_wide else max(duration, 1),
+                layout.COMPACT_COMM_WIDE if comm_wide else value["comm"],
+                present | comm_wide << 14 | leave_wide << 15,
+            )
+            + tail
+        )
+    return b"".join(out)
+
+
 def rank_file(
     rank: int,
     world_size: int,
@@ -138,10 +187,12 @@ def rank_file(
     end: bool = True,
     extra: bytes = b"",
     t0: int = 1_000_000,
+    compact_calls: bool = False,
     **head,
 ) -> bytes:
     """A rank of a ring: MPI_Init, n_calls - 2 calls alternating MPI_Send to the right and
-    MPI_Recv from the left (tag 7, 8 bytes), MPI_Finalize; timers, clocks, END."""
+    MPI_Recv from the left (tag 7, 8 bytes), MPI_Finalize; timers, clocks, END. The calls
+    are whole CALL records, or with `compact_calls` COMPACT_CALL records (the tool's)."""
     middle = max(n_calls - 2, 0)
     func = np.empty(middle + 2, np.uint16)
     func[0], func[-1] = CODE["MPI_Init"], CODE["MPI_Finalize"]
@@ -156,7 +207,9 @@ def rank_file(
         comm(0, [] if world_size > 100_000 else list(range(world_size))),
         fixed_record("TIMER", 0, t0, t0),
         fixed_record("CLOCK", 0, t0, 0, 0),
-        calls(func, enter, enter + 500, 0, peer, 7, 8, receive=func == CODE["MPI_Recv"]),
+        (compact if compact_calls else bytes)(
+            calls(func, enter, enter + 500, 0, peer, 7, 8, receive=func == CODE["MPI_Recv"])
+        ),
         extra,
         fixed_record("CLOCK", 1, int(enter[-1]), 0, 0),
         fixed_record("TIMER", 0, int(enter[-1]) + 600, int(enter[-1]) + 600),

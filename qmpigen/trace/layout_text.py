@@ -268,7 +268,7 @@ def doc_text() -> str:
         "",
         "END reasons: " + "; ".join(f"{value} {name}: {doc}" for name, value, doc in END_REASONS) + ".",
         "",
-        f"### Tail file ({TAIL_HEADER.size}-byte header, version 6)",
+        f"### Tail file ({TAIL_HEADER.size}-byte header, from version 6)",
         "",
         f"`NAME.qtr{TAIL_SUFFIX}` beside `NAME.qtr`; its buffer starts at byte {TAIL_BUFFER_OFFSET}.",
         "",
