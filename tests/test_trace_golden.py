@@ -13,7 +13,8 @@ repository (make -C sample_tools CORE=... OUT=T), from tests/apps/:
   death  QMPI_TRACE_BUFFER=16384 TOOLS=T/libtrace.so QMPI_TRACE_DIR=death
          mpiexec -n 2 ./trace_death abort-other 40: no rank finalizes, each leaves its
          rank file's header and its tail file (16 KiB of buffer, so the files are small).
-A new rank-file format needs the runs again."""
+app and death are format 6's (b9f1002's tool), app7 and death7 the same runs with format
+7's. A new rank-file format needs the runs again (kept beside the older ones)."""
 
 from __future__ import annotations
 
@@ -35,6 +36,10 @@ CASES = {
     "app-level1": ("app", ["--level", "1"], ["timeline.png", "io.png"]),
     "app-level3": ("app", ["--level", "3"], ["timeline.png", "io.png"]),
     "death": ("death", [], ["timeline.png"]),
+    # the same runs again with the tool of format 7 (COMPACT_CALL): app and death are
+    # format 6's, kept so that its files go on merging the same
+    "app7-level1": ("app7", ["--level", "1"], ["timeline.png", "io.png"]),
+    "death7": ("death7", [], ["timeline.png"]),
 }
 
 
