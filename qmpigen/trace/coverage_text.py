@@ -14,14 +14,58 @@ import argparse
 import sys
 from collections import defaultdict
 from pathlib import Path
-from typing import Dict, List, Optional, Set
+from typing import Dict, List, Optional, Set, Tuple
 
 from qmpigen.mpi.model import Enumeration
 from qmpigen.mpi.roles import KINDS, roles_of
 from qmpigen.output.regenerate import between, refresh
 
-from .layout import ROLE_FIELDS
 from .semantics import DATA_KINDS, HAND_RECORDED, OTF2_EVENTS, STATUS_KINDS
+
+# The CALL fields each parameter role fills (sample_tools/trace/record.h, in record order):
+# the documentation's "attributes recorded".
+ROLE_FIELDS: Dict[str, Tuple[str, ...]] = {
+    "comm": ("comm",),
+    "freed_comm": ("comm",),
+    "message": ("comm",),
+    "dest": ("peer",),
+    "target": ("peer",),
+    "access_mode": ("tag",),
+    "whence": ("tag",),
+    "flag": ("tag",),
+    "tag": ("tag",),
+    "root": ("root",),
+    "datatype": ("datatype",),
+    "old_type": ("datatype",),
+    "committed_type": ("datatype",),
+    "freed_type": ("datatype",),
+    "send_type": ("datatype",),
+    "send_types": ("datatype",),
+    "file": ("file",),
+    "file_name": ("file",),
+    "freed_file": ("file",),
+    "new_file": ("file", "created"),
+    "count": ("count", "bytes"),
+    "send_count": ("count", "bytes"),
+    "send_count_per_peer": ("count", "bytes"),
+    "send_counts": ("bytes",),
+    "offset": ("offset",),
+    "target_disp": ("offset",),
+    "request": ("request",),
+    "source": ("source",),
+    "status": ("source", "tag", "recv_bytes"),
+    "recv_tag": ("recv_tag",),
+    "window": ("window",),
+    "freed_window": ("window",),
+    "new_window": ("window", "created"),
+    "new_comm": ("created",),
+    "new_type": ("created",),
+    "recv_count": ("recv_bytes",),
+    "recv_count_per_peer": ("recv_bytes",),
+    "recv_counts": ("recv_bytes",),
+    "recv_type": ("recv_bytes",),
+    "recv_types": ("recv_bytes",),
+}
 
 DATA_FIELDS = ("count", "bytes", "recv_bytes")
 

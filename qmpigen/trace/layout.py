@@ -449,51 +449,6 @@ REQUEST_FLAGS = (
 # carries its index here, so the merger knows a call's events without a list of names.
 KINDS: Tuple[str, ...] = _roles.KINDS
 
-# The CALL fields each parameter role fills (sample_tools/trace/record.h, in record order):
-# the documentation's "attributes recorded" (coverage_text.py).
-ROLE_FIELDS: Dict[str, Tuple[str, ...]] = {
-    "comm": ("comm",),
-    "freed_comm": ("comm",),
-    "message": ("comm",),
-    "dest": ("peer",),
-    "target": ("peer",),
-    "access_mode": ("tag",),
-    "whence": ("tag",),
-    "flag": ("tag",),
-    "tag": ("tag",),
-    "root": ("root",),
-    "datatype": ("datatype",),
-    "old_type": ("datatype",),
-    "committed_type": ("datatype",),
-    "freed_type": ("datatype",),
-    "send_type": ("datatype",),
-    "send_types": ("datatype",),
-    "file": ("file",),
-    "file_name": ("file",),
-    "freed_file": ("file",),
-    "new_file": ("file", "created"),
-    "count": ("count", "bytes"),
-    "send_count": ("count", "bytes"),
-    "send_count_per_peer": ("count", "bytes"),
-    "send_counts": ("bytes",),
-    "offset": ("offset",),
-    "target_disp": ("offset",),
-    "request": ("request",),
-    "source": ("source",),
-    "status": ("source", "tag", "recv_bytes"),
-    "recv_tag": ("recv_tag",),
-    "window": ("window",),
-    "freed_window": ("window",),
-    "new_window": ("window", "created"),
-    "new_comm": ("created",),
-    "new_type": ("created",),
-    "recv_count": ("recv_bytes",),
-    "recv_count_per_peer": ("recv_bytes",),
-    "recv_counts": ("recv_bytes",),
-    "recv_type": ("recv_bytes",),
-    "recv_types": ("recv_bytes",),
-}
-
 
 def _check() -> None:
     for s in [HEADER, TAIL_HEADER] + [r.layout for r in RECORDS]:
