@@ -213,7 +213,7 @@ def trace_call_summary(rows: Dict[str, dict]) -> Dict[str, dict]:
         out["other"] = {
             "call": "comm_rank",
             "label": "MPI_Comm_rank(MPI_COMM_WORLD, &r), QMPI_TRACE_FUNCTIONS=all",
-            "roles": "none recorded (kind other: a 32-byte record)",
+            "roles": "none recorded (kind other: a 24-byte record)",
             "target": True,
             "floor_ns": floor["median_ns"],
             "traced_ns": traced["median_ns"],
