@@ -14,6 +14,7 @@ from __future__ import annotations
 import random
 import re
 import shutil
+import struct
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -26,6 +27,16 @@ from conftest import APPS, qmpigen
 pytestmark = [pytest.mark.mpi, pytest.mark.trace]
 pytest.importorskip("numpy")
 
+CALL_DEFAULTS = {
+    "comm": -1,
+    "peer": -1,
+    "root": -1,
+    "datatype": -1,
+    "file": -1,
+    "source": -1,
+    "window": -1,
+    "created": -1,
+}
 LOOP = ("MPI_Barrier", "MPI_Allreduce", "MPI_Iprobe")  # tests/apps/trace_death.c's known_call
 SMALL_BUFFER = "4096"  # many flushes: rank file and tail file both hold records at a death
 KILL_POINTS = 20
@@ -97,6 +108,42 @@ def test_sigkill_at_random_points_keeps_every_call_that_returned(mpi, death_app,
         assert _names(f) == ["MPI_Init"] + _loop(returned), (where, n)
         assert _open_call(f) == entered and f.ending.signal is None and f.end_calls is None, (where, n)
         assert f.problem is None and list(run.glob("*.qtr.tail")), (where, n, f.problem)
+
+
+def test_calls_longer_than_a_records_duration(mpi, death_app, sample_tools, test_tools, tmp_path):
+    """Two calls of 2.5 s (a tool below the trace sleeps in them): the loop's 5th, an
+    MPI_Allreduce with its roles' record, and MPI_Comm_rank, a bare record of
+    QMPI_TRACE_FUNCTIONS=all. That is more ticks than a COMPACT_CALL's 32-bit duration
+    holds (2**32 ticks: 1.76 s at 2.4 GHz), so each record carries its leave in full
+    (bit 15 of `present`); read back, each lasted its 2.5 s, and every call is there."""
+    tools = f"{sample_tools}/libtrace.so:{test_tools}/libkiller.so"
+    env = {"KILLER_AT": "5", "KILLER_SLEEP_MS": "2500", "QMPI_TRACE_FUNCTIONS": "all"}
+    proc, run = _run(mpi, death_app, tmp_path, tools, "finish", 8, **env)
+    assert proc.returncode == 0, proc.stderr
+    (f,) = _files(run).values()
+    names = _names(f)
+    assert [n for n in names if n in LOOP] == _loop(8) and f.problem is None and f.end_calls == len(names)
+    long_calls = [names.index("MPI_Comm_rank"), [i for i, n in enumerate(names) if n in LOOP][4]]
+    (t0, ns0), (t1, ns1) = f.timers[0], f.timers[-1]
+    ticks = [int(f.calls["leave"][i]) - int(f.calls["enter"][i]) for i in long_calls]
+    assert all(2.5e9 <= t * (ns1 - ns0) / (t1 - t0) < 3.5e9 for t in ticks), ticks
+    assert all(
+        int(f.calls["leave"][i]) - int(f.calls["enter"][i]) < (ns1 - ns0) / 10
+        for i in range(len(names))
+        if i not in long_calls
+    )
+    bare = f.calls[long_calls[0]]  # a bare record written again whole: every argument at its default
+    fields = [name for name in bare.dtype.names if name not in ("kind", "size", "func", "depth", "enter", "leave")]
+    assert {name: int(bare[name]) for name in fields} == {name: CALL_DEFAULTS.get(name, 0) for name in fields}
+    if min(ticks) < 1 << 32:
+        pytest.skip(f"the tick counter counts fewer than 2**32 ticks in 2.5 s ({min(ticks)})")
+    data, pos, wide = next(run.glob("*.qtr")).read_bytes(), 64, 0
+    while pos + 24 <= len(data):
+        kind, size = struct.unpack_from("<HH", data, pos)
+        if kind == 14 and struct.unpack_from("<H", data, pos + 22)[0] >> 15:
+            wide += 1
+        pos += size
+    assert wide == 2
 
 
 @pytest.mark.parametrize("how, signal", [("segv", 11), ("abort", 6)])

@@ -56,7 +56,7 @@ def compact_call(func: int, enter: int, duration: int, comm: int = 0, peer: int 
     tail = struct.pack("<i", peer) if peer != -1 else b""
     tail += struct.pack("<i" if narrow else "<q", offset) if offset else b""
     tail += (struct.pack("<i", comm) if comm_wide else b"") + (
-        struct.pack("<Q", enter + duration) if leave_wide else b""
+        struct.pack("<Q", (enter + duration) % (1 << 64)) if leave_wide else b""
     )
     tail += b"\0" * (-len(tail) % 8)
     head = struct.pack(
@@ -190,17 +190,50 @@ def test_a_packed_call_that_does_not_unpack_ends_what_counts(tmp_path, monkeypat
     assert got.problem.startswith("corrupt call record at byte") and len(got.calls) == 306
 
 
+def _compact_with(call: bytes, at: int, fmt: str, value: int) -> bytes:
+    return call[:at] + struct.pack(fmt, value) + call[at + struct.calcsize(fmt) :]
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        _compact_with(compact_call(3, 5, 2), 16, "<I", 0xFFFFFFFF),  # a wide duration without its leave
+        _compact_with(compact_call(3, 5, 2), 20, "<h", -32768),  # a wide comm without its id
+        _compact_with(compact_call(3, 5, 2, 0, 4, -9), 7, "<B", 0),  # narrow fields not said narrow
+        _compact_with(compact_call(3, 5, 2), 22, "<H", 1 << 6),  # a field past its size
+        _compact_with(compact_call(3, 5, 2), 2, "<H", 48) + bytes(24),  # a size its fields do not fill
+    ],
+)
+def test_a_compact_call_that_does_not_unpack_ends_what_counts(tmp_path, monkeypatch, bad):
+    got = read_both(tmp_path, rank_file(bad + long_call(1, 99999)), monkeypatch)
+    assert got.problem.startswith("corrupt call record at byte") and len(got.calls) == 306
+
+
 def test_a_call_with_an_unknown_function_is_where_reading_stops(tmp_path, monkeypatch):
     got = read_both(tmp_path, rank_file(long_call(42, 99999)), monkeypatch)
     assert got.problem.startswith("corrupt call record at byte") and len(got.calls) == 306
 
 
-@pytest.mark.parametrize("packed", [False, True])
+@pytest.mark.parametrize(
+    "packed", ["CALL", "PACKED_CALL", "COMPACT_CALL", "COMPACT_CALL entered", "COMPACT_CALL wrapping"]
+)
 def test_a_call_that_left_before_it_entered_is_where_reading_stops(tmp_path, monkeypatch, packed):
     """The C check (qmpi_first_bad_call) and numpy's find the same first bad call, in a
-    long record or a packed one, with good calls after it that must not count."""
-    call = packed_call(3, 99999) if packed else long_call(1, 99999)
-    bad = call[:16] + struct.pack("<Q", 99990) + call[24:]  # the leave (offset 16 in both): before the enter
+    long record, a packed one or a compact one (its leave in full before its enter, or its
+    duration 0, a call entered, which only a tail file's last record may be), with good
+    calls after it that must not count."""
+    if packed == "CALL":
+        bad = long_call(1, 99999)
+        bad = bad[:16] + struct.pack("<Q", 99990) + bad[24:]  # the leave before the enter
+    elif packed == "PACKED_CALL":
+        bad = packed_call(3, 99999)
+        bad = bad[:16] + struct.pack("<Q", 99990) + bad[24:]
+    elif packed == "COMPACT_CALL":  # a duration of 2**64 - 9 ticks: the leave in full, 99990
+        bad = compact_call(3, 99999, (1 << 64) - 9)
+    elif packed == "COMPACT_CALL entered":
+        bad = _compact_with(compact_call(3, 99999, 5), 16, "<I", 0)
+    else:  # an enter so late that enter + duration passes 2**64: u64 ticks wrap, as in C
+        bad = _compact_with(compact_call(3, 99999, 5), 8, "<Q", (1 << 64) - 3)
     got = read_both(tmp_path, rank_file(long_call(1, 99000) + bad + long_call(1, 100000)), monkeypatch)
     assert got.problem.startswith("corrupt call record at byte") and len(got.calls) == 307
     assert got.calls["enter"][-1] == 99000

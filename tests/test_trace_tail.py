@@ -101,3 +101,14 @@ def test_a_tail_that_is_not_a_regular_file_is_not_opened(tmp_path):
     os.mkfifo(tail)  # opening it for reading would block
     f = read_rank_file(path)
     assert len(f.calls) == 5 and "not a regular file" in f.ending.note
+
+
+@pytest.mark.parametrize("kind", ["COMPACT_CALL", "PACKED_CALL"])
+def test_a_call_record_too_short_for_its_mark_ends_the_buffer(kind):
+    """A call record of 8 bytes (hostile: its head says less than its kind's head) is not
+    read past: it is where the buffer's records end, not a call entered."""
+    from qmpigen.trace import tail
+
+    short = struct.pack("<HHI", layout.BY_NAME[kind].kind, 8, 0)
+    records, ending = tail._buffer_records(_calls(0, 2) + short)
+    assert records == _calls(0, 2) + short and ending.open_call is None

@@ -130,6 +130,9 @@ def calls(
     return rows.tobytes()
 
 
+CALL_FLAGS = sum(value for _, value, _ in layout.FLAGS)  # what a COMPACT_CALL keeps of a CALL's flags
+
+
 def compact(call_records: bytes) -> bytes:
     """CALL records as the COMPACT_CALL records the trace tool writes (format 7, as
     docs/trace-format.md describes them): each field not at its default, the 64-bit ones
@@ -154,14 +157,16 @@ def compact(call_records: bytes) -> bytes:
                 code = "I" if f.ctype.startswith("u") else "i"
             tail += struct.pack("<" + code, value[f.name])
             present |= 1 << bit
-        duration = value["leave"] - value["enter"]
+        # as the packer: u64 ticks, 0 if entered (leave 0), at least 1, else leave in full
+        duration = (value["leave"] - value["enter"]) % (1 << 64) if value["leave"] else 0
+        duration += value["leave"] != 0 and duration == 0
         comm_wide, leave_wide = not -32767 <= value["comm"] <= 32767, duration >= layout.COMPACT_DURATION_WIDE
         if comm_wide:
             tail += struct.pack("<i", value["comm"])
         if leave_wide:
             tail += struct.pack("<Q", value["leave"])
         tail += b"\0" * (-len(tail) % layout.RECORD_ALIGNMENT)
-        flags = value["flags"] | (narrow_flag if narrow else 0) | (recv_flag if recv_is_bytes else 0)
+        flags = value["flags"] & CALL_FLAGS | (narrow_flag if narrow else 0) | (recv_flag if recv_is_bytes else 0)
         out.append(
             layout.COMPACT_CALL.layout.format.pack(
                 layout.COMPACT_CALL.kind,
@@ -170,7 +175,7 @@ def compact(call_records: bytes) -> bytes:
                 value["depth"],
                 flags,
                 value["enter"],
-                layout.COMPACT_DURATION_WIDE if leave_wide else max(duration, 1),
+                layout.COMPACT_DURATION_WIDE if leave_wide else duration,
                 layout.COMPACT_COMM_WIDE if comm_wide else value["comm"],
                 present | comm_wide << 14 | leave_wide << 15,
             )

@@ -501,6 +501,19 @@ static int unpack_compact(const uint8_t *record, uint16_t size, const struct kin
     return (at + k->alignment - 1) / k->alignment * k->alignment == size;
 }
 
+typedef int (*unpack_fn)(const uint8_t *record, uint16_t size, const struct kinds *k, uint8_t *call);
+
+/* How a packed call record with head `h` becomes a CALL (PACKED_CALL, COMPACT_CALL); NULL
+ * for another record, or one shorter than its kind's head. */
+static unpack_fn unpacker(struct record_head h, const struct kinds *k)
+{
+    if (h.kind == k->packed && h.size >= k->packed_size)
+        return unpack_call;
+    if (h.kind == k->compact && h.size >= k->compact_size)
+        return unpack_compact;
+    return NULL;
+}
+
 /* Walks the records from `pos` to `end` and sorts them: calls (whole and packed),
  * completions (after a call) and the rest, for Python (a packed call that does not
  * unpack among them: Python says why). With NULL buffers it only counts. Returns where
@@ -510,6 +523,7 @@ static int unpack_compact(const uint8_t *record, uint16_t size, const struct kin
 int64_t qmpi_scan_records(const uint8_t *data, int64_t pos, int64_t end, const struct kinds *k, struct scan *s)
 {
     int64_t *n = s->counts;
+    unpack_fn unpack;
     n[0] = n[1] = n[2] = n[3] = 0;
     while (end - pos >= (int64_t)sizeof(struct record_head)) {
         struct record_head h;
@@ -524,21 +538,12 @@ int64_t qmpi_scan_records(const uint8_t *data, int64_t pos, int64_t end, const s
                 memcpy(s->calls + (int64_t)k->call_size * n[0], data + pos, k->call_size);
             }
             n[0]++;
-        } else if (h.kind == k->packed && h.size >= k->packed_size && unpack_call(data + pos, h.size, k, NULL)) {
+        } else if ((unpack = unpacker(h, k)) != NULL && unpack(data + pos, h.size, k, NULL)) {
             if (s->calls) {
                 if (n[0] >= s->capacity[0])
                     break;
                 s->call_offset[n[0]] = pos;
-                unpack_call(data + pos, h.size, k, s->calls + (int64_t)k->call_size * n[0]);
-            }
-            n[1]++;
-            n[0]++;
-        } else if (h.kind == k->compact && h.size >= k->compact_size && unpack_compact(data + pos, h.size, k, NULL)) {
-            if (s->calls) {
-                if (n[0] >= s->capacity[0])
-                    break;
-                s->call_offset[n[0]] = pos;
-                unpack_compact(data + pos, h.size, k, s->calls + (int64_t)k->call_size * n[0]);
+                unpack(data + pos, h.size, k, s->calls + (int64_t)k->call_size * n[0]);
             }
             n[1]++;
             n[0]++;

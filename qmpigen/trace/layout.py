@@ -356,8 +356,8 @@ RECORDS: Tuple[Record, ...] = (
         "zero-extended), then comm (i32) and leave (u64) if their bits are set, then zero bytes "
         "to a multiple of 8",
         doc="one traced call, as the trace tool writes them (version 7): a CALL without its fields at "
-        "their defaults (24 bytes for a call without arguments, 40 for MPI_File_write_at's, against "
-        "CALL's 104); duration 0: the call was entered and had not returned (the thread's last record)",
+        "their defaults (24 bytes for a call without arguments, 40 for MPI_File_write_at's at offset 0, "
+        "48 for MPI_Send's, against CALL's 104); duration 0: the call was entered and had not returned (the thread's last record)",
     ),
 )
 BY_NAME = {r.name: r for r in RECORDS}

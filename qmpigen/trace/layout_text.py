@@ -95,6 +95,7 @@ def c_text() -> str:
     out += [
         "};",
         "enum { " + ", ".join(f"{name} = {value}" for name, value, _ in FLAGS) + " };",
+        f"#define CALL_FLAGS {sum(value for _, value, _ in FLAGS)} /* every CALL_ flag */",
         "enum { " + ", ".join(f"{name} = {value}" for name, value, _ in COMPACT_FLAGS) + " };",
         "enum { " + ", ".join(f"{name} = {value}" for name, value in PEERS) + " };",
         "enum { " + ", ".join(f"{name} = {value}" for name, value, _ in REQUEST_FLAGS) + " };",
@@ -148,7 +149,7 @@ def _c_pack() -> List[str]:
         "{",
         "    unsigned char *out = (unsigned char *)to;",
         f"    unsigned char *p = out + sizeof(struct {head.c_name});",
-        "    uint32_t present = 0, flags = r->flags;",
+        "    uint32_t present = 0, flags = r->flags & CALL_FLAGS; /* a reader takes the others as COMPACT_'s */",
         f"    int narrow = {fits};",
         "    int recv_is_bytes = r->recv_bytes != 0 && r->recv_bytes == r->bytes;",
         "    int comm_wide = (uint32_t)r->comm + 32767u > 65534u; /* outside -32767..32767 */",
@@ -256,7 +257,7 @@ def doc_text() -> str:
     out += [
         "",
         f"Call flags: {flags}. A CALL field's value when the call has none (and so when a PACKED_CALL "
-        "leaves it out): "
+        "or a COMPACT_CALL leaves it out): "
         + ", ".join(f"{f.name} {f.default}" for f in CALL.layout.fields if f.default)
         + ", the rest 0.",
         "",

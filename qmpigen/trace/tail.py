@@ -120,7 +120,7 @@ def _buffer_records(buffer: bytes) -> Tuple[bytes, Ending]:
         if kind == 0 or size < 8 or size % layout.RECORD_ALIGNMENT or pos + size > end:
             break  # the end of what was written (a zero word), or a record being written
         mark = OPEN_MARK.get(kind)
-        if mark is not None and mark[1].unpack_from(buffer, pos + mark[0])[0] == 0:
+        if mark is not None and size >= mark[0] + mark[1].size and mark[1].unpack_from(buffer, pos + mark[0])[0] == 0:
             signal = _signal(buffer, pos + size, end)
             if signal is not None and signal[3] < WORD.unpack_from(buffer, pos + 8)[0]:
                 signal = None  # one written before this call began: the process went on after it

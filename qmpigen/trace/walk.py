@@ -282,7 +282,9 @@ def _unpack_compact(data: Data, pos: int, size: int) -> Optional[bytes]:
         comm,
     )
     call["flags"] = flags & ~(COMPACT_NARROW | COMPACT_RECV_IS_BYTES)
-    call["leave"] = enter + duration if 0 < duration < layout.COMPACT_DURATION_WIDE else 0
+    # u64 arithmetic, as _loops.c's (a hostile enter near 2**64 wraps; the walk's check of
+    # leave against enter then finds the call bad)
+    call["leave"] = (enter + duration) & 0xFFFF_FFFF_FFFF_FFFF if 0 < duration < layout.COMPACT_DURATION_WIDE else 0
     row = bytearray(call.tobytes())
     at = pos + COMPACT_HEAD.size
     for bit, (offset, width) in enumerate(COMPACT_SLOTS):

@@ -78,13 +78,16 @@ HIDDEN int trace_all_begin(struct traced *t, int level, int index)
     return 1;
 }
 
+/* t->r holds only the function, depth and enter (trace_all_begin): made whole before it
+ * is written again (a call nested in it, or one too long for the head's duration). */
 void trace_all_end(struct traced *t, int failed)
 {
-    if (__builtin_expect(t->ts->opened != t->opened, 0)) { /* written again: the whole record */
+    uint64_t leave = trace_ticks();
+    if (__builtin_expect(t->ts->opened != t->opened || leave - t->r.enter >= COMPACT_DURATION_WIDE, 0)) {
         struct call_record r = {
             .kind = R_CALL, .size = sizeof r, .func = t->r.func, .depth = t->r.depth, CALL_RECORD_DEFAULTS};
         r.enter = t->r.enter;
         t->r = r;
     }
-    trace_leave(t, failed);
+    trace_leave_at(t, &t->r, failed, leave);
 }

@@ -82,15 +82,16 @@ static inline ALWAYS_INLINE void trace_enter(struct traced *t)
     trace_enter_record(t, &t->r);
 }
 
-/* After a call whose record did not change in it: its duration completes the record
- * written before (last, after the failed flag), unless a call began on this thread
- * meanwhile (one nested in it, which may have written where the record was) or the call
- * lasted too long for the head's 32 bits: then it is written again. */
-static inline ALWAYS_INLINE void trace_leave_record(struct traced *t, const struct call_record *r, int failed)
+/* After a call whose record did not change in it, left at `leave`: its duration completes
+ * the record written before (last, after the failed flag), unless a call began on this
+ * thread meanwhile (one nested in it, which may have written where the record was) or
+ * the call lasted too long for the head's 32 bits: then `r` is written again, whole. */
+static inline ALWAYS_INLINE void trace_leave_at(struct traced *t, const struct call_record *r, int failed,
+                                                uint64_t leave)
 {
     struct thread_buffer *tb = t->tb;
     char *at = tb->data + tb->used;
-    uint64_t duration = trace_ticks() - r->enter;
+    uint64_t duration = leave - r->enter;
     uint32_t stored;
     if (__builtin_expect(t->ts->opened != t->opened || duration >= COMPACT_DURATION_WIDE, 0)) {
         if (r != &t->r)
@@ -108,6 +109,12 @@ static inline ALWAYS_INLINE void trace_leave_record(struct traced *t, const stru
     tb->used += t->size;
     if (__builtin_expect(tb->limit == 0, 0)) /* QMPI_TRACE_FLUSH=record */
         trace_make_room(t->in, tb, 0);
+}
+
+/* trace_leave_at, now. */
+static inline ALWAYS_INLINE void trace_leave_record(struct traced *t, const struct call_record *r, int failed)
+{
+    trace_leave_at(t, r, failed, trace_ticks());
 }
 
 /* trace_leave_record of the record in t->r. */

@@ -79,6 +79,7 @@ enum {
     R_COMPACT_CALL = 14,
 };
 enum { CALL_HAS_REQUEST = 1, CALL_FAILED = 2, CALL_STATUS_BYTES = 4 };
+#define CALL_FLAGS 7 /* every CALL_ flag */
 enum { COMPACT_NARROW = 8, COMPACT_RECV_IS_BYTES = 16 };
 enum { PEER_NONE = -1, PEER_ANY = -2 };
 enum { REQUEST_CANCELLED = 1, REQUEST_FREED = 2, REQUEST_STARTED = 4 };
@@ -403,7 +404,7 @@ static inline __attribute__((always_inline)) size_t call_record_pack(const struc
 {
     unsigned char *out = (unsigned char *)to;
     unsigned char *p = out + sizeof(struct compact_call_record);
-    uint32_t present = 0, flags = r->flags;
+    uint32_t present = 0, flags = r->flags & CALL_FLAGS; /* a reader takes the others as COMPACT_'s */
     int narrow = r->count == (int32_t)r->count && r->bytes == (int32_t)r->bytes && r->offset == (int32_t)r->offset && (uint64_t)r->request <= UINT32_MAX && r->recv_bytes == (int32_t)r->recv_bytes;
     int recv_is_bytes = r->recv_bytes != 0 && r->recv_bytes == r->bytes;
     int comm_wide = (uint32_t)r->comm + 32767u > 65534u; /* outside -32767..32767 */

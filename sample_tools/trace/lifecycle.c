@@ -42,9 +42,9 @@
  * two reads of the tick counter, each handle's id and size from its home slot in a
  * per-thread cache (one probe; its entry is read only to translate a rank to a world
  * rank), the record built once and packed into the thread's buffer before the call, its
- * duration stored after it (24 to 112 bytes, 32 to 40 for most calls with arguments:
- * most of a call's cost is the kernel's copy of them into the file); no lock, no atomic
- * read-modify-write.
+ * duration stored after it (24 to 112 bytes: 32 for a probe, 40 for an Allreduce, 48
+ * for a Send; most of a call's cost is the kernel's copy of them into the file); no
+ * lock, no atomic read-modify-write.
  * `make bench` measures it per role mix (docs/performance.md). */
 #include "calls.h"
 #include "clocks.h"

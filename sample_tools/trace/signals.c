@@ -41,8 +41,16 @@ static char *note_place(const struct thread_buffer *tb)
     return at + sizeof(struct signal_record) <= tb->data + tb->capacity ? at : NULL;
 }
 
+/* Where a signal's record went, and the bytes it covered there: a record being written
+ * (its head not there yet) may have had its first fields there, which a handler that
+ * returns puts back (take_back). */
+struct noted {
+    char *at;
+    unsigned char was[sizeof(struct signal_record)];
+};
+
 /* The signal's record in each of this thread's buffers; their places in `where`. */
-static int note(int sig, const siginfo_t *info, char **where)
+static int note(int sig, const siginfo_t *info, struct noted *where)
 {
     struct thread_state *ts = trace_thread_self;
     struct signal_record r = {R_SIGNAL, sizeof r, sig, 0, 0, trace_ticks(), trace_now_ns()};
@@ -58,12 +66,26 @@ static int note(int sig, const siginfo_t *info, char **where)
             continue;
         if ((at = note_place(tb)) == NULL)
             continue;
+        memcpy(where[n].was, at, sizeof r);
         memcpy(at + 4, (const char *)&r + 4, sizeof r - 4);
         __atomic_signal_fence(__ATOMIC_SEQ_CST);
         memcpy(at, &r, 4);
-        where[n++] = at;
+        where[n++].at = at;
     }
     return n;
+}
+
+/* The process goes on: the signals' records taken back, their head first (a process
+ * killed meanwhile leaves no half record), then the bytes they covered put back. */
+static void take_back(const struct noted *where, int n)
+{
+    for (int i = 0; i < n; i++) {
+        memset(where[i].at, 0, 8);
+        __atomic_signal_fence(__ATOMIC_SEQ_CST);
+        memcpy(where[i].at + 8, where[i].was + 8, sizeof where[i].was - 8);
+        __atomic_signal_fence(__ATOMIC_SEQ_CST);
+        memcpy(where[i].at, where[i].was, 8);
+    }
 }
 
 /* The process is about to end: this thread's heap buffers (no tail file) written out
@@ -116,8 +138,8 @@ static int pending(int sig)
 
 static void on_signal(int sig, siginfo_t *info, void *context)
 {
-    int saved = errno, i, n;
-    char *where[MAX_LEVELS];
+    int saved = errno, n;
+    struct noted where[MAX_LEVELS];
     size_t k;
     for (k = 0; k < FATAL_COUNT && fatal[k] != sig; k++)
         ;
@@ -133,8 +155,7 @@ static void on_signal(int sig, siginfo_t *info, void *context)
         return;
     }
     if (goes_on_after(sig, info) && !pending(sig)) /* the handler returned and the process goes on */
-        for (i = 0; i < n; i++)
-            memset(where[i], 0, 8);
+        take_back(where, n);
     errno = saved;
 }
 
