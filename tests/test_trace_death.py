@@ -27,16 +27,8 @@ from conftest import APPS, qmpigen
 pytestmark = [pytest.mark.mpi, pytest.mark.trace]
 pytest.importorskip("numpy")
 
-CALL_DEFAULTS = {
-    "comm": -1,
-    "peer": -1,
-    "root": -1,
-    "datatype": -1,
-    "file": -1,
-    "source": -1,
-    "window": -1,
-    "created": -1,
-}
+from qmpigen.trace.read import CALL_DEFAULTS  # noqa: E402
+
 LOOP = ("MPI_Barrier", "MPI_Allreduce", "MPI_Iprobe")  # tests/apps/trace_death.c's known_call
 SMALL_BUFFER = "4096"  # many flushes: rank file and tail file both hold records at a death
 KILL_POINTS = 20
@@ -134,7 +126,8 @@ def test_calls_longer_than_a_records_duration(mpi, death_app, sample_tools, test
     )
     bare = f.calls[long_calls[0]]  # a bare record written again whole: every argument at its default
     fields = [name for name in bare.dtype.names if name not in ("kind", "size", "func", "depth", "enter", "leave")]
-    assert {name: int(bare[name]) for name in fields} == {name: CALL_DEFAULTS.get(name, 0) for name in fields}
+    defaults = {"comm": -1, **CALL_DEFAULTS}
+    assert {name: int(bare[name]) for name in fields} == {name: defaults.get(name, 0) for name in fields}
     if min(ticks) < 1 << 32:
         pytest.skip(f"the tick counter counts fewer than 2**32 ticks in 2.5 s ({min(ticks)})")
     data, pos, wide = next(run.glob("*.qtr")).read_bytes(), 64, 0
