@@ -41,12 +41,14 @@ static char *note_place(const struct thread_buffer *tb)
     return at + sizeof(struct signal_record) <= tb->data + tb->capacity ? at : NULL;
 }
 
-/* Where a signal's record went, and the bytes it covered there: a record being written
- * (its head not there yet) may have had its first fields there, which a handler that
- * returns puts back (take_back). */
+/* Where a signal's records went, and the bytes they covered there in the first
+ * COVERED_KEPT buffers: a record being written (its head not there yet) may have had its
+ * first fields there, which take_back puts back when the process goes on. Few, on the
+ * handler's stack: it may be a small alternate stack (SA_ONSTACK). */
+#define COVERED_KEPT 4
 struct noted {
-    char *at;
-    unsigned char was[sizeof(struct signal_record)];
+    char *at[MAX_LEVELS];
+    unsigned char covered[COVERED_KEPT][sizeof(struct signal_record)];
 };
 
 /* The signal's record in each of this thread's buffers; their places in `where`. */
@@ -66,11 +68,12 @@ static int note(int sig, const siginfo_t *info, struct noted *where)
             continue;
         if ((at = note_place(tb)) == NULL)
             continue;
-        memcpy(where[n].was, at, sizeof r);
+        if (n < COVERED_KEPT)
+            memcpy(where->covered[n], at, sizeof r);
         memcpy(at + 4, (const char *)&r + 4, sizeof r - 4);
         __atomic_signal_fence(__ATOMIC_SEQ_CST);
         memcpy(at, &r, 4);
-        where[n++].at = at;
+        where->at[n++] = at;
     }
     return n;
 }
@@ -80,11 +83,13 @@ static int note(int sig, const siginfo_t *info, struct noted *where)
 static void take_back(const struct noted *where, int n)
 {
     for (int i = 0; i < n; i++) {
-        memset(where[i].at, 0, 8);
+        memset(where->at[i], 0, 8);
+        if (i >= COVERED_KEPT)
+            continue;
         __atomic_signal_fence(__ATOMIC_SEQ_CST);
-        memcpy(where[i].at + 8, where[i].was + 8, sizeof where[i].was - 8);
+        memcpy(where->at[i] + 8, where->covered[i] + 8, sizeof where->covered[i] - 8);
         __atomic_signal_fence(__ATOMIC_SEQ_CST);
-        memcpy(where[i].at, where[i].was, 8);
+        memcpy(where->at[i], where->covered[i], 8);
     }
 }
 
@@ -139,11 +144,11 @@ static int pending(int sig)
 static void on_signal(int sig, siginfo_t *info, void *context)
 {
     int saved = errno, n;
-    struct noted where[MAX_LEVELS];
+    struct noted where;
     size_t k;
     for (k = 0; k < FATAL_COUNT && fatal[k] != sig; k++)
         ;
-    n = note(sig, info, where);
+    n = note(sig, info, &where);
     if (k < FATAL_COUNT && (previous[k].sa_flags & SA_SIGINFO) && previous[k].sa_sigaction != NULL) {
         previous[k].sa_sigaction(sig, info, context);
     } else if (k < FATAL_COUNT && previous[k].sa_handler != SIG_DFL && previous[k].sa_handler != SIG_IGN) {
@@ -155,7 +160,7 @@ static void on_signal(int sig, siginfo_t *info, void *context)
         return;
     }
     if (goes_on_after(sig, info) && !pending(sig)) /* the handler returned and the process goes on */
-        take_back(where, n);
+        take_back(&where, n);
     errno = saved;
 }
 
