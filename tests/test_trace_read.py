@@ -13,7 +13,9 @@ import pytest
 
 np = pytest.importorskip("numpy")
 
-from qmpigen.trace import layout, loops, read  # noqa: E402
+import trace_writer  # noqa: E402
+
+from qmpigen.trace import loops, read, records  # noqa: E402
 from qmpigen.trace.layout import KINDS as KINDS_ORDER  # noqa: E402
 
 FUNCS = {0: "MPI_Init", 1: "MPI_Send", 2: "MPI_Wait", 3: "MPI_Comm_rank"}
@@ -47,31 +49,14 @@ PACKED_FIELDS = ((), (5,), (6, 1 << 40))  # peer, offset: none, peer alone, both
 
 
 def compact_call(func: int, enter: int, duration: int, comm: int = 0, peer: int = -1, offset: int = 0) -> bytes:
-    """A COMPACT_CALL (version 7), made as docs/trace-format.md says: peer (bit 0), offset
-    (bit 7: 4 bytes with COMPACT_NARROW when it fits), comm in full (bit 14) when it does
-    not fit the head's 16 bits, leave in full (bit 15) when the duration does not fit 32."""
-    narrow = -(1 << 31) <= offset < 1 << 31
-    comm_wide, leave_wide = not -32767 <= comm <= 32767, duration >= 0xFFFFFFFF
-    present = (peer != -1) | (offset != 0) << 7 | comm_wide << 14 | leave_wide << 15
-    tail = struct.pack("<i", peer) if peer != -1 else b""
-    tail += struct.pack("<i" if narrow else "<q", offset) if offset else b""
-    tail += (struct.pack("<i", comm) if comm_wide else b"") + (
-        struct.pack("<Q", (enter + duration) % (1 << 64)) if leave_wide else b""
-    )
-    tail += b"\0" * (-len(tail) % 8)
-    head = struct.pack(
-        "<HHHBBQIhH",
-        layout.COMPACT_CALL.kind,
-        24 + len(tail),
-        func,
-        0,
-        8 if narrow else 0,
-        enter,
-        0xFFFFFFFF if leave_wide else duration,
-        -32768 if comm_wide else comm,
-        present,
-    )
-    return head + tail
+    """The COMPACT_CALL (version 7) of a call with these fields, as tests/trace_writer.py
+    makes it from docs/trace-format.md: comm in full (bit 14) when it does not fit the
+    head's 16 bits, leave in full (bit 15) when the duration does not fit 32, a narrow
+    offset when it fits 4 bytes."""
+    call = np.frombuffer(records.EMPTY_CALL, read.CALL_DTYPE).copy()
+    call["func"], call["enter"], call["leave"] = func, enter, (enter + duration) % (1 << 64)
+    call["comm"], call["peer"], call["offset"] = comm, peer, offset
+    return trace_writer.compact(call.tobytes())
 
 
 # func, duration, comm, peer, offset: the head alone; narrow and wide offsets, one negative;
@@ -261,8 +246,6 @@ def test_a_run_of_compact_calls_merges_as_its_whole_calls(tmp_path):
     """The same ring written with whole CALL records and with COMPACT_CALL records (the
     tool's, from tests/trace_writer.py's reading of docs/trace-format.md) merges into the
     same summary.txt and trace.json, byte for byte."""
-    import trace_writer
-
     from qmpigen.trace import merge
 
     outputs = []

@@ -77,6 +77,10 @@ class Struct:
             at += C_TYPES[f.ctype][2]
         return out
 
+    def offset(self, name: str) -> int:
+        """Where field `name` starts."""
+        return self.offsets()[[f.name for f in self.fields].index(name)]
+
     @property
     def dtype(self):
         import numpy as np
@@ -356,8 +360,9 @@ RECORDS: Tuple[Record, ...] = (
         "zero-extended), then comm (i32) and leave (u64) if their bits are set, then zero bytes "
         "to a multiple of 8",
         doc="one traced call, as the trace tool writes them (version 7): a CALL without its fields at "
-        "their defaults (24 bytes for a call without arguments, 40 for MPI_File_write_at's at offset 0, "
-        "48 for MPI_Send's, against CALL's 104); duration 0: the call was entered and had not returned (the thread's last record)",
+        "their defaults (24 bytes for a call without arguments, 40 for MPI_File_write_at's at "
+        "offset 0, 48 for MPI_Send's, against CALL's 104); duration 0: the call was entered and had "
+        "not returned (the thread's last record)",
     ),
 )
 BY_NAME = {r.name: r for r in RECORDS}
@@ -367,9 +372,6 @@ CALL, PACKED_CALL, COMPACT_CALL, COMPLETION, CLOCK, TIMER, END, WINDOW, SIGNAL =
 )
 # The fields a PACKED_CALL may carry after its head, bit i of `present` for the i-th.
 PACKED_FIELDS: Tuple[Field, ...] = CALL.layout.fields[len(_CALL_HEAD) :]
-PACKED_CALL_MAX = RECORD_ALIGNMENT * -(
-    -(PACKED_CALL.size + sum(C_TYPES[f.ctype][2] for f in PACKED_FIELDS)) // RECORD_ALIGNMENT
-)
 # A COMPACT_CALL's fields: PACKED_CALL's, then the two its head holds short, in full.
 COMPACT_FIELDS: Tuple[Field, ...] = PACKED_FIELDS + (
     Field("comm", "int32_t", "communicator id, when it does not fit the head's 16 bits"),

@@ -10,8 +10,9 @@ up to a zero word; or up to the record of the call the thread was in (a COMPACT_
 with duration 0, in version 6 a PACKED_CALL with leave 0: entered, not returned), then
 perhaps a SIGNAL record (the fatal signal the tool's handler saw). `join` gives the rank
 file's bytes as if the buffer had been written out, without the call in progress and
-the signal, which it returns apart: the reader's walks see only whole records. The tail is read before the rank file, which only grows:
-the rank file's first `flushed` bytes are then there whatever the thread did since."""
+the signal, which it returns apart: the reader's walks see only whole records. The tail
+is read before the rank file, which only grows: the rank file's first `flushed` bytes
+are then there whatever the thread did since."""
 
 from __future__ import annotations
 
@@ -32,8 +33,8 @@ MAX_BUFFER = 1 << 30  # the tool's largest buffer (QMPI_TRACE_BUFFER)
 WORD = struct.Struct("<Q")
 # where a call record says it was entered and not returned (its field there is 0), by kind
 OPEN_MARK = {
-    layout.PACKED_CALL.kind: (layout.PACKED_CALL.layout.offsets()[6], WORD),  # leave
-    layout.COMPACT_CALL.kind: (layout.COMPACT_CALL.layout.offsets()[6], struct.Struct("<I")),  # duration
+    layout.PACKED_CALL.kind: (layout.PACKED_CALL.layout.offset("leave"), WORD),
+    layout.COMPACT_CALL.kind: (layout.COMPACT_CALL.layout.offset("duration"), struct.Struct("<I")),
 }
 Data = Union[bytes, bytearray]  # a rank file's bytes, as read.py has them
 

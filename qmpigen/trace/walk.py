@@ -122,10 +122,10 @@ def _first_bad_call(lib, calls: np.ndarray, functions) -> int:
 _HEAD_AT = np.array([CALL_DTYPE.fields[name][1] for name in ("func", "enter", "leave")], np.int64)
 
 
-_COMPACT_HEAD_AT = tuple(
-    [f.name for f in layout.COMPACT_CALL.layout.fields].index(name) for name in ("duration", "comm", "present")
-)
 _FIELD_NAMES = [f.name for f in layout.COMPACT_FIELDS]
+# a COMPACT_CALL's bits: comm and leave in full (its last two fields); bytes and recv_bytes
+_COMM_BIT, _LEAVE_BIT = len(COMPACT_SLOTS) - 2, len(COMPACT_SLOTS) - 1
+_BYTES_BIT, _RECV_BYTES_BIT = _FIELD_NAMES.index("bytes"), _FIELD_NAMES.index("recv_bytes")
 assert COMPACT_SLOTS[: len(PACKED_SLOTS)] == PACKED_SLOTS  # _loops.c's field tables serve both
 
 
@@ -175,8 +175,9 @@ KINDS = _Kinds(
     R_COMPACT_CALL,
     COMPACT_HEAD.size,
     len(COMPACT_SLOTS),
-    *(layout.COMPACT_CALL.layout.offsets()[i] for i in _COMPACT_HEAD_AT),
-    *(_FIELD_NAMES.index(name) for name in ("bytes", "recv_bytes")),
+    *(layout.COMPACT_CALL.layout.offset(name) for name in ("duration", "comm", "present")),
+    _BYTES_BIT,
+    _RECV_BYTES_BIT,
     sum(1 << i for i, unsigned in enumerate(ZERO_EXTENDED) if unsigned),
     COMPACT_NARROW,
     COMPACT_RECV_IS_BYTES,
@@ -269,10 +270,9 @@ def _unpack_compact(data: Data, pos: int, size: int) -> Optional[bytes]:
     if size < COMPACT_HEAD.size:
         return None
     _, _, _, _, flags, enter, duration, comm, present = COMPACT_HEAD.unpack_from(data, pos)
-    comm_bit, leave_bit = len(COMPACT_SLOTS) - 2, len(COMPACT_SLOTS) - 1
-    if (duration == layout.COMPACT_DURATION_WIDE) != bool(present >> leave_bit & 1) or (
+    if (duration == layout.COMPACT_DURATION_WIDE) != bool(present >> _LEAVE_BIT & 1) or (
         comm == layout.COMPACT_COMM_WIDE
-    ) != bool(present >> comm_bit & 1):
+    ) != bool(present >> _COMM_BIT & 1):
         return None
     call = np.frombuffer(EMPTY_CALL, CALL_DTYPE).copy()
     call["func"], call["depth"], call["enter"], call["comm"] = (
@@ -299,7 +299,7 @@ def _unpack_compact(data: Data, pos: int, size: int) -> Optional[bytes]:
             row[offset : offset + width] = value
             at += stored
     if flags & COMPACT_RECV_IS_BYTES:
-        (bytes_at, _), (recv_at, _) = (COMPACT_SLOTS[_FIELD_NAMES.index(n)] for n in ("bytes", "recv_bytes"))
+        (bytes_at, _), (recv_at, _) = COMPACT_SLOTS[_BYTES_BIT], COMPACT_SLOTS[_RECV_BYTES_BIT]
         row[recv_at : recv_at + 8] = row[bytes_at : bytes_at + 8]
     return bytes(row) if -(-(at - pos) // ALIGNMENT) * ALIGNMENT == size else None
 
