@@ -100,6 +100,7 @@ def summarise(
     conf_parse: Optional[dict] = None,
     codegen_rows: Optional[dict] = None,
     trace_instructions: Optional[dict] = None,
+    trace_fs: Optional[dict] = None,
 ) -> dict:
     rows: Dict[str, dict] = {}
     failures: Dict[str, List[str]] = {}
@@ -315,7 +316,7 @@ def summarise(
     stacks = stacks_summary(rows, variants["typed"]["slope_ns"])
     stacks_targets(stacks, target, fmt)
     trace_calls = trace_call_summary(rows)
-    trace_call_targets(trace_calls, target, fmt)
+    trace_call_targets(trace_calls, target, fmt, trace_fs)
     trace_targets(rows, trace_merge, target, fmt)
     instruction_targets(trace_instructions, target, fmt, BASELINE_REV)
     conf_targets(conf_parse, target, fmt)
@@ -365,5 +366,6 @@ def summarise(
         "trace_instructions": trace_instructions,
         "trace_calls": trace_calls,
         "trace_thread_start": thread_start_summary(rows),
+        "trace_dir_cost": trace_fs,
         "seconds_per_config": {c.key: round(c.seconds, 2) for c in configs},
     }

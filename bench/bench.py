@@ -75,7 +75,7 @@ from measure import (
 from pmpi_bench import measure_pmpi_loads, pmpi_configs
 from report import combine, markdown, plot
 from stacks_bench import stacks_configs
-from trace_bench import build_baseline, trace_configs
+from trace_bench import build_baseline, probe_trace_dir, trace_configs
 from trace_instructions import LIBRARIES as INSTRUCTION_LIBRARIES
 from trace_instructions import measure_trace_instructions
 from trace_merge_rows import run_merge_rows, trace_dir_root
@@ -235,6 +235,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                     break  # a configuration that failed once is not retried
                 run_config(config, mpi, bindir, cpu, args.repeats, args.min_ms)
         log(f"round {r + 1}/{args.rounds}: {time.perf_counter() - t0:.0f} s")
+    trace_fs = probe_trace_dir(trace_dir, mib=8 if args.quick else 64)
     shutil.rmtree(trace_dir, ignore_errors=True)
     for config in configs:
         for failure in config.failures:
@@ -262,6 +263,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         conf_parse,
         codegen_rows,
         trace_instructions,
+        trace_fs,
     )
     results["codegen_cpu_s"] = codegen_cpu
     results["compile_cpu_s"] = compile_cpu

@@ -247,12 +247,77 @@ def thread_start_summary(rows: Dict[str, dict]) -> Optional[dict]:
 
 
 BUFFER_BYTES, RECORD_BYTES = 1 << 20, 40
+PAGE_BYTES = 4096
 
 
-def trace_call_targets(summary: Dict[str, dict], target, fmt) -> None:
+def probe_trace_dir(directory: Path, mib: int = 64, rounds: int = 5) -> dict:
+    """What the trace directory's file system charges for a rank file's bytes, as the tool
+    writes them (a full 1 MiB buffer at a time): `mib` MiB appended to a new file, then
+    written over the same file again; medians of `rounds`, in ns a byte. Appending
+    allocates the file's pages; writing over them does not, so the difference is what
+    a new page costs. A record's bytes at the appending cost are a floor of every traced
+    call's row that no work in the tool can lower."""
+    import os
+    import time
+
+    chunk = b"\x5a" * BUFFER_BYTES
+    appended: List[float] = []
+    rewritten: List[float] = []
+    path = directory / "fs-probe.dat"
+    for _ in range(rounds):
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            for timings in (appended, rewritten):
+                os.lseek(fd, 0, os.SEEK_SET)
+                start = time.perf_counter_ns()
+                for _ in range(mib):
+                    os.write(fd, chunk)
+                timings.append((time.perf_counter_ns() - start) / (mib * BUFFER_BYTES))
+        finally:
+            os.close(fd)
+            path.unlink()
+    append, rewrite = statistics.median(appended), statistics.median(rewritten)
+    return {
+        "directory_fs": _fs_type(directory),
+        "append_ns_per_byte": append,
+        "rewrite_ns_per_byte": rewrite,
+        "new_page_us": (append - rewrite) * PAGE_BYTES / 1000,
+        "record_bytes": RECORD_BYTES,
+        "record_append_ns": append * RECORD_BYTES,
+    }
+
+
+def _fs_type(directory: Path) -> str:
+    """The file system type of `directory` (the longest mount point over it)."""
+    best, kind = "", "?"
+    target = str(directory.resolve())
+    try:
+        mounts = Path("/proc/self/mounts").read_text().splitlines()
+    except OSError:
+        return kind
+    for line in mounts:
+        fields = line.split()
+        if len(fields) >= 3:
+            point = fields[1].replace("\\040", " ")
+            if (target == point or target.startswith(point.rstrip("/") + "/")) and len(point) > len(best):
+                best, kind = point, fields[2]
+    return kind
+
+
+def trace_call_targets(summary: Dict[str, dict], target, fmt, trace_fs: Optional[dict] = None) -> None:
     """A target per role mix (issue 25: traced call overhead <= 100 ns for a generated
     wrapper; issue 33: no more than the tool before it, measured in the same rounds, and
-    <= 40 ns), through analysis.summarise's `target`."""
+    <= 40 ns), through analysis.summarise's `target`; and, for information, what the
+    trace directory charges for the records' bytes (probe_trace_dir)."""
+    if trace_fs is not None:
+        target(
+            "tracing: the trace directory's cost of a rank file's bytes (1 MiB writes), for information",
+            f"{trace_fs['directory_fs']}: appended {fmt(trace_fs['append_ns_per_byte'], 3)} ns/B, written over "
+            f"{fmt(trace_fs['rewrite_ns_per_byte'], 3)} ns/B: a new page {fmt(trace_fs['new_page_us'], 2)} µs; "
+            f"a {trace_fs['record_bytes']}-byte record's share {fmt(trace_fs['record_append_ns'])} ns",
+            "—",
+            None,
+        )
     for mix in (m for m, (_, _, _, is_target) in TRACE_CALLS.items() if is_target):
         row = summary.get(mix)
         what = f"tracing, generated wrapper, {mix} ({TRACE_CALLS[mix][0]}), ns added per traced call over an empty tool"

@@ -100,6 +100,24 @@ def test_trace_call_rows_are_paired_with_pmpi_and_reported(results, tmp_path):
     assert "| other | 35.00 unpaired (41.00 − 6.00; 6.83x) | — |" in combined
 
 
+def test_trace_dir_probe_times_its_writes_and_leaves_nothing(tmp_path):
+    import trace_bench
+
+    probe = trace_bench.probe_trace_dir(tmp_path, mib=2, rounds=2)
+    assert list(tmp_path.iterdir()) == []  # its file removed
+    assert probe["directory_fs"] not in ("", "?")  # from /proc/self/mounts
+    assert probe["append_ns_per_byte"] > 0 and probe["rewrite_ns_per_byte"] > 0
+    assert probe["record_append_ns"] == pytest.approx(probe["append_ns_per_byte"] * 40)
+    targets = []
+    trace_bench.trace_call_targets({}, lambda *a: targets.append(a), lambda v, d=2: f"{v:.{d}f}", probe)
+    (line,) = [t for t in targets if "trace directory" in t[0]]
+    assert line[1].startswith(f"{probe['directory_fs']}: appended ") and line[3] is None  # for information
+    (tmp_path / "fs-probe.dat").write_bytes(b"not the probe's")
+    with pytest.raises(FileExistsError):  # a file it did not make is never written over
+        trace_bench.probe_trace_dir(tmp_path, mib=1, rounds=1)
+    assert (tmp_path / "fs-probe.dat").read_bytes() == b"not the probe's"
+
+
 def test_instruction_rows_count_an_objects_self_cost_from_callgrind(tmp_path):
     """bench/trace_instructions.py: an object's own cost, compressed names resolved (also
     when first named by a call's cob=), a call's inclusive cost not counted twice."""
