@@ -162,6 +162,29 @@ def test_an_applications_handler_is_called_and_the_run_goes_on(mpi, death_app, s
     assert not list(run.glob("*.tail"))  # removed once the rank file is whole
 
 
+@pytest.mark.parametrize("how", ["storm", "storm-pending"])
+def test_signals_inside_the_wrappers_change_no_record(mpi, death_app, sample_tools, tmp_path, how):
+    """3,000 SIGTERMs or more sent to a thread while it makes traced calls, caught by the
+    application's handler, which returns: each lands somewhere in the trace's wrappers,
+    some inside a record being written, where the signal's record covers that record's
+    first fields until it is taken back (signals.c); `storm-pending` sends the next one
+    while the handler of the last still runs. Every call is there, and every call of a
+    function with the arguments it was made with."""
+    signals = 3000
+    proc, run = _run(mpi, death_app, tmp_path, f"{sample_tools}/libtrace.so", how, signals)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    calls, handled = map(int, re.search(r"^storm (\d+) (\d+)$", proc.stdout, re.M).groups())
+    assert handled >= signals, proc.stdout
+    (f,) = _files(run).values()
+    names = _names(f)
+    assert names == ["MPI_Init_thread"] + _loop(calls) + ["MPI_Finalize"] and f.problem is None
+    assert f.ending.signal is None and f.end_calls == len(names)
+    arguments = [name for name in f.calls.dtype.names if name not in ("kind", "size", "depth", "enter", "leave")]
+    for name in LOOP:
+        made = {tuple(int(call[a]) for a in arguments) for call, n in zip(f.calls, names) if n == name}
+        assert len(made) == 1, (name, made)
+
+
 def test_mpi_abort_on_another_rank(mpi, death_app, sample_tools, tmp_path):
     """Rank 1 calls MPI_Abort after 40 calls, once rank 0 waits in MPI_Recv (it said so):
     rank 0 is killed by the launcher; its 40 calls, its MPI_Send and the MPI_Recv it was

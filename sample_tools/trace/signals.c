@@ -42,13 +42,13 @@ static char *note_place(const struct thread_buffer *tb)
 }
 
 /* Where a signal's records went, and the bytes they covered there in the first
- * COVERED_KEPT buffers: a record being written (its head not there yet) may have had its
+ * SIGNAL_KEPT buffers: a record being written (its head not there yet) may have had its
  * first fields there, which take_back puts back when the process goes on. Few, on the
  * handler's stack: it may be a small alternate stack (SA_ONSTACK). */
-#define COVERED_KEPT 4
 struct noted {
     char *at[MAX_LEVELS];
-    unsigned char covered[COVERED_KEPT][sizeof(struct signal_record)];
+    int level[SIGNAL_KEPT];
+    unsigned char covered[SIGNAL_KEPT][sizeof(struct signal_record)];
 };
 
 /* The signal's record in each of this thread's buffers; their places in `where`. */
@@ -68,8 +68,10 @@ static int note(int sig, const siginfo_t *info, struct noted *where)
             continue;
         if ((at = note_place(tb)) == NULL)
             continue;
-        if (n < COVERED_KEPT)
+        if (n < SIGNAL_KEPT) {
             memcpy(where->covered[n], at, sizeof r);
+            where->level[n] = level;
+        }
         memcpy(at + 4, (const char *)&r + 4, sizeof r - 4);
         __atomic_signal_fence(__ATOMIC_SEQ_CST);
         memcpy(at, &r, 4);
@@ -78,18 +80,69 @@ static int note(int sig, const siginfo_t *info, struct noted *where)
     return n;
 }
 
-/* The process goes on: the signals' records taken back, their head first (a process
- * killed meanwhile leaves no half record), then the bytes they covered put back. */
+/* A signal's record at `at` taken back, its head first (a process killed meanwhile
+ * leaves no half record), then the bytes it covered put back. */
+static void put_back(char *at, const unsigned char *covered)
+{
+    memset(at, 0, 8);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    memcpy(at + 8, covered + 8, sizeof(struct signal_record) - 8);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    memcpy(at, covered, 8);
+}
+
+/* The process goes on: the signal's records taken back (put_back where the bytes they
+ * covered were kept; the others' head cleared). */
 static void take_back(const struct noted *where, int n)
 {
     for (int i = 0; i < n; i++) {
-        memset(where->at[i], 0, 8);
-        if (i >= COVERED_KEPT)
+        if (i < SIGNAL_KEPT)
+            put_back(where->at[i], where->covered[i]);
+        else
+            memset(where->at[i], 0, 8);
+    }
+}
+
+/* The same signal waits as the handler returns: the records stay (the process may end by
+ * it: a handler that raises it again, the default restored), and what take_back needs is
+ * kept in the thread's state for the signal's next handler. */
+static void leave_for_next(struct thread_state *ts, const struct noted *where, int n)
+{
+    struct signal_left *left = &ts->signal_left;
+    int i;
+    left->count = 0;
+    left->opened = ts->opened;
+    if (n > 0) /* the same record in every buffer */
+        memcpy(&left->written, where->at[0], sizeof left->written);
+    for (i = 0; i < n && i < SIGNAL_KEPT; i++) {
+        left->kept[i].level = where->level[i];
+        left->kept[i].at = where->at[i];
+        memcpy(left->kept[i].covered, where->covered[i], sizeof left->kept[i].covered);
+    }
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    left->count = i;
+}
+
+/* A signal's records left by the last handler (leave_for_next) taken back: the process
+ * went on. Only where nothing was written since (no call begun on the thread, the bytes
+ * still the record): the handler runs as that handler returns, before the code it
+ * interrupted, unless the application's handler masked the signal. */
+static void take_back_left(struct thread_state *ts)
+{
+    struct signal_left *left = &ts->signal_left;
+    int i, n = left->count;
+    left->count = 0;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    if (n == 0 || left->opened != ts->opened)
+        return;
+    for (i = 0; i < n; i++) {
+        struct thread_buffer *tb = ts->buffers[left->kept[i].level];
+        char *at = left->kept[i].at;
+        if (tb == NULL || tb->data == NULL || at < tb->data ||
+            (size_t)(at - tb->data) + sizeof left->written > tb->capacity ||
+            memcmp(at, &left->written, sizeof left->written) != 0)
             continue;
-        __atomic_signal_fence(__ATOMIC_SEQ_CST);
-        memcpy(where->at[i] + 8, where->covered[i] + 8, sizeof where->covered[i] - 8);
-        __atomic_signal_fence(__ATOMIC_SEQ_CST);
-        memcpy(where->at[i], where->covered[i], 8);
+        put_back(at, left->kept[i].covered);
     }
 }
 
@@ -146,8 +199,11 @@ static void on_signal(int sig, siginfo_t *info, void *context)
     int saved = errno, n;
     struct noted where;
     size_t k;
+    struct thread_state *ts = trace_thread_self;
     for (k = 0; k < FATAL_COUNT && fatal[k] != sig; k++)
         ;
+    if (ts != NULL && ts->signal_left.count > 0)
+        take_back_left(ts);
     n = note(sig, info, &where);
     if (k < FATAL_COUNT && (previous[k].sa_flags & SA_SIGINFO) && previous[k].sa_sigaction != NULL) {
         previous[k].sa_sigaction(sig, info, context);
@@ -159,8 +215,12 @@ static void on_signal(int sig, siginfo_t *info, void *context)
         errno = saved;
         return;
     }
-    if (goes_on_after(sig, info) && !pending(sig)) /* the handler returned and the process goes on */
-        take_back(&where, n);
+    if (goes_on_after(sig, info)) { /* the handler returned */
+        if (!pending(sig))
+            take_back(&where, n); /* the process goes on */
+        else if (ts != NULL)
+            leave_for_next(ts, &where, n);
+    }
     errno = saved;
 }
 

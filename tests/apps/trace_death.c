@@ -13,7 +13,15 @@
  *                catches ("handled 1"), then argv[2] more calls and MPI_Finalize;
  *   threads      MPI_THREAD_MULTIPLE: 3 threads each make argv[2] calls of MPI_Allreduce
  *                on a communicator of their own (MPI_Comm_dup of MPI_COMM_SELF), then
- *                raise(SIGKILL) once they are joined.
+ *                raise(SIGKILL) once they are joined;
+ *   storm        a SIGTERM handler installed before MPI_Init, and a thread (no MPI calls)
+ *                that sends this one SIGTERM again and again while it makes calls of the
+ *                loop until argv[2] signals were handled, each sent once the last was, so
+ *                that signals land anywhere in the trace's wrappers, also inside a record
+ *                being written; "storm CALLS HANDLED", then MPI_Finalize;
+ *   storm-pending  the same, the signals sent in pairs: the second while the handler of
+ *                the first runs (which waits for it), so that it waits as that handler
+ *                returns, and comes before the interrupted code goes on.
  * A death inside a call is a tool's below the trace (tests/tools/killer.c).
  *
  * COMPILE: mpicc trace_death.c -o trace_death -lqmpi -lpthread
@@ -43,13 +51,68 @@ static void known_call(long i)
 }
 
 static volatile sig_atomic_t handled;
+static int storming, storm_pairs;
+static int first_of_pair, first_waits, second_sent; /* storm-pending: the handler and the sender meet */
+static pthread_t storm_target;
 static long thread_calls;
 static MPI_Comm thread_comm[3];
 
+/* Counts the signal last: the sender starts the next once it sees the count (a pair's
+ * second handler must not take the next pair's first). */
 static void on_term(int sig)
 {
     (void)sig;
-    handled = 1;
+    if (__atomic_exchange_n(&first_of_pair, 0, __ATOMIC_ACQ_REL)) { /* the second sent while this runs */
+        __atomic_store_n(&first_waits, 1, __ATOMIC_RELEASE);
+        while (!__atomic_load_n(&second_sent, __ATOMIC_ACQUIRE))
+            ;
+        __atomic_store_n(&second_sent, 0, __ATOMIC_RELAXED);
+        __atomic_store_n(&first_waits, 0, __ATOMIC_RELEASE);
+    }
+    handled = handled + 1;
+}
+
+/* Sends SIGTERM to the storm's thread, each once the last was handled (a pair at a time
+ * for storm-pending), until it says stop. */
+static void *storm_loop(void *arg)
+{
+    sigset_t term;
+    (void)arg;
+    sigemptyset(&term);
+    sigaddset(&term, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &term, NULL);
+    while (__atomic_load_n(&storming, __ATOMIC_ACQUIRE)) {
+        sig_atomic_t before = handled;
+        __atomic_store_n(&first_of_pair, storm_pairs, __ATOMIC_RELEASE);
+        pthread_kill(storm_target, SIGTERM);
+        if (storm_pairs) { /* the first's handler waits for the second: it always comes */
+            while (!__atomic_load_n(&first_waits, __ATOMIC_ACQUIRE))
+                ;
+            pthread_kill(storm_target, SIGTERM);
+            __atomic_store_n(&second_sent, 1, __ATOMIC_RELEASE);
+        }
+        while (handled - before < 1 + storm_pairs && __atomic_load_n(&storming, __ATOMIC_ACQUIRE))
+            ;
+    }
+    return NULL;
+}
+
+/* Calls of the loop, with SIGTERM sent to this thread all along (`pairs`: two at a
+ * time, the second while the first's handler runs), until `signals` were handled; the
+ * calls made. */
+static long storm(long signals, int pairs)
+{
+    pthread_t sender;
+    long i;
+    storm_target = pthread_self();
+    storm_pairs = pairs;
+    storming = 1;
+    pthread_create(&sender, NULL, storm_loop, NULL);
+    for (i = 0; handled < signals; i++)
+        known_call(i);
+    __atomic_store_n(&storming, 0, __ATOMIC_RELEASE);
+    pthread_join(sender, NULL);
+    return i;
 }
 
 static void *thread_loop(void *arg)
@@ -99,7 +162,7 @@ int main(int argc, char **argv)
     const char *how = argc > 1 ? argv[1] : "finish";
     long i, n = argc > 2 ? atol(argv[2]) : 100;
     int rank = 0, provided = 0;
-    if (strcmp(how, "handled") == 0)
+    if (strcmp(how, "handled") == 0 || strncmp(how, "storm", 5) == 0)
         signal(SIGTERM, on_term);
     if (strcmp(how, "threads") == 0) {
         MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
@@ -107,6 +170,13 @@ int main(int argc, char **argv)
             threads_then_kill(n);
         printf("no MPI_THREAD_MULTIPLE\n");
         MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    if (strncmp(how, "storm", 5) == 0) {
+        MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+        long calls = storm(n, strcmp(how, "storm-pending") == 0);
+        printf("storm %ld %ld\n", calls, (long)handled);
+        MPI_Finalize();
+        return 0;
     }
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
