@@ -7,8 +7,10 @@
  *   - the tool's handler writes the record into each of the receiving thread's buffers
  *     (async-signal-safe: stores, the tick counter, clock_gettime), then chains: to the
  *     application's handler or the MPI's (if it returns from SIGTERM, SIGINT, SIGQUIT or
- *     SIGXCPU, the record is taken back: the process goes on; a fault comes again, abort()
- *     ends the process), or, for the default, does what the default does: the
+ *     SIGXCPU, the record is taken back: the process goes on, unless the signal waits
+ *     again with the default handling; a fault comes again, abort() ends the process;
+ *     the bytes a record covered are put back: a record being written may have had its
+ *     first fields there), or, for the default, does what the default does: the
  *     default restored and the signal raised again (a fault: the instruction runs again),
  *     the process ends by that signal as it would have; a heap buffer's records (no tail
  *     file: the call in progress and the signal are not kept) are written out first;
@@ -42,13 +44,13 @@ static char *note_place(const struct thread_buffer *tb)
 }
 
 /* Where a signal's records went, and the bytes they covered there in the first
- * SIGNAL_KEPT buffers: a record being written (its head not there yet) may have had its
+ * COVERED_KEPT buffers: a record being written (its head not there yet) may have had its
  * first fields there, which take_back puts back when the process goes on. Few, on the
  * handler's stack: it may be a small alternate stack (SA_ONSTACK). */
+#define COVERED_KEPT 4
 struct noted {
     char *at[MAX_LEVELS];
-    int level[SIGNAL_KEPT];
-    unsigned char covered[SIGNAL_KEPT][sizeof(struct signal_record)];
+    unsigned char covered[COVERED_KEPT][sizeof(struct signal_record)];
 };
 
 /* The signal's record in each of this thread's buffers; their places in `where`. */
@@ -68,10 +70,8 @@ static int note(int sig, const siginfo_t *info, struct noted *where)
             continue;
         if ((at = note_place(tb)) == NULL)
             continue;
-        if (n < SIGNAL_KEPT) {
+        if (n < COVERED_KEPT)
             memcpy(where->covered[n], at, sizeof r);
-            where->level[n] = level;
-        }
         memcpy(at + 4, (const char *)&r + 4, sizeof r - 4);
         __atomic_signal_fence(__ATOMIC_SEQ_CST);
         memcpy(at, &r, 4);
@@ -80,69 +80,18 @@ static int note(int sig, const siginfo_t *info, struct noted *where)
     return n;
 }
 
-/* A signal's record at `at` taken back, its head first (a process killed meanwhile
- * leaves no half record), then the bytes it covered put back. */
-static void put_back(char *at, const unsigned char *covered)
-{
-    memset(at, 0, 8);
-    __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    memcpy(at + 8, covered + 8, sizeof(struct signal_record) - 8);
-    __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    memcpy(at, covered, 8);
-}
-
-/* The process goes on: the signal's records taken back (put_back where the bytes they
- * covered were kept; the others' head cleared). */
+/* The process goes on: the signals' records taken back, their head first (a process
+ * killed meanwhile leaves no half record), then the bytes they covered put back. */
 static void take_back(const struct noted *where, int n)
 {
     for (int i = 0; i < n; i++) {
-        if (i < SIGNAL_KEPT)
-            put_back(where->at[i], where->covered[i]);
-        else
-            memset(where->at[i], 0, 8);
-    }
-}
-
-/* The same signal waits as the handler returns: the records stay (the process may end by
- * it: a handler that raises it again, the default restored), and what take_back needs is
- * kept in the thread's state for the signal's next handler. */
-static void leave_for_next(struct thread_state *ts, const struct noted *where, int n)
-{
-    struct signal_left *left = &ts->signal_left;
-    int i;
-    left->count = 0;
-    left->opened = ts->opened;
-    if (n > 0) /* the same record in every buffer */
-        memcpy(&left->written, where->at[0], sizeof left->written);
-    for (i = 0; i < n && i < SIGNAL_KEPT; i++) {
-        left->kept[i].level = where->level[i];
-        left->kept[i].at = where->at[i];
-        memcpy(left->kept[i].covered, where->covered[i], sizeof left->kept[i].covered);
-    }
-    __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    left->count = i;
-}
-
-/* A signal's records left by the last handler (leave_for_next) taken back: the process
- * went on. Only where nothing was written since (no call begun on the thread, the bytes
- * still the record): the handler runs as that handler returns, before the code it
- * interrupted, unless the application's handler masked the signal. */
-static void take_back_left(struct thread_state *ts)
-{
-    struct signal_left *left = &ts->signal_left;
-    int i, n = left->count;
-    left->count = 0;
-    __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    if (n == 0 || left->opened != ts->opened)
-        return;
-    for (i = 0; i < n; i++) {
-        struct thread_buffer *tb = ts->buffers[left->kept[i].level];
-        char *at = left->kept[i].at;
-        if (tb == NULL || tb->data == NULL || at < tb->data ||
-            (size_t)(at - tb->data) + sizeof left->written > tb->capacity ||
-            memcmp(at, &left->written, sizeof left->written) != 0)
+        memset(where->at[i], 0, 8);
+        if (i >= COVERED_KEPT)
             continue;
-        put_back(at, left->kept[i].covered);
+        __atomic_signal_fence(__ATOMIC_SEQ_CST);
+        memcpy(where->at[i] + 8, where->covered[i] + 8, sizeof where->covered[i] - 8);
+        __atomic_signal_fence(__ATOMIC_SEQ_CST);
+        memcpy(where->at[i], where->covered[i], 8);
     }
 }
 
@@ -185,13 +134,18 @@ static void as_default(int sig, const siginfo_t *info)
         raise(sig);                    /* blocked in the handler: delivered when it returns */
 }
 
-/* Whether `sig` waits to be delivered when the handler returns: a handler that ends the
- * process by raising the signal again (Open MPI's prints a stack and does) returns first. */
-static int pending(int sig)
+/* Whether the process ends by `sig` once the handler returns: it waits to be delivered,
+ * and its handling is now the default (a handler that restored it and raised the signal
+ * again: Open MPI's prints a stack and does; or SA_RESETHAND). Waiting with any other
+ * handling, the process goes on, or comes back to the tool's handler, which writes a new
+ * record (on whichever thread takes a signal sent to the process). */
+static int ends_by(int sig)
 {
     sigset_t waiting;
-
-    return sigpending(&waiting) == 0 && sigismember(&waiting, sig) == 1;
+    struct sigaction now;
+    if (sigpending(&waiting) != 0 || sigismember(&waiting, sig) != 1)
+        return 0;
+    return sigaction(sig, NULL, &now) == 0 && !(now.sa_flags & SA_SIGINFO) && now.sa_handler == SIG_DFL;
 }
 
 static void on_signal(int sig, siginfo_t *info, void *context)
@@ -199,11 +153,8 @@ static void on_signal(int sig, siginfo_t *info, void *context)
     int saved = errno, n;
     struct noted where;
     size_t k;
-    struct thread_state *ts = trace_thread_self;
     for (k = 0; k < FATAL_COUNT && fatal[k] != sig; k++)
         ;
-    if (ts != NULL && ts->signal_left.count > 0)
-        take_back_left(ts);
     n = note(sig, info, &where);
     if (k < FATAL_COUNT && (previous[k].sa_flags & SA_SIGINFO) && previous[k].sa_sigaction != NULL) {
         previous[k].sa_sigaction(sig, info, context);
@@ -215,12 +166,8 @@ static void on_signal(int sig, siginfo_t *info, void *context)
         errno = saved;
         return;
     }
-    if (goes_on_after(sig, info)) { /* the handler returned */
-        if (!pending(sig))
-            take_back(&where, n); /* the process goes on */
-        else if (ts != NULL)
-            leave_for_next(ts, &where, n);
-    }
+    if (goes_on_after(sig, info) && !ends_by(sig)) /* the handler returned and the process goes on */
+        take_back(&where, n);
     errno = saved;
 }
 

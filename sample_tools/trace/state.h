@@ -94,22 +94,6 @@ struct instance {
 HIDDEN extern struct instance trace_instances[MAX_LEVELS];
 
 /* Everything a thread keeps, in one TLS object (reached through trace_thread_self). */
-/* The records of a signal whose handler returned while the same signal was waiting
- * (signals.c): left in place, in case the process ends by it, and taken back when it comes,
- * before the interrupted code goes on; for the first SIGNAL_KEPT buffers, with the bytes
- * each covered. */
-#define SIGNAL_KEPT 4
-struct signal_left {
-    unsigned opened; /* the thread's `opened` then: a call begun since means they were written over */
-    int count;
-    struct signal_record written;
-    struct {
-        int level;
-        char *at;
-        unsigned char covered[sizeof(struct signal_record)];
-    } kept[SIGNAL_KEPT];
-};
-
 struct thread_state {
     struct thread_buffer *buffers[MAX_LEVELS];
     unsigned opened; /* traced calls begun on this thread: one begun inside another (nested) is seen by it */
@@ -118,7 +102,6 @@ struct thread_state {
         uint16_t func;
         uint8_t depth;
     } open_stack[MAX_OPEN];
-    struct signal_left signal_left;
 };
 HIDDEN extern __thread struct thread_state trace_thread;
 /* The same, found through 8 bytes of static TLS (the initial-exec model: one load): a

@@ -11,6 +11,9 @@
  *                launcher kills the others inside their MPI_Recv;
  *   handled      a SIGTERM handler installed before MPI_Init: raise(SIGTERM), which it
  *                catches ("handled 1"), then argv[2] more calls and MPI_Finalize;
+ *   reraise      a SIGTERM handler installed before MPI_Init that restores the default
+ *                and raises SIGTERM again (as Open MPI's does): raise(SIGTERM) ends the
+ *                process by it, once the handler returned;
  *   threads      MPI_THREAD_MULTIPLE: 3 threads each make argv[2] calls of MPI_Allreduce
  *                on a communicator of their own (MPI_Comm_dup of MPI_COMM_SELF), then
  *                raise(SIGKILL) once they are joined;
@@ -21,13 +24,17 @@
  *                being written; "storm CALLS HANDLED", then MPI_Finalize;
  *   storm-pending  the same, the signals sent in pairs: the second while the handler of
  *                the first runs (which waits for it), so that it waits as that handler
- *                returns, and comes before the interrupted code goes on.
+ *                returns, and comes before the interrupted code goes on;
+ *   storm-elsewhere  the same, one at a time, but each handler on the storm's thread
+ *                sends SIGTERM to the process (kill), which another thread (no MPI calls)
+ *                may take: it waits as the handler returns, and this thread may never see it.
  * A death inside a call is a tool's below the trace (tests/tools/killer.c).
  *
  * COMPILE: mpicc trace_death.c -o trace_death -lqmpi -lpthread
  * RUN:     TOOLS=./libtrace.so mpiexec -n 1 ./trace_death segv 100 */
 #include <mpi.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,12 +57,21 @@ static void known_call(long i)
     }
 }
 
-static volatile sig_atomic_t handled;
-static int storming, storm_pairs;
+static int handled; /* SIGTERMs handled (atomic: the storm's sender reads it) */
+enum { STORM_ONE, STORM_PAIRS, STORM_ELSEWHERE };
+static int storming, storm_how;
 static int first_of_pair, first_waits, second_sent; /* storm-pending: the handler and the sender meet */
+static int send_to_process;                         /* storm-elsewhere: the next handler on the storm's thread kills */
 static pthread_t storm_target;
 static long thread_calls;
 static MPI_Comm thread_comm[3];
+#define STORM_CALLS_PER_SIGNAL 200 /* then the storm's thread waits for the next signal */
+
+static void on_term_reraise(int sig)
+{
+    signal(sig, SIG_DFL);
+    raise(sig); /* blocked in the handler: delivered when it returns */
+}
 
 /* Counts the signal last: the sender starts the next once it sees the count (a pair's
  * second handler must not take the next pair's first). */
@@ -65,15 +81,17 @@ static void on_term(int sig)
     if (__atomic_exchange_n(&first_of_pair, 0, __ATOMIC_ACQ_REL)) { /* the second sent while this runs */
         __atomic_store_n(&first_waits, 1, __ATOMIC_RELEASE);
         while (!__atomic_load_n(&second_sent, __ATOMIC_ACQUIRE))
-            ;
+            sched_yield();
         __atomic_store_n(&second_sent, 0, __ATOMIC_RELAXED);
         __atomic_store_n(&first_waits, 0, __ATOMIC_RELEASE);
     }
-    handled = handled + 1;
+    if (__atomic_exchange_n(&send_to_process, 0, __ATOMIC_ACQ_REL))
+        kill(getpid(), SIGTERM); /* handled once, here after this handler or on another thread */
+    __atomic_add_fetch(&handled, 1, __ATOMIC_ACQ_REL);
 }
 
 /* Sends SIGTERM to the storm's thread, each once the last was handled (a pair at a time
- * for storm-pending), until it says stop. */
+ * for storm-pending; storm-elsewhere: and the one its handler sends), until it says stop. */
 static void *storm_loop(void *arg)
 {
     sigset_t term;
@@ -82,36 +100,58 @@ static void *storm_loop(void *arg)
     sigaddset(&term, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &term, NULL);
     while (__atomic_load_n(&storming, __ATOMIC_ACQUIRE)) {
-        sig_atomic_t before = handled;
-        __atomic_store_n(&first_of_pair, storm_pairs, __ATOMIC_RELEASE);
+        int before = __atomic_load_n(&handled, __ATOMIC_ACQUIRE);
+        __atomic_store_n(&first_of_pair, storm_how == STORM_PAIRS, __ATOMIC_RELEASE);
+        __atomic_store_n(&send_to_process, storm_how == STORM_ELSEWHERE, __ATOMIC_RELEASE);
         pthread_kill(storm_target, SIGTERM);
-        if (storm_pairs) { /* the first's handler waits for the second: it always comes */
+        if (storm_how == STORM_PAIRS) { /* the first's handler waits for the second: it always comes */
             while (!__atomic_load_n(&first_waits, __ATOMIC_ACQUIRE))
-                ;
+                sched_yield();
             pthread_kill(storm_target, SIGTERM);
             __atomic_store_n(&second_sent, 1, __ATOMIC_RELEASE);
         }
-        while (handled - before < 1 + storm_pairs && __atomic_load_n(&storming, __ATOMIC_ACQUIRE))
-            ;
+        while (__atomic_load_n(&handled, __ATOMIC_ACQUIRE) - before < 1 + (storm_how != STORM_ONE) &&
+               __atomic_load_n(&storming, __ATOMIC_ACQUIRE))
+            sched_yield();
     }
     return NULL;
 }
 
-/* Calls of the loop, with SIGTERM sent to this thread all along (`pairs`: two at a
- * time, the second while the first's handler runs), until `signals` were handled; the
- * calls made. */
-static long storm(long signals, int pairs)
+/* A thread that makes no MPI call and takes the signals sent to the process
+ * (storm-elsewhere), until the storm ends. */
+static void *bystander(void *arg)
 {
-    pthread_t sender;
-    long i;
+    (void)arg;
+    while (__atomic_load_n(&storming, __ATOMIC_ACQUIRE))
+        usleep(1000);
+    return NULL;
+}
+
+/* Calls of the loop, with SIGTERM sent to this thread all along (`how`: one at a time,
+ * in pairs, or each with one to the process), until `signals` were handled; the calls
+ * made. After STORM_CALLS_PER_SIGNAL calls with no signal it waits for one, so that
+ * a busy machine, where the sender runs seldom, does not make a trace of gigabytes. */
+static long storm(int signals, int how)
+{
+    pthread_t sender, other;
+    long i, since = 0;
+    int seen = 0, now;
     storm_target = pthread_self();
-    storm_pairs = pairs;
+    storm_how = how;
     storming = 1;
+    pthread_create(&other, NULL, bystander, NULL);
     pthread_create(&sender, NULL, storm_loop, NULL);
-    for (i = 0; handled < signals; i++)
+    for (i = 0; (now = __atomic_load_n(&handled, __ATOMIC_ACQUIRE)) < signals; i++) {
+        if (now != seen)
+            seen = now, since = 0;
+        else if (++since > STORM_CALLS_PER_SIGNAL)
+            while (__atomic_load_n(&handled, __ATOMIC_ACQUIRE) == seen)
+                sched_yield();
         known_call(i);
+    }
     __atomic_store_n(&storming, 0, __ATOMIC_RELEASE);
     pthread_join(sender, NULL);
+    pthread_join(other, NULL);
     return i;
 }
 
@@ -164,6 +204,8 @@ int main(int argc, char **argv)
     int rank = 0, provided = 0;
     if (strcmp(how, "handled") == 0 || strncmp(how, "storm", 5) == 0)
         signal(SIGTERM, on_term);
+    if (strcmp(how, "reraise") == 0)
+        signal(SIGTERM, on_term_reraise);
     if (strcmp(how, "threads") == 0) {
         MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
         if (provided == MPI_THREAD_MULTIPLE)
@@ -173,8 +215,11 @@ int main(int argc, char **argv)
     }
     if (strncmp(how, "storm", 5) == 0) {
         MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
-        long calls = storm(n, strcmp(how, "storm-pending") == 0);
-        printf("storm %ld %ld\n", calls, (long)handled);
+        int kind = strcmp(how, "storm-pending") == 0     ? STORM_PAIRS
+                   : strcmp(how, "storm-elsewhere") == 0 ? STORM_ELSEWHERE
+                                                         : STORM_ONE;
+        long calls = storm((int)n, kind);
+        printf("storm %ld %d\n", calls, __atomic_load_n(&handled, __ATOMIC_ACQUIRE));
         MPI_Finalize();
         return 0;
     }
@@ -190,11 +235,13 @@ int main(int argc, char **argv)
         *(volatile int *)(volatile void *)0 = 1;
     if (strcmp(how, "abort") == 0)
         abort();
+    if (strcmp(how, "reraise") == 0)
+        raise(SIGTERM);
     if (strcmp(how, "exit") == 0)
         exit(0);
     if (strcmp(how, "handled") == 0) {
         raise(SIGTERM);
-        printf("handled %d\n", (int)handled);
+        printf("handled %d\n", __atomic_load_n(&handled, __ATOMIC_ACQUIRE));
         for (i = 0; i < n; i++)
             known_call(i);
     }
