@@ -137,12 +137,13 @@ def test_calls_longer_than_a_records_duration(mpi, death_app, sample_tools, test
     assert wide == 2
 
 
-@pytest.mark.parametrize("how, signal", [("segv", 11), ("abort", 6), ("reraise", 15)])
+@pytest.mark.parametrize("how, signal", [("segv", 11), ("abort", 6), ("reraise", 15), ("resethand", 15)])
 def test_a_fatal_signal_between_calls(mpi, death_app, sample_tools, tmp_path, how, signal):
     """SIGSEGV (a store through a null pointer), SIGABRT (abort()) or SIGTERM caught by the
-    application's handler, which restores the default and raises it again, after 50
-    calls: the 50 calls and the signal are in the trace; the process ends as it does
-    without the tool (the launcher's exit status the same)."""
+    application's handler, which raises it again with the default handling back (restored
+    by the handler, or by SA_RESETHAND), after 50 calls: the 50 calls and the signal are
+    in the trace; the process ends as it does without the tool (the launcher's exit
+    status the same)."""
     plain = mpi.run(1, [death_app, how, 50], cwd=tmp_path)
     proc, run = _run(mpi, death_app, tmp_path, f"{sample_tools}/libtrace.so", how, 50)
     assert proc.returncode == plain.returncode != 0, (proc.stderr, plain.stderr)

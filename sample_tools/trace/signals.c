@@ -145,7 +145,8 @@ static int ends_by(int sig)
     struct sigaction now;
     if (sigpending(&waiting) != 0 || sigismember(&waiting, sig) != 1)
         return 0;
-    return sigaction(sig, NULL, &now) == 0 && !(now.sa_flags & SA_SIGINFO) && now.sa_handler == SIG_DFL;
+    /* SA_RESETHAND leaves SA_SIGINFO set; sa_handler and sa_sigaction share storage */
+    return sigaction(sig, NULL, &now) == 0 && now.sa_handler == SIG_DFL;
 }
 
 static void on_signal(int sig, siginfo_t *info, void *context)

@@ -14,6 +14,8 @@
  *   reraise      a SIGTERM handler installed before MPI_Init that restores the default
  *                and raises SIGTERM again (as Open MPI's does): raise(SIGTERM) ends the
  *                process by it, once the handler returned;
+ *   resethand    the same with a handler of SA_SIGINFO | SA_RESETHAND that only raises
+ *                SIGTERM again (the default is back as it runs);
  *   threads      MPI_THREAD_MULTIPLE: 3 threads each make argv[2] calls of MPI_Allreduce
  *                on a communicator of their own (MPI_Comm_dup of MPI_COMM_SELF), then
  *                raise(SIGKILL) once they are joined;
@@ -71,6 +73,13 @@ static void on_term_reraise(int sig)
 {
     signal(sig, SIG_DFL);
     raise(sig); /* blocked in the handler: delivered when it returns */
+}
+
+static void on_term_resethand(int sig, siginfo_t *info, void *context)
+{
+    (void)info;
+    (void)context;
+    raise(sig);
 }
 
 /* Counts the signal last: the sender starts the next once it sees the count (a pair's
@@ -206,6 +215,14 @@ int main(int argc, char **argv)
         signal(SIGTERM, on_term);
     if (strcmp(how, "reraise") == 0)
         signal(SIGTERM, on_term_reraise);
+    if (strcmp(how, "resethand") == 0) {
+        struct sigaction once;
+        memset(&once, 0, sizeof once);
+        once.sa_sigaction = on_term_resethand;
+        once.sa_flags = SA_SIGINFO | SA_RESETHAND;
+        sigemptyset(&once.sa_mask);
+        sigaction(SIGTERM, &once, NULL);
+    }
     if (strcmp(how, "threads") == 0) {
         MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
         if (provided == MPI_THREAD_MULTIPLE)
@@ -235,7 +252,7 @@ int main(int argc, char **argv)
         *(volatile int *)(volatile void *)0 = 1;
     if (strcmp(how, "abort") == 0)
         abort();
-    if (strcmp(how, "reraise") == 0)
+    if (strcmp(how, "reraise") == 0 || strcmp(how, "resethand") == 0)
         raise(SIGTERM);
     if (strcmp(how, "exit") == 0)
         exit(0);
