@@ -76,6 +76,13 @@ static int start_instance(int level, int rank, int size, uint64_t run_id, MPI_Gr
     struct timespec real;
     static int said_bad_buffer;
     trace_options_once();
+    if (in->ended) {             /* MPI_Session_init after the last finalize: the files end with END, whole */
+        in->world_group = world; /* let go at its finalize, as a started instance's */
+        if (rank == 0)
+            trace_say("level %d: initialized again after its last finalize: not traced (its rank files are closed)",
+                      level);
+        return 0;
+    }
     in->level = level;
     pthread_mutex_init(&in->lock, NULL);
     trace_threads_start(in);
@@ -116,6 +123,7 @@ static void stop_instance(struct instance *in)
 {
     struct thread_buffer *tb;
     __atomic_store_n(&in->active, 0, __ATOMIC_RELEASE);
+    in->ended = 1;
     pthread_mutex_lock(&in->lock);
     for (tb = in->threads; tb != NULL; tb = tb->next_in_instance)
         trace_sink_close(in, tb);

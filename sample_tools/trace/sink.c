@@ -298,6 +298,9 @@ void trace_sink_close(struct instance *in, struct thread_buffer *tb)
         put_record(tb, &end, sizeof end);
         flush_locked(in, tb);
     }
+    tb->busy = 1;                           /* a signal's handler on this thread leaves the buffer alone from now on */
+    memset(tb->named, 0, sizeof tb->named); /* a call that still comes asks trace_name_function: no */
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
     if (!tb->stopped) {
         if (tb->tail != NULL) { /* the rank file holds everything: its tail file goes */
             char name[4200];

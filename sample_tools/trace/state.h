@@ -80,6 +80,7 @@ struct instance {
     int level;
     int dirfd;             /* the trace directory, checked (files.c) */
     int users;             /* MPI_Init and MPI_Session_init calls not yet finalized: the last stops the instance */
+    int ended;             /* stopped by its last finalize: its rank files are closed, and stay so */
     MPI_Group world_group; /* the processes of world ranks: MPI_COMM_WORLD's group, or mpi://WORLD's */
     pthread_mutex_t lock;  /* handles, thread list */
     pthread_key_t thread_key;

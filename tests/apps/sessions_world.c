@@ -1,6 +1,7 @@
 /* A sessions-only program (MPI 4): it never calls MPI_Init, so MPI_COMM_WORLD is not
  * there to ask for a rank. It builds a communicator from the mpi://WORLD process set,
- * broadcasts over it, and prints its rank in it.
+ * broadcasts over it, and prints its rank in it. With the argument `twice`, all of it
+ * again after the first MPI_Session_finalize (a new session: MPI 4 allows it).
  *
  * QMPIGEN: qmpigen build-core --mpi-header auto -o core && make -C core
  * COMPILE: mpicc sessions_world.c -o sessions_world -Lcore -lqmpi -Wl,-rpath,core
@@ -8,8 +9,9 @@
  *          (tests/test_sample_tools.py: each rank's reports carry its own rank) */
 #include <mpi.h>
 #include <stdio.h>
+#include <string.h>
 
-int main(void)
+static int one_session(void)
 {
     MPI_Session session;
     MPI_Group world;
@@ -34,4 +36,12 @@ int main(void)
     MPI_Group_free(&world);
     MPI_Session_finalize(&session);
     return 0;
+}
+
+int main(int argc, char **argv)
+{
+    int twice = argc > 1 && strcmp(argv[1], "twice") == 0;
+    if (one_session() != 0)
+        return 1;
+    return twice ? one_session() : 0;
 }
