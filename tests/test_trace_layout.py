@@ -33,7 +33,6 @@ def test_the_c_structs_compile_with_the_layouts_offsets(tmp_path):
     every field, with a few; 64-bit fields narrow and wide; a communicator id and a
     duration too large for the head; recv_bytes equal to bytes; a call entered."""
     np = pytest.importorskip("numpy")
-    import trace_writer
 
     from qmpigen.trace import loops, records, walk
 
@@ -85,7 +84,7 @@ def test_the_c_structs_compile_with_the_layouts_offsets(tmp_path):
         packed, out = out[:size], out[size:]
         if whole[16:24] == bytes(8):  # entered: a call entered has no leave yet, nor its duration
             assert packed[16:20] == bytes(4)
-        whole = whole[:7] + bytes([whole[7] & trace_writer.CALL_FLAGS]) + whole[8:]  # the CALL_ flags kept
+        whole = whole[:7] + bytes([whole[7] & layout.CALL_FLAGS]) + whole[8:]  # the CALL_ flags kept
         assert walk._unpack_compact(packed, 0, size) == whole
         sizes.append(size)
         packed_records.append(packed)

@@ -130,9 +130,6 @@ def calls(
     return rows.tobytes()
 
 
-CALL_FLAGS = sum(value for _, value, _ in layout.FLAGS)  # what a COMPACT_CALL keeps of a CALL's flags
-
-
 def compact(call_records: bytes) -> bytes:
     """CALL records as the COMPACT_CALL records the trace tool writes (format 7, as
     docs/trace-format.md describes them): each field not at its default, the 64-bit ones
@@ -166,7 +163,9 @@ def compact(call_records: bytes) -> bytes:
         if leave_wide:
             tail += struct.pack("<Q", value["leave"])
         tail += b"\0" * (-len(tail) % layout.RECORD_ALIGNMENT)
-        flags = value["flags"] & CALL_FLAGS | (narrow_flag if narrow else 0) | (recv_flag if recv_is_bytes else 0)
+        flags = (
+            value["flags"] & layout.CALL_FLAGS | (narrow_flag if narrow else 0) | (recv_flag if recv_is_bytes else 0)
+        )
         out.append(
             layout.COMPACT_CALL.layout.format.pack(
                 layout.COMPACT_CALL.kind,

@@ -399,6 +399,7 @@ FLAGS = (
     ("CALL_FAILED", 2, "the function returned an MPI error code"),
     ("CALL_STATUS_BYTES", 4, "recv_bytes is what the call's status counts (a file read's bytes read; version 6)"),
 )
+CALL_FLAGS = sum(value for _, value, _ in FLAGS)  # every CALL_ flag: what a COMPACT_CALL keeps of a CALL's
 PEERS = (("PEER_NONE", -1), ("PEER_ANY", -2))
 # MPI_File_open's access mode in a CALL's tag: OTF2's access mode (0 read-only, 1 write-only,
 # 2 read-write) in the low bits, and these (the MPI's own MPI_MODE_ values differ per MPI)

@@ -13,6 +13,7 @@ from qmpigen.output.regenerate import between, refresh
 from .layout import (
     C_TYPES,
     CALL,
+    CALL_FLAGS,
     COMBINERS,
     COMM_CHUNK,
     COMPACT_CALL,
@@ -95,7 +96,7 @@ def c_text() -> str:
     out += [
         "};",
         "enum { " + ", ".join(f"{name} = {value}" for name, value, _ in FLAGS) + " };",
-        f"#define CALL_FLAGS {sum(value for _, value, _ in FLAGS)} /* every CALL_ flag */",
+        f"#define CALL_FLAGS {CALL_FLAGS} /* every CALL_ flag */",
         "enum { " + ", ".join(f"{name} = {value}" for name, value, _ in COMPACT_FLAGS) + " };",
         "enum { " + ", ".join(f"{name} = {value}" for name, value in PEERS) + " };",
         "enum { " + ", ".join(f"{name} = {value}" for name, value, _ in REQUEST_FLAGS) + " };",

@@ -83,7 +83,7 @@ HIDDEN int trace_all_begin(struct traced *t, int level, int index)
 void trace_all_end(struct traced *t, int failed)
 {
     uint64_t leave = trace_ticks();
-    if (__builtin_expect(t->ts->opened != t->opened || leave - t->r.enter >= COMPACT_DURATION_WIDE, 0)) {
+    if (trace_written_again(t, leave - t->r.enter)) {
         struct call_record r = {
             .kind = R_CALL, .size = sizeof r, .func = t->r.func, .depth = t->r.depth, CALL_RECORD_DEFAULTS};
         r.enter = t->r.enter;

@@ -82,10 +82,17 @@ static inline ALWAYS_INLINE void trace_enter(struct traced *t)
     trace_enter_record(t, &t->r);
 }
 
+/* Whether a call's record must be written again, whole, rather than completed in place:
+ * a call began on this thread meanwhile (one nested in it, which may have written where
+ * the record was), or the call lasted too long for the head's 32-bit duration. */
+static inline ALWAYS_INLINE int trace_written_again(const struct traced *t, uint64_t duration)
+{
+    return __builtin_expect(t->ts->opened != t->opened, 0) || __builtin_expect(duration >= COMPACT_DURATION_WIDE, 0);
+}
+
 /* After a call whose record did not change in it, left at `leave`: its duration completes
- * the record written before (last, after the failed flag), unless a call began on this
- * thread meanwhile (one nested in it, which may have written where the record was) or
- * the call lasted too long for the head's 32 bits: then `r` is written again, whole. */
+ * the record written before (last, after the failed flag), unless it must be written
+ * again (trace_written_again): then `r` is written again, whole. */
 static inline ALWAYS_INLINE void trace_leave_at(struct traced *t, const struct call_record *r, int failed,
                                                 uint64_t leave)
 {
@@ -93,7 +100,7 @@ static inline ALWAYS_INLINE void trace_leave_at(struct traced *t, const struct c
     char *at = tb->data + tb->used;
     uint64_t duration = leave - r->enter;
     uint32_t stored;
-    if (__builtin_expect(t->ts->opened != t->opened || duration >= COMPACT_DURATION_WIDE, 0)) {
+    if (trace_written_again(t, duration)) {
         if (r != &t->r)
             t->r = *r;
         trace_end(t, failed);
